@@ -1,0 +1,1 @@
+"""The ``kprof`` command line (click + rich); one module per command family."""

@@ -1,0 +1,43 @@
+"""``kprof env``: what this machine is and how kprof will run on it."""
+
+from __future__ import annotations
+
+import json
+
+import click
+from rich.table import Table
+
+from kprof.cli.console import console, format_bytes
+from kprof.environment import collect_environment
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the environment as one JSON object.")
+@click.option("--no-ncu", is_flag=True, help="Skip locating ncu and asking its version (saves ~1 s).")
+def env(as_json: bool, no_ncu: bool) -> None:
+    """Device, driver, clocks, throttle reasons, software versions, ncu and NVML availability."""
+    e = collect_environment(with_ncu=not no_ncu)
+    if as_json:
+        click.echo(json.dumps(e.to_dict(), indent=2))
+        return
+    t = Table(show_header=False, box=None, pad_edge=False)
+    t.add_column(style="bold cyan")
+    t.add_column()
+    if e.gpu:
+        g = e.gpu
+        t.add_row("runs on", f"[green]GPU[/] {g.name} (cc {g.compute_capability})")
+        t.add_row("SMs / L2 / memory", f"{g.sm_count} / {format_bytes(g.l2_bytes)} / {format_bytes(g.memory_bytes)}")
+        if g.sm_clock_mhz is not None:
+            t.add_row("SM clock", f"{g.sm_clock_mhz} MHz (max {g.max_sm_clock_mhz})")
+            t.add_row("memory clock", f"{g.mem_clock_mhz} MHz (max {g.max_mem_clock_mhz})")
+            t.add_row("temperature / power", f"{g.temperature_c} C / {g.power_w:.0f} W")
+            t.add_row("throttle reasons", ", ".join(g.throttle_reasons) or "none")
+    else:
+        t.add_row("runs on", "[yellow]CPU via the Triton interpreter[/] (no CUDA device): numbers are not GPU numbers")
+    t.add_row("driver", e.driver or "n/a")
+    t.add_row("CUDA runtime (torch)", e.cuda_runtime or "n/a (CPU build)")
+    t.add_row("NVML", "available" if e.nvml else "unavailable")
+    t.add_row("ncu", f"{e.ncu_path} ({e.ncu_version})" if e.ncu_path else "not found")
+    t.add_row("python / torch / triton", f"{e.python} / {e.torch} / {e.triton}")
+    t.add_row("kprof", f"{e.kprof} (git {e.git_revision or 'n/a'})")
+    console.print(t)

@@ -1,0 +1,46 @@
+"""Entry point: the ``kprof`` group, its commands, and one-line error reporting."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from kprof.cli.console import err_console
+from kprof.errors import KprofError
+
+
+class KprofGroup(click.Group):
+    """Turns :class:`KprofError` into one red line and a non-zero exit, never a traceback."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except KprofError as exc:
+            err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            sys.exit(exc.exit_code)
+
+
+@click.group(cls=KprofGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="kprof")
+def cli() -> None:
+    """kprof: profile, validate and autotune sparse decode-attention kernels against dense baselines.
+
+    Without a GPU, kernels run through the Triton interpreter on small workloads (not GPU numbers).
+    """
+
+
+def _register() -> None:
+    from kprof.cli import env_cmd, methods_cmd, workload_cmd
+
+    cli.add_command(env_cmd.env)
+    cli.add_command(workload_cmd.workload)
+    cli.add_command(methods_cmd.methods)
+    cli.add_command(methods_cmd.check)
+
+
+_register()
+
+
+def main() -> None:
+    cli(prog_name="kprof")

@@ -1,0 +1,23 @@
+"""User-facing errors.
+
+Every failure a user can cause is a :class:`KprofError` whose message is one line naming the
+problem and the fix. The CLI prints it without a traceback and exits non-zero.
+"""
+
+
+class KprofError(Exception):
+    """A problem the user can fix; ``str(err)`` is a one-line message with the fix."""
+
+    exit_code = 1
+
+
+class WorkloadError(KprofError):
+    """A workload file or spec is missing, malformed or inconsistent."""
+
+
+class MethodUnavailable(KprofError):
+    """A method cannot run on this machine (e.g. a CUDA-only SDPA backend on the CPU)."""
+
+
+class ConfigError(KprofError):
+    """A launch configuration names an unknown launch/key or an illegal value."""

@@ -1,0 +1,93 @@
+"""The Method interface: everything the harness, tuner and profilers need, nothing more.
+
+``prepare`` does all one-off work (packing, workspace allocation) outside timing and returns a
+:class:`Prepared`, whose ``run()`` issues exactly the timed operation. Baselines and candidates
+implement the same interface, so the harness never knows which method it times.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Callable, ClassVar, Mapping
+
+import torch
+
+from kprof.config_space import LaunchSpace, MethodConfig, resolve_method_config
+from kprof.errors import MethodUnavailable
+from kprof.execution import ExecutionTarget
+from kprof.methods.reference import dense_attention_fp64
+from kprof.workloads.workload import Workload
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One GPU launch (or an opaque library call) of a prepared method, runnable on its own."""
+
+    name: str
+    launch: Callable[[], object]
+
+
+@dataclass
+class Prepared:
+    """A method bound to a workload, device and config, ready to be timed.
+
+    ``run`` returns the output ``[Hq, d]``; it must not allocate, synchronise the host or loop
+    over heads in Python. ``stages`` run in order reproduce ``run``. ``expected_kernels`` are
+    substrings of the GPU kernel names the profiler should see, one per launch, in order.
+    ``output`` lets validation poison the output buffer before a run to catch unwritten rows.
+    """
+
+    method: str
+    config: MethodConfig
+    run: Callable[[], torch.Tensor]
+    stages: tuple[Stage, ...]
+    expected_kernels: tuple[str, ...]
+    output: torch.Tensor | None = None  # the buffer run() writes, when the method owns one
+    details: dict = field(default_factory=dict)
+
+
+class Method(ABC):
+    """A decode-attention implementation that kprof can prepare, run, validate, time and tune."""
+
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    needs_cuda: ClassVar[bool] = False
+    dtypes: ClassVar[tuple[torch.dtype, ...]] = (torch.float16, torch.bfloat16, torch.float32)
+
+    def config_space(self) -> Mapping[str, LaunchSpace]:
+        """Tunable launch parameters per launch name; empty for library calls."""
+        return {}
+
+    def check_available(self, workload: Workload, target: ExecutionTarget) -> None:
+        """Raise :class:`MethodUnavailable` with a one-line reason if this cannot run here."""
+        if self.needs_cuda and not target.is_gpu:
+            raise MethodUnavailable(
+                f"method {self.name!r} needs a CUDA GPU and this run is on the CPU: "
+                "run on a GPU machine, or choose a CPU-capable method such as 'math' or 'triton-dense'"
+            )
+        if workload.dtype not in self.dtypes:
+            allowed = ", ".join(str(d).removeprefix("torch.") for d in self.dtypes)
+            raise MethodUnavailable(
+                f"method {self.name!r} does not support {str(workload.dtype).removeprefix('torch.')} inputs: "
+                f"use a workload in {allowed}"
+            )
+
+    def prepare(
+        self,
+        workload: Workload,
+        target: ExecutionTarget,
+        overrides: Mapping[str, Mapping[str, int]] | None = None,
+    ) -> Prepared:
+        self.check_available(workload, target)
+        config = resolve_method_config(self.config_space(), overrides, workload.shape)
+        if workload.q.device != target.device:
+            workload = workload.to(target.device)
+        return self._prepare(workload, config)
+
+    @abstractmethod
+    def _prepare(self, workload: Workload, config: MethodConfig) -> Prepared: ...
+
+    def reference(self, workload: Workload) -> torch.Tensor:
+        """fp64 CPU output this method must match; dense attention unless the method is sparse."""
+        return dense_attention_fp64(workload)

@@ -1,0 +1,41 @@
+"""``triton-dense``: kprof's own split-KV Triton decode kernel as a Method."""
+
+from __future__ import annotations
+
+from kprof.config_space import MethodConfig
+from kprof.errors import MethodUnavailable
+from kprof.execution import ExecutionTarget
+from kprof.methods.base import Method, Prepared, Stage
+from kprof.methods.registry import register
+from kprof.workloads.workload import Workload
+
+
+@register
+class TritonDense(Method):
+    name = "triton-dense"
+    summary = "Triton split-KV decode: per-split partials for a whole GQA group, then a combine"
+
+    def config_space(self):
+        from kprof.kernels.dense import LAUNCH_SPACES
+
+        return LAUNCH_SPACES
+
+    def check_available(self, workload: Workload, target: ExecutionTarget) -> None:
+        super().check_available(workload, target)
+        d = workload.shape.d
+        if d < 16 or d & (d - 1):
+            raise MethodUnavailable(f"triton-dense does not support head dim {d}: it needs a power of two >= 16")
+
+    def _prepare(self, workload: Workload, config: MethodConfig) -> Prepared:
+        from kprof.kernels.dense import SplitKVDecode
+
+        op = SplitKVDecode(workload.q, workload.k, workload.v, config)
+        return Prepared(
+            method=self.name,
+            config=config,
+            run=op.run,
+            stages=(Stage("partial", op.launch_partial), Stage("combine", op.launch_combine)),
+            expected_kernels=("_split_kv_partial", "_split_kv_combine"),
+            output=op.out,
+            details={"num_splits": op.num_splits, "split_len": op.split_len},
+        )

@@ -1,0 +1,54 @@
+"""Shared fixtures. Kernels run through the Triton interpreter when there is no GPU."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import kprof.kernels  # noqa: F401  (decides TRITON_INTERPRET before any kernel is compiled)
+from kprof.execution import resolve_target
+
+
+def pytest_collection_modifyitems(config, items):
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA device (run scripts/gpu_check.sh on a GPU machine)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def target():
+    """The execution target tests run on: the GPU when present, else the CPU interpreter."""
+    return resolve_target("auto")
+
+
+@pytest.fixture
+def cpu_target():
+    return resolve_target("cpu")
+
+
+@pytest.fixture
+def rng():
+    """A fresh, seeded generator per test: random inputs, never zeros, reproducible failures."""
+    g = torch.Generator()
+    g.manual_seed(torch.initial_seed() % (2**31))
+    return g
+
+
+def random_workload(hq: int, hkv: int, n: int, d: int, dtype=torch.float32, seed: int = 0, scale: float = 1.0):
+    """Gaussian q/k/v (never zeros); ``scale`` sharpens attention so softmax is not near-uniform."""
+    from kprof.workloads import Workload
+
+    g = torch.Generator().manual_seed(seed)
+    q = (scale * torch.randn(hq, d, generator=g)).to(dtype)
+    k = torch.randn(hkv, n, d, generator=g).to(dtype)
+    v = torch.randn(hkv, n, d, generator=g).to(dtype)
+    return Workload(q=q, k=k, v=v, positions=torch.arange(n), query_position=n - 1, metadata={"name": f"random-{seed}"})
+
+
+@pytest.fixture
+def make_workload():
+    """Factory for random workloads of any shape: ``make_workload(hq, hkv, n, d, dtype, seed)``."""
+    return random_workload

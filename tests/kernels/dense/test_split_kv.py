@@ -1,0 +1,77 @@
+"""triton-dense against the independent fp64 reference (interpreter on CPU, compiled on GPU)."""
+
+import pytest
+import torch
+
+from kprof.methods import get_method
+from kprof.methods.reference import dense_attention_fp64
+from kprof.validation import compare_outputs
+from kprof.workloads import synthesize
+
+
+def _check(workload, target, overrides=None, tol=None):
+    method = get_method("triton-dense")
+    prepared = method.prepare(workload, target, overrides)
+    prepared.output.fill_(float("nan"))  # poison: every row must be written by the kernel
+    out = prepared.run()
+    report = compare_outputs(out, dense_attention_fp64(workload), tol)
+    assert report.non_finite == 0, "kernel left rows unwritten"
+    assert report.passed, report
+    return prepared, report
+
+
+@pytest.mark.parametrize(
+    "hq, hkv, n, d, block_n, splits",
+    [
+        (14, 2, 1000, 64, 64, 4),     # group 7, N not a multiple of BLOCK_N
+        (16, 4, 333, 128, 32, 8),     # group 4, d 128, ragged last split
+        (7, 1, 130, 64, 16, 256),     # more requested splits than blocks: clamped
+        (4, 4, 77, 64, 128, 1),       # MHA, one split, one partial tile
+    ],
+)
+def test_matches_fp64_reference_fp32(target, make_workload, hq, hkv, n, d, block_n, splits):
+    w = make_workload(hq, hkv, n, d, seed=hq * n + d, scale=2.0)
+    prepared, report = _check(w, target, {"partial": {"BLOCK_N": block_n, "NUM_SPLITS": splits}}, tol=1e-5)
+    assert prepared.details["num_splits"] * prepared.details["split_len"] >= n
+
+
+def test_peaked_synthetic_workload(target):
+    _check(synthesize("cpu-smoke"), target, tol=1e-5)
+
+
+def test_fp16_inputs(target, make_workload):
+    w = make_workload(14, 2, 257, 64, torch.float16, seed=11, scale=2.0)
+    _check(w, target, tol=1e-2)
+
+
+def test_a_wrong_kernel_would_be_caught(target, make_workload):
+    """The check itself can fail: dropping the last key changes the output beyond tolerance."""
+    w = make_workload(14, 2, 200, 64, seed=2, scale=3.0)
+    method = get_method("triton-dense")
+    truncated = type(w)(q=w.q, k=w.k[:, :-1], v=w.v[:, :-1], positions=w.positions[:-1], query_position=w.query_position)
+    out = method.prepare(truncated, target).run()
+    assert not compare_outputs(out, dense_attention_fp64(w), 1e-5).passed
+
+
+def test_stages_in_order_reproduce_run(target, make_workload):
+    w = make_workload(8, 2, 300, 64, seed=4)
+    prepared = get_method("triton-dense").prepare(w, target)
+    expected = prepared.run().clone()
+    prepared.output.fill_(float("nan"))
+    for stage in prepared.stages:
+        stage.launch()
+    assert torch.equal(prepared.output, expected)
+    assert [s.name for s in prepared.stages] == ["partial", "combine"]
+
+
+@pytest.mark.gpu
+def test_qwen_32k_fp16_on_gpu(target):
+    _check(synthesize("qwen2.5-7b-l14-32k"), target, tol=1e-2)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("hq, hkv, d", [(28, 4, 128), (32, 8, 128), (14, 2, 64)])
+def test_gpu_shapes_and_dtypes(target, make_workload, hq, hkv, d, dtype):
+    w = make_workload(hq, hkv, 5000, d, dtype, seed=hq + d, scale=2.0)
+    _check(w, target, tol=1e-2 if dtype == torch.float16 else 2e-2)

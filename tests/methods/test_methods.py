@@ -1,0 +1,65 @@
+import pytest
+import torch
+
+from kprof.errors import ConfigError, KprofError, MethodUnavailable
+from kprof.methods import METHODS, get_method
+from kprof.methods.reference import dense_attention_fp64
+from kprof.validation import compare_outputs
+
+
+def test_registry_has_the_dense_baselines():
+    assert {"flash", "cudnn", "math", "triton-dense"} <= set(METHODS)
+
+
+def test_unknown_method_lists_the_known_ones():
+    with pytest.raises(KprofError, match="triton-dense"):
+        get_method("dense-turbo")
+
+
+@pytest.mark.parametrize("name", ["flash", "cudnn"])
+def test_cuda_only_backends_refuse_the_cpu_with_a_reason(cpu_target, make_workload, name):
+    with pytest.raises(MethodUnavailable, match="needs a CUDA GPU"):
+        get_method(name).prepare(make_workload(4, 2, 16, 16), cpu_target)
+
+
+def test_math_sdpa_matches_reference_on_cpu(cpu_target, make_workload):
+    w = make_workload(14, 2, 129, 64, seed=9, scale=2.0)
+    prepared = get_method("math").prepare(w, cpu_target)
+    report = compare_outputs(prepared.run(), dense_attention_fp64(w))
+    assert report.passed, report
+    assert [s.name for s in prepared.stages] == ["sdpa"]
+
+
+def test_reference_is_softmax_attention_per_group(make_workload):
+    """Cross-check the vectorised reference against a plain loop over heads."""
+    w = make_workload(6, 2, 40, 16, seed=1)
+    ref = dense_attention_fp64(w)
+    for h in range(6):
+        k, v = w.k[h // 3].double(), w.v[h // 3].double()
+        p = torch.softmax(k @ w.q[h].double() / 4.0, dim=0)
+        assert torch.allclose(ref[h], p @ v, atol=1e-12)
+
+
+def test_config_overrides_are_validated(cpu_target, make_workload):
+    m = get_method("triton-dense")
+    w = make_workload(4, 2, 64, 16)
+    with pytest.raises(ConfigError, match="no parameter 'BLOCK_M'"):
+        m.prepare(w, cpu_target, {"partial": {"BLOCK_M": 64}})
+    with pytest.raises(ConfigError, match="not allowed"):
+        m.prepare(w, cpu_target, {"partial": {"BLOCK_N": 48}})
+    with pytest.raises(ConfigError, match="unknown launch"):
+        m.prepare(w, cpu_target, {"stage3": {"BLOCK_N": 64}})
+    assert m.prepare(w, cpu_target, {"partial": {"BLOCK_N": 32}}).config["partial"]["BLOCK_N"] == 32
+
+
+def test_triton_dense_rejects_unsupported_head_dim(cpu_target, make_workload):
+    with pytest.raises(MethodUnavailable, match="head dim 24"):
+        get_method("triton-dense").prepare(make_workload(4, 2, 32, 24), cpu_target)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["flash", "cudnn", "math"])
+def test_sdpa_backends_on_gpu(target, make_workload, name):
+    w = make_workload(28, 4, 4096, 128, torch.float16, seed=3, scale=2.0)
+    out = get_method(name).prepare(w, target).run()
+    assert compare_outputs(out, dense_attention_fp64(w), 1e-2).passed

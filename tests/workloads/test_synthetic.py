@@ -1,0 +1,79 @@
+import math
+
+import pytest
+import torch
+
+from kprof.workloads import SPECS, get_spec, synthesize
+from kprof.workloads.rope import apply_rope
+from kprof.workloads.specs import WorkloadSpec
+from kprof.workloads.statistics import attention_profile
+from kprof.errors import WorkloadError
+
+
+def test_named_specs_have_the_documented_shapes():
+    s = get_spec("qwen2.5-7b-l14-32k")
+    assert (s.hq, s.hkv, s.d, s.n, s.dtype) == (28, 4, 128, 32768, "fp16")
+    assert (get_spec("qwen3-8b-1m").hq, get_spec("qwen3-8b-1m").hkv, get_spec("qwen3-8b-1m").dtype) == (32, 8, "bf16")
+    smoke = get_spec("cpu-smoke")
+    assert smoke.hq // smoke.hkv == 7
+    assert {"qwen2.5-7b-l14-8k", "qwen3-8b-128k"} <= set(SPECS)
+
+
+def test_unknown_spec_lists_known_ones():
+    with pytest.raises(WorkloadError, match="cpu-smoke"):
+        get_spec("llama-9000")
+
+
+def test_generator_is_deterministic_and_seed_sensitive():
+    a, b = synthesize("cpu-smoke"), synthesize("cpu-smoke")
+    assert a.content_hash() == b.content_hash()
+    other = synthesize(WorkloadSpec(**{**get_spec("cpu-smoke").__dict__, "seed": 1}))
+    assert other.content_hash() != a.content_hash()
+
+
+def test_generated_workload_matches_spec_and_is_not_degenerate():
+    w = synthesize("cpu-smoke")
+    assert w.shape.hq == 14 and w.shape.hkv == 2 and w.shape.n == 2048 and w.shape.d == 64
+    assert w.dtype == torch.float32
+    assert torch.isfinite(w.k).all() and torch.isfinite(w.q).all()
+    assert (w.k != 0).float().mean() > 0.99
+    # heterogeneous channel scales: the largest channel RMS is several times the median
+    rms = w.k.pow(2).mean(dim=(0, 1)).sqrt()
+    assert rms.max() / rms.median() > 2.5
+
+
+def test_attention_is_peaked_but_not_one_hot():
+    prof = attention_profile(synthesize("cpu-smoke"))
+    assert 0.4 < prof.mean("top1pct_mass") < 0.9
+    assert prof.min("effective_keys") > 2  # never a single key
+    assert prof.mean("sink_mass") > 0.01  # sinks attract some mass
+    # white noise of the same shape would spread mass: top 1% holds far less
+    g = torch.Generator().manual_seed(0)
+    noise = synthesize("cpu-smoke")
+    noise.k.copy_(torch.randn(noise.k.shape, generator=g))
+    noise.q.copy_(torch.randn(noise.q.shape, generator=g))
+    assert attention_profile(noise).mean("top1pct_mass") < 0.2
+
+
+def test_keys_are_clustered_before_rope():
+    """Undoing RoPE reveals cluster structure: nearest-neighbour distances far below random pairs."""
+    spec = get_spec("cpu-smoke")
+    w = synthesize(spec)
+    pre = apply_rope(w.k[0].double(), -w.positions, spec.rope_theta)[64:]
+    pre = (pre - pre.mean(0)) / pre.std(0)
+    dist = torch.cdist(pre[:512], pre[:512])
+    dist.fill_diagonal_(float("inf"))
+    nearest = dist.min(dim=1).values.median()
+    typical = dist[torch.isfinite(dist)].median()
+    assert nearest < 0.6 * typical
+
+
+def test_rope_preserves_norms_and_depends_on_relative_position():
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(2, 64, generator=g, dtype=torch.float64)
+    pos = torch.tensor([3, 10])
+    r = apply_rope(x, pos, 1e4)
+    assert torch.allclose(r.norm(dim=-1), x.norm(dim=-1))
+    shifted = apply_rope(x, pos + 100, 1e4)
+    assert math.isclose((r[0] @ r[1]).item(), (shifted[0] @ shifted[1]).item(), rel_tol=1e-9)
+    assert not torch.allclose(r, x)

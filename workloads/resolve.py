@@ -1,0 +1,26 @@
+"""Turn what a user typed after ``--workload`` (a file or a spec name) into a Workload."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from kprof.errors import WorkloadError
+from kprof.workloads.specs import SPECS
+from kprof.workloads.storage import load
+from kprof.workloads.synthetic import synthesize
+from kprof.workloads.workload import Workload
+
+
+def resolve_workload(name_or_path: str, device: torch.device | str = "cpu") -> Workload:
+    """A path to a ``.safetensors`` workload file, or the name of a spec (materialised synthetically)."""
+    path = Path(name_or_path)
+    if path.suffix == ".safetensors" or path.exists():
+        return load(path, device=device)
+    if name_or_path in SPECS:
+        workload = synthesize(name_or_path)
+        return workload.to(device) if str(device) != "cpu" else workload
+    raise WorkloadError(
+        f"workload {name_or_path!r} is neither a file nor a spec: pass a .safetensors file or one of {', '.join(SPECS)}"
+    )
