@@ -20,10 +20,10 @@ step() {  # step NAME CMD...: run, tee to $out/NAME.log, remember failures
   [ "$rc" -eq 0 ] || status=1
 }
 step install "$py" -m pip install -q --no-deps --no-build-isolation -e .
-step env kprof env
-step env_json kprof env --json
+step env "$py" -m kprof env
+step env_json "$py" -m kprof env --json
 step pytest_gpu "$py" -m pytest -m gpu -q -p no:cacheprovider tests
-step check_dense kprof check --method triton-dense --workload qwen2.5-7b-l14-32k
+step check_dense "$py" -m kprof check --method triton-dense --workload qwen2.5-7b-l14-32k
 step bench_dense "$py" scripts/bench_dense.py --workload qwen2.5-7b-l14-32k --calls 1000 --sweep --json "$out/bench_dense.json"
 echo "gpu_check: overall status $status (logs in $out)"
 exit $status

@@ -1,0 +1,5 @@
+"""``python -m kprof`` is the ``kprof`` command."""
+
+from kprof.cli.main import main
+
+main()
