@@ -34,7 +34,7 @@ LAUNCH_SPACES = {
             Param("NUM_SPLITS", (1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 256), 64,
                   "upper bound on KV splits per head; each split is a multiple of BLOCK_N"),
             Param("num_warps", (1, 2, 4, 8), 4),
-            Param("num_stages", (1, 2, 3, 4), 2),
+            Param("num_stages", (1, 2, 3, 4), 3),
         ),
         constraints=(
             Constraint("K and V tiles of all pipeline stages must fit in 227 KiB of shared memory", _tiles_fit_smem),
