@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Run every GPU check in one go on a CUDA machine; all logs go to OUTDIR.
-#   bash scripts/gpu_check.sh OUTDIR
+#   bash scripts/gpu_check.sh OUTDIR [quick]
 # Installs kprof without touching the machine's torch/triton, prints `kprof env`, runs the
-# `-m gpu` tests and the benchmarks. Exits non-zero if any step failed (all steps still run).
+# `-m gpu` tests, the full-protocol comparisons and stage timings, and the dense benchmark.
+# `quick` skips the full-protocol runs. Exits non-zero if any step failed (all steps still run).
 set -u
-out=${1:?usage: scripts/gpu_check.sh OUTDIR}
+out=${1:?usage: scripts/gpu_check.sh OUTDIR [quick]}
+mode=${2:-full}
 mkdir -p "$out"
 cd "$(dirname "$0")/.."
-export PYTHONUNBUFFERED=1
+export PYTHONUNBUFFERED=1 COLUMNS=160
 py=${PYTHON:-python3}
+kprof() { "$py" -m kprof "$@"; }
 status=0
 step() {  # step NAME CMD...: run, tee to $out/NAME.log, remember failures
   local name=$1; shift
@@ -19,11 +22,19 @@ step() {  # step NAME CMD...: run, tee to $out/NAME.log, remember failures
   echo "=== $name: rc=$rc ($((SECONDS - t0)) s)"
   [ "$rc" -eq 0 ] || status=1
 }
+W=qwen2.5-7b-l14-32k
 step install "$py" -m pip install -q --no-deps --no-build-isolation -e .
-step env "$py" -m kprof env
-step env_json "$py" -m kprof env --json
+step env kprof env
+kprof env --json > "$out/env.json" 2>&1 || status=1
 step pytest_gpu "$py" -m pytest -m gpu -q -p no:cacheprovider tests
-step check_dense "$py" -m kprof check --method triton-dense --workload qwen2.5-7b-l14-32k
-step bench_dense "$py" scripts/bench_dense.py --workload qwen2.5-7b-l14-32k --calls 1000 --sweep --json "$out/bench_dense.json"
+step check_dense kprof check --method triton-dense --workload $W
+if [ "$mode" != quick ]; then
+  step compare_main kprof compare --method cudnn --method triton-dense --baseline flash --workload $W --out "$out/compare_main.json"
+  step compare_aa kprof compare --method flash --baseline flash --workload $W --out "$out/compare_aa.json"
+  step stages_dense kprof stages --method triton-dense --workload $W --out "$out/stages_dense.json"
+  step compare_graph kprof compare --method triton-dense --baseline flash --workload $W --graph --rounds 10 --out "$out/compare_graph.json"
+  step compare_host kprof compare --method triton-dense --baseline flash --workload $W --host-bound --rounds 10 --out "$out/compare_host.json"
+fi
+step bench_dense "$py" scripts/bench_dense.py --workload $W --calls 1000
 echo "gpu_check: overall status $status (logs in $out)"
 exit $status

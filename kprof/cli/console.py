@@ -1,9 +1,25 @@
-"""Shared rich consoles: tables to stdout, diagnostics to stderr (so --json stays clean)."""
+"""Shared rich consoles: tables to stdout, diagnostics to stderr (so --json stays clean).
+
+Rich assumes 80 columns when output is not a terminal (CI logs, pipes, files), which would
+squeeze result tables until columns vanish; such output gets 160 columns instead.
+"""
+
+import os
+import sys
 
 from rich.console import Console
 
-console = Console()
-err_console = Console(stderr=True)
+_PIPE_WIDTH = 160
+
+
+def _width(stream) -> int | None:
+    if "COLUMNS" in os.environ or (hasattr(stream, "isatty") and stream.isatty()):
+        return None
+    return _PIPE_WIDTH
+
+
+console = Console(width=_width(sys.stdout))
+err_console = Console(stderr=True, width=_width(sys.stderr))
 
 
 def format_bytes(n: float) -> str:

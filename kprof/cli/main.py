@@ -31,8 +31,10 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from kprof.cli import env_cmd, methods_cmd, workload_cmd
+    from kprof.cli import env_cmd, measure_cmds, methods_cmd, workload_cmd
 
+    cli.add_command(measure_cmds.compare)
+    cli.add_command(measure_cmds.stages)
     cli.add_command(env_cmd.env)
     cli.add_command(workload_cmd.workload)
     cli.add_command(methods_cmd.methods)

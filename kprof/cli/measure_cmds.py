@@ -1,0 +1,99 @@
+"""``kprof compare`` and ``kprof stages``: run the protocol, show the table, store the Result."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+
+import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress as RichProgress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from kprof.cli.console import console, err_console
+from kprof.cli.options import protocol_options, protocol_overrides
+from kprof.compare import run_compare
+from kprof.config_space import parse_overrides
+from kprof.progress import Progress
+from kprof.render import compare_table, stages_table
+from kprof.results import Result, save_result
+from kprof.session import MeasurementSession
+from kprof.stages import run_stages
+
+
+@contextlib.contextmanager
+def _progress(quiet: bool):
+    """Rich progress on stderr: a status line per phase and a bar over rounds with ETA."""
+    bar = RichProgress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                       TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=err_console,
+                       disable=quiet, transient=True)
+    state = {}
+
+    def status(msg: str) -> None:
+        if not quiet:
+            err_console.print(f"[dim]• {msg}[/]")
+
+    def start(total: int) -> None:
+        state["task"] = bar.add_task("rounds", total=total)
+
+    def done(r: int) -> None:
+        bar.advance(state["task"])
+
+    with bar:
+        yield Progress(status, start, done)
+
+
+def _finish(result: Result, out: str | None, as_json: bool, table) -> None:
+    path = save_result(result, out)
+    if as_json:
+        click.echo(result.to_json())
+    else:
+        console.print(table(result))
+        for note in result.notes:
+            console.print(f"[yellow]note:[/] {note}")
+        console.print(f"[dim]result written to {path}[/]")
+    failed = [m.label for m in result.methods if not m.validation.passed]
+    if failed:
+        err_console.print(f"[bold red]validation failed[/] for {', '.join(failed)}: their timings are not comparable")
+        sys.exit(3)
+
+
+@click.command()
+@click.option("--method", "methods", multiple=True,
+              help="Candidate method (repeatable). [default: triton-dense]")
+@click.option("--baseline", default="flash", show_default=True,
+              help="Baseline every candidate is paired against (math substitutes for GPU-only ones on CPU).")
+@protocol_options
+def compare(methods: tuple[str, ...], baseline: str, workload, device, as_json, out, **kw) -> None:
+    """Time candidates against a baseline with interleaved paired rounds and a bootstrap interval.
+
+    Each round interleaves all methods (the starting one rotates between rounds), evicts L2
+    before every timed call outside the timed interval, and times each complete call with CUDA
+    events. Reported: median of round medians, round-median range, speedup = baseline/candidate
+    with a paired-round bootstrap interval, noise, drift, validation against fp64 and launch
+    counts from a separate profiler pre-run. Exit 3 if any output fails validation.
+    """
+    overrides = protocol_overrides(kw)
+    with _progress(as_json) as progress:
+        session = MeasurementSession.open(device, workload, overrides, progress.status)
+        result = run_compare(session, baseline, list(methods) or ["triton-dense"], progress)
+    _finish(result, out, as_json, compare_table)
+
+
+@click.command()
+@click.option("--method", required=True, help="Method whose launches are timed one by one.")
+@click.option("--set", "config_overrides", multiple=True, metavar="LAUNCH.PARAM=V",
+              help="Override a launch parameter (repeatable).")
+@click.option("--stage-observations", type=int, default=None,
+              help="Timed observations per stage per round. [default: 500 on GPU, 3 on CPU]")
+@protocol_options
+def stages(method: str, config_overrides: tuple[str, ...], stage_observations: int | None, workload, device,
+           as_json, out, **kw) -> None:
+    """Isolated per-launch timings (SANTA++ Table 13 style) and the complete operator measured directly.
+
+    Each stage is timed alone: its upstream stages run untimed, then the eviction buffer, then the
+    timed launch; the order of stages rotates across observations. Stage medians are not additive.
+    """
+    overrides = protocol_overrides(kw) | {"stage_observations": stage_observations}
+    with _progress(as_json) as progress:
+        session = MeasurementSession.open(device, workload, overrides, progress.status)
+        result = run_stages(session, method, progress, parse_overrides(config_overrides))
+    _finish(result, out, as_json, stages_table)

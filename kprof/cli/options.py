@@ -1,0 +1,44 @@
+"""Options shared by every command that times something."""
+
+from __future__ import annotations
+
+
+import click
+
+from kprof.protocol import CPU_EMBEDDED, PAPER
+
+
+def protocol_options(fn):
+    """Add the protocol options; each defaults to the paper's value on a GPU, a tiny one on CPU."""
+
+    def dflt(name: str) -> str:
+        return f"[default: {getattr(PAPER, name)} on GPU, {getattr(CPU_EMBEDDED, name)} on CPU]"
+
+    opts = [
+        click.option("--workload", default=None,
+                     help="Spec name or .safetensors file [default: qwen2.5-7b-l14-32k on GPU, cpu-smoke on CPU]."),
+        click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
+                     help="Where to run; cpu means the Triton interpreter and the host clock."),
+        click.option("--rounds", type=int, default=None, help=f"Paired rounds. {dflt('rounds')}"),
+        click.option("--warmup-pairs", type=int, default=None,
+                     help=f"Untimed interleaved invocations per method before each round. {dflt('warmup_pairs')}"),
+        click.option("--observations", type=int, default=None,
+                     help=f"Timed invocations per method per round. {dflt('observations')}"),
+        click.option("--evict-mib", type=int, default=None,
+                     help=f"Eviction buffer read+written before each timed call (never below 8x L2). {dflt('evict_mib')}"),
+        click.option("--graph", is_flag=True, default=None, help="Time CUDA-graph replays of the operation."),
+        click.option("--host-bound", is_flag=True, default=None,
+                     help="No eviction: back-to-back calls, so host launch overhead shows (labelled host-bound)."),
+        click.option("--seed", type=int, default=None, help="Seed of the bootstrap resampling. [default: 0]"),
+        click.option("--json", "as_json", is_flag=True, help="Print the Result document as JSON on stdout."),
+        click.option("--out", type=click.Path(dir_okay=False), default=None,
+                     help="Write the Result here (plus an .obs.npz sidecar) instead of runs/<timestamp>-....json."),
+    ]
+    for opt in reversed(opts):
+        fn = opt(fn)
+    return fn
+
+
+def protocol_overrides(kwargs: dict) -> dict:
+    keys = ("rounds", "warmup_pairs", "observations", "evict_mib", "graph", "host_bound", "seed")
+    return {k: (kwargs.pop(k) or None) if k in ("graph", "host_bound") else kwargs.pop(k) for k in keys}

@@ -1,0 +1,84 @@
+"""``kprof compare``: candidates against a baseline under the paired-round protocol."""
+
+from __future__ import annotations
+
+from kprof.errors import KprofError
+from kprof.methods import get_method
+from kprof.progress import Progress
+from kprof.results import Result, Speedup
+from kprof.runner import PairedRoundRunner
+from kprof.session import MeasurementSession
+from kprof.stats import paired_bootstrap
+from kprof.summarize import summarize
+from kprof.validation import compare_outputs
+
+CPU_BASELINE_SUBSTITUTE = "math"
+
+
+def _labels(names: list[str]) -> list[str]:
+    seen: dict[str, int] = {}
+    out = []
+    for n in names:
+        seen[n] = seen.get(n, 0) + 1
+        out.append(n if seen[n] == 1 else f"{n}#{seen[n]}")
+    return out
+
+
+def run_compare(session: MeasurementSession, baseline: str, candidates: list[str],
+                progress: Progress | None = None) -> Result:
+    progress = progress or Progress()
+    if not candidates:
+        raise KprofError("no candidate method: pass --method M (repeatable)")
+    notes = list(session.notes)
+    if get_method(baseline).needs_cuda and not session.target.is_gpu:
+        notes.append(f"baseline {baseline!r} needs a GPU; substituted {CPU_BASELINE_SUBSTITUTE!r} (SDPA math) on the CPU")
+        baseline = CPU_BASELINE_SUBSTITUTE
+    names = [baseline] + list(candidates)
+    labels = _labels(names)
+    prepared = []
+    for i, (name, label) in enumerate(zip(names, labels)):
+        progress.status(f"preparing and validating {label}")
+        prepared.append(session.prepare(name, label, "baseline" if i == 0 else "candidate"))
+    base_out = prepared[0].output
+    for pm in prepared[1:]:
+        pm.record.validation.error_vs_baseline = compare_outputs(pm.output, base_out.double()).rel_error
+
+    ops = [session.timed_op(pm.record.label, pm.prepared.run) for pm in prepared]
+    p = session.protocol
+    progress.status(f"timing: {p.rounds} rounds x ({p.warmup_pairs} warm-up + {p.observations} timed) per method, {session.mode}")
+    eviction = session.eviction()
+    with session.telemetry() as telemetry:
+        runner = PairedRoundRunner(p, session.clock(), eviction, telemetry, progress.round_done)
+        progress.start_rounds(p.rounds)
+        obs = runner.run(ops)
+    if eviction is not None and eviction.nbytes < eviction.requested_bytes:
+        notes.append(f"eviction buffer reduced to {eviction.mib:.0f} MiB (low memory)")
+    observations = {op.label: obs[i] for i, op in enumerate(ops)}
+    summaries = {label: summarize(o, p) for label, o in observations.items()}
+    speedups = [
+        Speedup(candidate=label, baseline=labels[0],
+                interval=paired_bootstrap(observations[labels[0]], observations[label], p.bootstrap_resamples, p.level, p.seed))
+        for label in labels[1:]
+    ]
+    for label, s in summaries.items():
+        if s.drift.flagged:
+            notes.append(f"{label}: {s.drift.note} (all rounds retained)")
+    tele = telemetry.report()
+    if tele.throttled_rounds:
+        notes.append(f"throttled rounds: {tele.throttled_rounds}")
+    return Result(
+        kind="compare",
+        environment=session.environment.to_dict(),
+        workload=session.workload_doc(),
+        protocol=p.to_dict(),
+        clock=session.clock().name,
+        mode=session.mode,
+        methods=[pm.record for pm in prepared],
+        summaries=summaries,
+        speedups=speedups,
+        telemetry=tele.to_dict(),
+        notes=notes,
+        kprof_version=session.environment.kprof,
+        git_revision=session.environment.git_revision,
+        observations=observations,
+    )

@@ -1,0 +1,79 @@
+"""Result -> rich tables (terminal). Everything shown is computed from the stored Result."""
+
+from __future__ import annotations
+
+from rich import box
+from rich.table import Table
+
+from kprof.results import Result
+
+
+def _launches(rec) -> str:
+    c = rec.catalog
+    if c.launches_per_call is None:
+        return "n/a"
+    mark = {True: "", False: " [red](unexpected)[/]", None: ""}[c.matches_expected]
+    return f"{c.launches_per_call}{mark}"
+
+
+def _us(x: float) -> str:
+    """Microseconds with 2 decimals on the GPU scale, fewer for the slow interpreter."""
+    return f"{x:.2f}" if x < 1000 else f"{x:.0f}"
+
+
+def _throttled_note(result: Result) -> str:
+    rounds = [r["round"] for r in result.telemetry.get("rounds", []) if r.get("throttled")]
+    return f"{len(rounds)}" if result.telemetry.get("available") else "n/a"
+
+
+def compare_table(result: Result) -> Table:
+    """SANTA++ Table 5 style: one row per method, speedups against the baseline."""
+    base = next(m for m in result.methods if m.role == "baseline")
+    speedups = {s.candidate: s.interval for s in result.speedups}
+    level = int(round(result.protocol.get("level", 0.95) * 100))
+    t = Table(title=f"{result.workload['name']} — {result.mode}; speedup = {base.label} / method",
+              caption=f"clock: {result.clock}; "
+              f"{result.protocol['rounds']} rounds x {result.protocol['observations']} observations; "
+              f"throttled rounds: {_throttled_note(result)}")
+    t.box = box.SIMPLE_HEAD
+    t.add_column("method", no_wrap=True)
+    t.add_column("launches", justify="right")
+    t.add_column("median us", justify="right", no_wrap=True)
+    t.add_column("round medians", justify="right", no_wrap=True)
+    t.add_column(f"speedup [{level}% CI]", justify="right", no_wrap=True)
+    t.add_column("noise", justify="right")
+    t.add_column("err vs base", justify="right")
+    t.add_column("valid")
+    for rec in result.methods:
+        s = result.summaries[rec.label]
+        iv = speedups.get(rec.label)
+        v = rec.validation
+        status = "[green]ok[/]" if v.passed else f"[red]FAIL[/] (rel {v.rel_error:.1e})"
+        t.add_row(
+            rec.label,
+            _launches(rec),
+            _us(s.median_us.estimate),
+            f"{_us(s.round_median_min_us)}–{_us(s.round_median_max_us)}",
+            f"{iv.estimate:.3f}x [{iv.low:.3f}, {iv.high:.3f}]" if iv else "baseline",
+            f"{100 * s.noise:.1f}%",
+            f"{v.error_vs_baseline:.1e}" if v.error_vs_baseline is not None else "",
+            status + (" [yellow]drift[/]" if s.drift.flagged else ""),
+        )
+    return t
+
+
+def stages_table(result: Result) -> Table:
+    """SANTA++ Table 13 style: isolated stage medians, then the directly measured complete operator."""
+    rec = result.methods[0]
+    level = int(round(result.protocol.get("level", 0.95) * 100))
+    t = Table(title=f"{rec.label} stages on {result.workload['name']} — {result.mode}",
+              caption="medians of round medians; stages are NOT additive", box=box.SIMPLE_HEAD)
+    for col in ("directly timed region", "median us", f"{level}% CI", "round medians us", "noise"):
+        t.add_column(col, justify="left" if col.startswith("directly") else "right")
+    labels = list(result.summaries)
+    for i, label in enumerate(labels):
+        s = result.summaries[label]
+        name = f"[bold]{label}[/]" if i == len(labels) - 1 else label
+        t.add_row(name, _us(s.median_us.estimate), f"[{_us(s.median_us.low)}, {_us(s.median_us.high)}]",
+                  f"{_us(s.round_median_min_us)}–{_us(s.round_median_max_us)}", f"{100 * s.noise:.1f}%")
+    return t

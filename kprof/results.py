@@ -1,0 +1,193 @@
+"""The Result document: what was measured, where, how, and what came out.
+
+JSON with a schema version; raw per-round observations go to an ``.npz`` sidecar whose SHA-256 the
+JSON records. Both are written atomically; ``latest.json`` in the runs folder is a copy of the
+newest document. Tables, plots and gates are computed from Results only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+import json
+import types
+import typing
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+from kprof.atomic import atomic_path, atomic_write_text
+from kprof.catalog import LaunchCatalog
+from kprof.errors import KprofError
+from kprof.stats import DriftReport, Interval
+
+SCHEMA = "kprof-result/1"
+RUNS_DIR = Path("runs")
+
+
+@dataclass
+class Validation:
+    rel_error: float
+    max_abs_error: float
+    non_finite: int
+    tolerance: float
+    passed: bool
+    error_vs_baseline: float | None = None  # rel L2 of this output against the baseline's output
+
+
+@dataclass
+class Summary:
+    """One timed row (a method, or a stage): medians of round medians and their spread."""
+
+    median_us: Interval
+    round_median_min_us: float
+    round_median_max_us: float
+    noise: float  # median over rounds of the robust CV within a round
+    drift: DriftReport
+    round_medians_us: list[float] = field(default_factory=list)
+
+
+@dataclass
+class MethodRecord:
+    label: str  # unique within the Result ("flash", "flash#2" for an A/A check)
+    method: str
+    role: str  # "baseline" | "candidate" | "subject"
+    config: dict
+    details: dict
+    catalog: LaunchCatalog
+    validation: Validation
+
+
+@dataclass
+class Speedup:
+    candidate: str
+    baseline: str
+    interval: Interval  # baseline / candidate, paired-round bootstrap
+
+
+@dataclass
+class Result:
+    kind: str  # "compare" | "stages"
+    environment: dict
+    workload: dict
+    protocol: dict
+    clock: str
+    mode: str
+    methods: list[MethodRecord]
+    summaries: dict[str, Summary]
+    speedups: list[Speedup] = field(default_factory=list)
+    telemetry: dict = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    schema: str = SCHEMA
+    created: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    kprof_version: str = ""
+    git_revision: str | None = None
+    observations_file: str | None = None
+    observations_sha256: str | None = None
+    observations: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d.pop("observations")
+        return d
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, allow_nan=False, default=_json_default)
+
+    def default_stem(self) -> str:
+        stamp = self.created.replace(":", "").replace("-", "").replace("+0000", "Z")[:15]
+        return f"{stamp}-{self.kind}-{self.workload.get('name', 'workload')}"
+
+
+def _json_default(obj):
+    if isinstance(obj, (np.floating, np.integer)):
+        return obj.item()
+    raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
+
+
+def _build(tp, value):
+    """Rebuild typed dataclasses from parsed JSON (dataclass, list[X], dict[str, X], X | None)."""
+    origin = typing.get_origin(tp)
+    if value is None:
+        return None
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        return _build(args[0], value) if len(args) == 1 else value
+    if dataclasses.is_dataclass(tp):
+        hints = typing.get_type_hints(tp)
+        kwargs = {f.name: _build(hints[f.name], value[f.name]) for f in dataclasses.fields(tp) if f.name in value}
+        return tp(**kwargs)
+    if origin is list:
+        (arg,) = typing.get_args(tp)
+        return [_build(arg, v) for v in value]
+    if origin is dict:
+        _, arg = typing.get_args(tp)
+        return {k: _build(arg, v) for k, v in value.items()}
+    return value
+
+
+def result_from_dict(doc: dict) -> Result:
+    if doc.get("schema") != SCHEMA:
+        raise KprofError(f"unsupported result schema {doc.get('schema')!r} (this kprof reads {SCHEMA}): re-run the measurement")
+    return _build(Result, {k: v for k, v in doc.items() if k != "observations"})
+
+
+def _npz_bytes(observations: dict[str, np.ndarray]) -> bytes:
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **{f"obs_{i}": v for i, v in enumerate(observations.values())},
+                        labels=np.array(list(observations), dtype=object).astype(str))
+    return buf.getvalue()
+
+
+def _fresh_path(directory: Path, stem: str) -> Path:
+    """``stem.json`` in ``directory``, or ``stem-2.json``... so no earlier run is overwritten."""
+    path, k = directory / f"{stem}.json", 1
+    while path.exists():
+        k += 1
+        path = directory / f"{stem}-{k}.json"
+    return path
+
+
+def save_result(result: Result, path: str | Path | None = None, runs_dir: Path = RUNS_DIR) -> Path:
+    """Write ``result`` (JSON + observations sidecar) atomically; also refresh ``latest.json``."""
+    path = Path(path) if path else _fresh_path(runs_dir, result.default_stem())
+    if result.observations:
+        blob = _npz_bytes(result.observations)
+        sidecar = path.with_suffix(".obs.npz")
+        with atomic_path(sidecar) as tmp:
+            tmp.write_bytes(blob)
+        result.observations_file = sidecar.name
+        result.observations_sha256 = hashlib.sha256(blob).hexdigest()
+    text = result.to_json()
+    atomic_write_text(path, text)
+    if path.parent.resolve() == runs_dir.resolve():
+        atomic_write_text(runs_dir / "latest.json", text)
+    return path
+
+
+def load_result(path: str | Path, with_observations: bool = True) -> Result:
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise KprofError(f"result file {path} does not exist: run `kprof compare` first") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise KprofError(f"{path} is not a kprof result (invalid JSON: {exc}): re-run the measurement") from None
+    try:
+        result = result_from_dict(doc)
+    except (KeyError, TypeError) as exc:
+        raise KprofError(f"{path} is a malformed kprof result ({exc}): re-run the measurement") from None
+    if with_observations and result.observations_file:
+        sidecar = path.parent / result.observations_file
+        if not sidecar.is_file():
+            raise KprofError(f"observations sidecar {sidecar} is missing: copy it next to {path.name} or re-run")
+        blob = sidecar.read_bytes()
+        if hashlib.sha256(blob).hexdigest() != result.observations_sha256:
+            raise KprofError(f"observations sidecar {sidecar} does not match its result (hash differs): re-run")
+        with np.load(io.BytesIO(blob), allow_pickle=False) as z:
+            labels = list(z["labels"])
+            result.observations = {label: z[f"obs_{i}"] for i, label in enumerate(labels)}
+    return result

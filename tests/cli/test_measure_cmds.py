@@ -1,0 +1,54 @@
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from kprof.cli.main import cli
+
+TINY = ["--rounds", "2", "--warmup-pairs", "0", "--observations", "2", "--evict-mib", "1", "--device", "cpu"]
+
+
+@pytest.fixture
+def run_in(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    return lambda args: runner.invoke(cli, args)
+
+
+def test_compare_default_on_cpu_prints_table_and_writes_result(run_in, tmp_path):
+    r = run_in(["compare", "--baseline", "flash", *TINY])
+    assert r.exit_code == 0, r.output
+    assert "speedup" in r.output
+    assert "not GPU numbers" in r.output
+    assert "triton-dense" in r.output
+    doc = json.loads((tmp_path / "runs" / "latest.json").read_text())
+    assert doc["kind"] == "compare" and doc["protocol"]["rounds"] == 2
+    assert doc["methods"][1]["validation"]["passed"]
+
+
+def test_compare_json_is_the_result_document(run_in, tmp_path):
+    r = run_in(["compare", "--method", "math", "--baseline", "math", "--json", "--out", str(tmp_path / "x.json"), *TINY])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert doc == json.loads((tmp_path / "x.json").read_text())
+    assert doc["speedups"][0]["baseline"] == "math" and doc["speedups"][0]["candidate"] == "math#2"
+
+
+def test_stages_lists_each_launch_and_the_complete_operator(run_in):
+    r = run_in(["stages", "--method", "triton-dense", *TINY])
+    assert r.exit_code == 0, r.output
+    for row in ("partial", "combine", "complete operator"):
+        assert row in r.output
+    assert "not additive" in r.output
+
+
+@pytest.mark.parametrize("args, message", [
+    (["compare", "--rounds", "0"], "--rounds must be at least 1"),
+    (["compare", "--method", "nope"], "unknown method"),
+    (["compare", "--graph"], "--graph needs a CUDA device"),
+])
+def test_bad_protocol_input_is_one_line(run_in, args, message):
+    r = run_in([*args, "--device", "cpu", "--observations", "1", "--rounds", args[2] if args[1:2] == ["--rounds"] else "1"])
+    assert r.exit_code == 1, r.output
+    assert message in r.output
+    assert "Traceback" not in r.output

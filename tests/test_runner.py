@@ -1,0 +1,152 @@
+"""The paired-round protocol observed through a recording fake clock (no GPU needed)."""
+
+import numpy as np
+import pytest
+
+from kprof.clocks import Clock, HostClock, IntervalRecorder
+from kprof.protocol import TimingProtocol
+from kprof.runner import PairedRoundRunner, StageRunner, TimedOp, round_order
+
+
+class Log(list):
+    pass
+
+
+class RecordingClock(Clock):
+    """Logs start/stop marks; each interval's 'duration' is the number of log entries inside it."""
+
+    name = "recording"
+
+    def __init__(self, log):
+        self.log = log
+        self.syncs = 0
+
+    def recorder(self, n):
+        log = self.log
+
+        class Rec(IntervalRecorder):
+            def __init__(self):
+                self.marks = {}
+
+            def start(self, i):
+                log.append(("start", i))
+                self.marks[i] = [len(log)]
+
+            def stop(self, i):
+                self.marks[i].append(len(log))
+                log.append(("stop", i))
+
+            def elapsed_us(self, count):
+                return np.array([self.marks[i][1] - self.marks[i][0] for i in range(count)], dtype=float)
+
+        return Rec()
+
+    def synchronize(self):
+        self.syncs += 1
+        self.log.append(("sync",))
+
+
+class RecordingEviction:
+    def __init__(self, log):
+        self.log = log
+        self.nbytes = self.requested_bytes = 1
+
+    def evict(self):
+        self.log.append(("evict",))
+
+
+def _ops(log, labels):
+    return [TimedOp(lab, (lambda lab=lab: log.append(("op", lab)))) for lab in labels]
+
+
+def _timed_calls(log):
+    """(label, preceded-by-evict) for each op that sits inside a start/stop pair."""
+    out = []
+    for i, e in enumerate(log):
+        if e[0] == "op" and i > 0 and log[i - 1][0] == "start":
+            assert log[i + 1][0] == "stop", "exactly one op inside each timed interval"
+            out.append((e[1], log[i - 2] == ("evict",)))
+    return out
+
+
+def test_interleaving_alternation_and_eviction_placement():
+    log = Log()
+    p = TimingProtocol(rounds=4, warmup_pairs=2, observations=3, evict_mib=1)
+    clock = RecordingClock(log)
+    obs = PairedRoundRunner(p, clock, RecordingEviction(log)).run(_ops(log, ["A", "B"]))
+    assert obs.shape == (2, 4, 3)
+    assert np.all(obs == 1)  # only the invocation itself is inside each interval: no eviction inside
+    assert clock.syncs == 4  # host sync once per round, never per observation
+    rounds = []
+    current = []
+    for e in log:
+        if e == ("sync",):
+            rounds.append(current)
+            current = []
+        else:
+            current.append(e)
+    assert len(rounds) == 4
+    for r, events in enumerate(rounds):
+        timed = _timed_calls(events)
+        assert len(timed) == 6
+        labels = [lab for lab, _ in timed]
+        first = "A" if r % 2 == 0 else "B"
+        other = "B" if first == "A" else "A"
+        assert labels == [first, other] * 3, f"round {r} interleaves and starts with {first}"
+        assert all(evicted for _, evicted in timed), "eviction right before every timed call"
+        ops = [e[1] for e in events if e[0] == "op"]
+        assert ops[:4] == [first, other, first, other], "warm-up pairs come first, same order"
+        assert sum(1 for e in events if e == ("evict",)) == 10  # 2 warm-up pairs + 3 timed pairs, x2 methods
+        assert ("sync",) not in events
+
+
+def test_host_bound_mode_never_evicts():
+    log = Log()
+    p = TimingProtocol(rounds=2, warmup_pairs=1, observations=2, host_bound=True)
+    PairedRoundRunner(p, RecordingClock(log), RecordingEviction(log)).run(_ops(log, ["A", "B"]))
+    assert ("evict",) not in log
+
+
+def test_round_order_rotates_for_three_methods():
+    assert [round_order(3, r) for r in range(4)] == [[0, 1, 2], [1, 2, 0], [2, 0, 1], [0, 1, 2]]
+
+
+def test_runner_requires_eviction_unless_host_bound():
+    with pytest.raises(ValueError):
+        PairedRoundRunner(TimingProtocol(), HostClock(), None)
+
+
+def test_stage_runner_runs_upstream_untimed_then_evicts_then_times_one_stage():
+    log = Log()
+    p = TimingProtocol(rounds=2, warmup_pairs=0, observations=1, stage_observations=3, evict_mib=1)
+    stages = _ops(log, ["s0", "s1", "s2"])
+    complete = TimedOp("complete", lambda: log.append(("op", "complete")))
+    obs = StageRunner(p, RecordingClock(log), RecordingEviction(log)).run(stages, complete)
+    assert obs.shape == (4, 2, 3)
+    assert np.all(obs == 1)
+    for i, e in enumerate(log):
+        if e[0] == "start":
+            stage = log[i + 1][1]
+            assert log[i - 1] == ("evict",)
+            if stage in ("s1", "s2"):
+                k = int(stage[1])
+                upstream = [x[1] for x in log[i - 1 - k : i - 1]]
+                assert upstream == [f"s{j}" for j in range(k)], "upstream stages ran, in order, untimed"
+    firsts = []
+    timed = [log[i + 1][1] for i, e in enumerate(log) if e[0] == "start"]
+    for j in range(0, len(timed), 4):
+        firsts.append(timed[j])
+    assert len(set(firsts)) > 1, "stage order rotates across observations"
+
+
+def test_whole_protocol_with_host_clock_on_real_work(make_workload, cpu_target):
+    from kprof.eviction import EvictionBuffer
+    from kprof.methods import get_method
+
+    w = make_workload(4, 2, 64, 16)
+    a = get_method("math").prepare(w, cpu_target)
+    p = TimingProtocol(rounds=3, warmup_pairs=1, observations=4, evict_mib=1)
+    obs = PairedRoundRunner(p, HostClock(), EvictionBuffer(cpu_target.device, 1)).run(
+        [TimedOp("a", a.run), TimedOp("b", a.run)])
+    assert obs.shape == (2, 3, 4)
+    assert np.all(obs > 0) and np.all(np.isfinite(obs))
