@@ -1,0 +1,73 @@
+"""Probe the start-order effect: is the method that leads each interleaved pair slower?
+
+Runs short paired-round A/A comparisons under several variants and prints, for each, the
+ratio of round medians in rounds where A led over rounds where B led (0% = no order effect).
+
+    python scripts/probe_order_effect.py [--workload qwen2.5-7b-l14-32k]
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+import torch
+
+import kprof.kernels  # noqa: F401
+from kprof.clocks import CudaEventClock
+from kprof.eviction import EvictionBuffer
+from kprof.execution import resolve_target
+from kprof.graphs import capture
+from kprof.methods import get_method
+from kprof.protocol import TimingProtocol
+from kprof.runner import PairedRoundRunner, TimedOp
+from kprof.stats import paired_bootstrap, start_order_effect
+from kprof.workloads import resolve_workload
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--workload", default="qwen2.5-7b-l14-32k")
+    ap.add_argument("--rounds", type=int, default=8)
+    ap.add_argument("--observations", type=int, default=500)
+    args = ap.parse_args()
+    target = resolve_target("cuda")
+    w = resolve_workload(args.workload, device=target.device)
+    w_copy = w.to("cpu").to(target.device)
+    ev = EvictionBuffer(target.device)
+    base = TimingProtocol(rounds=args.rounds, warmup_pairs=100, observations=args.observations)
+
+    def ops(method, copy=False, graph=False):
+        a = get_method(method).prepare(w, target).run
+        b = get_method(method).prepare(w_copy if copy else w, target).run
+        if graph:
+            a, b = capture(a, target.device), capture(b, target.device)
+        return [TimedOp("A", a), TimedOp("B", b)]
+
+    tiny = torch.empty(1, device=target.device)
+    variants = {
+        "flash A/A": (base, ops("flash")),
+        "flash A/A, distinct K/V copies": (base, ops("flash", copy=True)),
+        "flash A/A, graph replay": (base, ops("flash", graph=True)),
+        "flash A/A, host-bound": (TimingProtocol(rounds=args.rounds, warmup_pairs=100, observations=args.observations,
+                                                host_bound=True), ops("flash")),
+        "triton-dense A/A": (base, ops("triton-dense")),
+        "triton-dense A/A, graph replay": (base, ops("triton-dense", graph=True)),
+        "cudnn A/A": (base, ops("cudnn")),
+    }
+    a_op = ops("flash")
+    variants["flash A/A, tiny kernel after each op"] = (base, [
+        TimedOp("A", lambda: (a_op[0].invoke(), tiny.add_(1))), TimedOp("B", lambda: (a_op[1].invoke(), tiny.add_(1)))])
+    print(f"{'variant':40s} {'A us':>8s} {'B us':>8s} {'order effect':>12s} {'A/A 95% CI (block=1)':>24s} {'(block=2)':>22s}")
+    for name, (proto, pair) in variants.items():
+        obs = PairedRoundRunner(proto, CudaEventClock(), ev).run(pair)
+        a, b = obs
+        i1 = paired_bootstrap(a, b)
+        i2 = paired_bootstrap(a, b, block=2)
+        print(f"{name:40s} {np.median(np.median(a, 1)):8.2f} {np.median(np.median(b, 1)):8.2f} "
+              f"{100 * start_order_effect(a, b):11.2f}% [{i1.low:.4f}, {i1.high:.4f}] ({i1.estimate:.4f}) "
+              f"[{i2.low:.4f}, {i2.high:.4f}]")
+
+
+if __name__ == "__main__":
+    main()
