@@ -25,6 +25,7 @@ class TimingProtocol:
     graph: bool = False
     host_bound: bool = False
     seed: int = 0
+    sync_every: int = 0  # 0: host syncs once per round; k: also after every k observations
     bootstrap_resamples: int = 10_000
     level: float = 0.95
 

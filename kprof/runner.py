@@ -76,6 +76,8 @@ class PairedRoundRunner:
                     rec.start(j)
                     ops[i].invoke()
                     rec.stop(j)
+                if p.sync_every and (j + 1) % p.sync_every == 0:
+                    self.clock.synchronize()
             self.clock.synchronize()
             if self.telemetry:
                 self.telemetry.end_round()

@@ -49,12 +49,19 @@ def main() -> None:
         "flash A/A": (base, ops("flash")),
         "flash A/A, distinct K/V copies": (base, ops("flash", copy=True)),
         "flash A/A, graph replay": (base, ops("flash", graph=True)),
+        "flash A/A (again)": (base, ops("flash")),
         "flash A/A, host-bound": (TimingProtocol(rounds=args.rounds, warmup_pairs=100, observations=args.observations,
                                                 host_bound=True), ops("flash")),
         "triton-dense A/A": (base, ops("triton-dense")),
         "triton-dense A/A, graph replay": (base, ops("triton-dense", graph=True)),
         "cudnn A/A": (base, ops("cudnn")),
     }
+    for k in (8, 32, 128):
+        variants[f"flash A/A, sync every {k} obs"] = (
+            TimingProtocol(rounds=args.rounds, warmup_pairs=100, observations=args.observations, sync_every=k), ops("flash"))
+    variants["triton-dense A/A, sync every 32 obs"] = (
+        TimingProtocol(rounds=args.rounds, warmup_pairs=100, observations=args.observations, sync_every=32),
+        ops("triton-dense"))
     a_op = ops("flash")
     variants["flash A/A, tiny kernel after each op"] = (base, [
         TimedOp("A", lambda: (a_op[0].invoke(), tiny.add_(1))), TimedOp("B", lambda: (a_op[1].invoke(), tiny.add_(1)))])
