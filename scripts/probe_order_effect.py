@@ -44,36 +44,43 @@ def main() -> None:
             a, b = capture(a, target.device), capture(b, target.device)
         return [TimedOp("A", a), TimedOp("B", b)]
 
-    tiny = torch.empty(1, device=target.device)
+    class DoubleEviction:
+        def evict(self):
+            ev.evict()
+            ev.evict()
+
+    class CopyEviction:
+        """Read one buffer and write another: no read-modify-write of the same lines."""
+
+        def __init__(self):
+            self.src = torch.ones(ev.nbytes // 8, dtype=torch.int32, device=target.device)
+            self.dst = torch.empty_like(self.src)
+
+        def evict(self):
+            self.dst.copy_(self.src)
+
     variants = {
-        "flash A/A": (base, ops("flash")),
-        "flash A/A, distinct K/V copies": (base, ops("flash", copy=True)),
-        "flash A/A, graph replay": (base, ops("flash", graph=True)),
-        "flash A/A (again)": (base, ops("flash")),
-        "flash A/A, host-bound": (TimingProtocol(rounds=args.rounds, warmup_pairs=100, observations=args.observations,
-                                                host_bound=True), ops("flash")),
-        "triton-dense A/A": (base, ops("triton-dense")),
-        "triton-dense A/A, graph replay": (base, ops("triton-dense", graph=True)),
-        "cudnn A/A": (base, ops("cudnn")),
+        "flash A/A": (base, ops("flash"), ev),
+        "flash A/A, graph replay": (base, ops("flash", graph=True), ev),
+        "flash A/A, double eviction": (base, ops("flash"), DoubleEviction()),
+        "flash A/A, copy eviction": (base, ops("flash"), CopyEviction()),
+        "triton-dense A/A": (base, ops("triton-dense"), ev),
+        "triton-dense A/A, double eviction": (base, ops("triton-dense"), DoubleEviction()),
     }
-    for k in (8, 32, 128):
-        variants[f"flash A/A, sync every {k} obs"] = (
-            TimingProtocol(rounds=args.rounds, warmup_pairs=100, observations=args.observations, sync_every=k), ops("flash"))
-    variants["triton-dense A/A, sync every 32 obs"] = (
-        TimingProtocol(rounds=args.rounds, warmup_pairs=100, observations=args.observations, sync_every=32),
-        ops("triton-dense"))
-    a_op = ops("flash")
-    variants["flash A/A, tiny kernel after each op"] = (base, [
-        TimedOp("A", lambda: (a_op[0].invoke(), tiny.add_(1))), TimedOp("B", lambda: (a_op[1].invoke(), tiny.add_(1)))])
     print(f"{'variant':40s} {'A us':>8s} {'B us':>8s} {'order effect':>12s} {'A/A 95% CI (block=1)':>24s} {'(block=2)':>22s}")
-    for name, (proto, pair) in variants.items():
-        obs = PairedRoundRunner(proto, CudaEventClock(), ev).run(pair)
+    for name, (proto, pair, evictor) in variants.items():
+        obs = PairedRoundRunner(proto, CudaEventClock(), evictor).run(pair)
         a, b = obs
         i1 = paired_bootstrap(a, b)
         i2 = paired_bootstrap(a, b, block=2)
         print(f"{name:40s} {np.median(np.median(a, 1)):8.2f} {np.median(np.median(b, 1)):8.2f} "
               f"{100 * start_order_effect(a, b):11.2f}% [{i1.low:.4f}, {i1.high:.4f}] ({i1.estimate:.4f}) "
               f"[{i2.low:.4f}, {i2.high:.4f}]")
+    three = ops("flash") + [TimedOp("C", get_method("flash").prepare(w, target).run)]
+    obs = PairedRoundRunner(base, CudaEventClock(), ev).run(three)
+    i1 = paired_bootstrap(obs[0], obs[1])
+    print(f"{'flash A/A/A (3-way rotation), A vs B':40s} {np.median(np.median(obs[0], 1)):8.2f} "
+          f"{np.median(np.median(obs[1], 1)):8.2f} {'':12s} [{i1.low:.4f}, {i1.high:.4f}] ({i1.estimate:.4f})")
 
 
 if __name__ == "__main__":
