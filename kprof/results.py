@@ -66,6 +66,7 @@ class Speedup:
     candidate: str
     baseline: str
     interval: Interval  # baseline / candidate, paired-round bootstrap
+    start_order_effect: float = 0.0  # ratio when the baseline went first over when it went second, - 1
 
 
 @dataclass

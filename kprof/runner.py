@@ -1,8 +1,8 @@
 """Paired-round runner: the timing loop of the protocol, ignorant of what it times.
 
-Within a round every method is invoked in turn (A, B, A, B, ...), first ``warmup_pairs``
-untimed, then ``observations`` timed. The starting method rotates between rounds (A-first,
-B-first, ... for two methods). Before each invocation the eviction buffer is read and written
+Within a round every method is invoked in turn, once per pair (or tuple, for more methods),
+first ``warmup_pairs`` untimed, then ``observations`` timed. The starting method rotates
+between rounds and, by default, also between adjacent pairs (see ``TimingProtocol.order``). Before each invocation the eviction buffer is read and written
 *outside* the timed interval; the interval covers exactly one complete invocation. The host
 synchronises once per round, after all intervals of the round were recorded.
 """
@@ -28,10 +28,15 @@ class TimedOp:
     invoke: Callable[[], object]
 
 
-def round_order(n_ops: int, round_index: int) -> list[int]:
-    """Op indices in the order used for ``round_index``: a rotation by the round number."""
-    shift = round_index % n_ops
+def round_order(n_ops: int, shift: int) -> list[int]:
+    """Op indices rotated by ``shift``: ``shift % n_ops`` is the index of the op that goes first."""
+    shift = shift % n_ops
     return list(range(shift, n_ops)) + list(range(shift))
+
+
+def goes_before(n_ops: int, shift, a: int, b: int):
+    """Whether op ``a`` precedes op ``b`` in ``round_order(n_ops, shift)`` (vectorises over ``shift``)."""
+    return (a - shift) % n_ops < (b - shift) % n_ops
 
 
 class PairedRoundRunner:
@@ -62,15 +67,14 @@ class PairedRoundRunner:
         out = np.empty((n, p.rounds, p.observations), dtype=np.float64)
         recorders = [self.clock.recorder(p.observations) for _ in ops]
         for r in range(p.rounds):
-            order = round_order(n, r)
             if self.telemetry:
                 self.telemetry.begin_round(r)
-            for _ in range(p.warmup_pairs):
-                for i in order:
+            for j in range(p.warmup_pairs):
+                for i in round_order(n, p.leads(r, j)):
                     self._evict()
                     ops[i].invoke()
             for j in range(p.observations):
-                for i in order:
+                for i in round_order(n, p.leads(r, j)):
                     self._evict()
                     rec = recorders[i]
                     rec.start(j)

@@ -59,63 +59,41 @@ def _percentiles(samples: np.ndarray, level: float) -> tuple[float, float]:
     return float(low), float(high)
 
 
-def _block_indices(rounds: int, block: int, resamples: int, rng: np.random.Generator) -> np.ndarray:
-    """``[resamples, k]`` round indices drawn as whole blocks of ``block`` consecutive rounds.
-
-    A trailing partial block is drawn like the others; its missing slots hold ``rounds``, an
-    index the caller maps to NaN.
-    """
-    starts = np.arange(0, rounds, block)
-    chosen = starts[rng.integers(0, starts.shape[0], size=(resamples, starts.shape[0]))]
-    idx = (chosen[:, :, None] + np.arange(block)[None, None, :]).reshape(resamples, -1)
-    return np.where(idx < rounds, idx, rounds)
-
-
-def _resampled_medians(values: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    padded = np.append(values, np.nan)
-    picked = padded[idx]
-    return np.median(picked, axis=1) if not np.isnan(picked).any() else np.nanmedian(picked, axis=1)
-
-
 def paired_bootstrap(
     baseline_rounds: np.ndarray,
     candidate_rounds: np.ndarray,
     resamples: int = 10_000,
     level: float = 0.95,
     seed: int = 0,
-    block: int = 1,
 ) -> Interval:
     """Speedup ``baseline/candidate`` (medians of round medians) with a paired-round bootstrap interval.
 
     Both inputs are ``[rounds, observations]`` from the same rounds; each resample draws round
-    indices with replacement and applies the same indices to both methods. ``block`` > 1 draws
-    whole cycles of consecutive rounds: pass the length of the start-order rotation (2 for a
-    pair) so every resample keeps the design's balance of which method went first. Otherwise a
-    start-order effect (measured on the H200: a method ~2% slower when it leads its pair in an
-    A/A run) turns into spurious width.
+    indices with replacement and applies the same indices to both methods.
     """
     b = round_medians(baseline_rounds)
     c = round_medians(candidate_rounds)
     if b.shape != c.shape:
         raise ValueError(f"paired data needs the same rounds: {b.shape[0]} vs {c.shape[0]}")
-    if block < 1:
-        raise ValueError(f"block must be >= 1, got {block}")
     rng = np.random.default_rng(seed)
-    idx = _block_indices(b.shape[0], min(block, b.shape[0]), resamples, rng)
-    ratios = _resampled_medians(b, idx) / _resampled_medians(c, idx)
+    idx = rng.integers(0, b.shape[0], size=(resamples, b.shape[0]))
+    ratios = np.median(b[idx], axis=1) / np.median(c[idx], axis=1)
     low, high = _percentiles(ratios, level)
     return Interval(float(np.median(b) / np.median(c)), low, high, level, resamples)
 
 
-def start_order_effect(baseline_rounds: np.ndarray, candidate_rounds: np.ndarray) -> float:
-    """Ratio (baseline/candidate) in rounds the baseline led over rounds the candidate led, minus 1.
+def start_order_effect(baseline: np.ndarray, candidate: np.ndarray, baseline_leads: np.ndarray) -> float:
+    """How much faster the baseline/candidate ratio is when the baseline goes first, minus 1.
 
-    Assumes two methods alternating, baseline first in even rounds. 0 means no order effect.
+    ``baseline``/``candidate`` are ``[rounds, observations]`` from the same pairs and
+    ``baseline_leads`` a boolean mask of the same shape. 0 means invoking order does not matter;
+    a large value means an order artifact that only counterbalancing (or graphs) removes.
     """
-    ratio = round_medians(baseline_rounds) / round_medians(candidate_rounds)
-    if ratio.shape[0] < 2:
+    ratio = np.asarray(baseline, dtype=np.float64) / np.asarray(candidate, dtype=np.float64)
+    lead = np.asarray(baseline_leads, dtype=bool)
+    if lead.all() or not lead.any():
         return 0.0
-    return float(np.median(ratio[0::2]) / np.median(ratio[1::2]) - 1)
+    return float(np.median(ratio[lead]) / np.median(ratio[~lead]) - 1)
 
 
 def unpaired_bootstrap(

@@ -31,10 +31,12 @@ step check_dense kprof check --method triton-dense --workload $W
 if [ "$mode" != quick ]; then
   step compare_main kprof compare --method cudnn --method triton-dense --baseline flash --workload $W --out "$out/compare_main.json"
   step compare_aa kprof compare --method flash --baseline flash --workload $W --out "$out/compare_aa.json"
+  step compare_aa_paper kprof compare --method flash --baseline flash --workload $W --order round --out "$out/compare_aa_paper.json"
   step stages_dense kprof stages --method triton-dense --workload $W --out "$out/stages_dense.json"
   step compare_graph kprof compare --method triton-dense --baseline flash --workload $W --graph --rounds 10 --out "$out/compare_graph.json"
   step compare_host kprof compare --method triton-dense --baseline flash --workload $W --host-bound --rounds 10 --out "$out/compare_host.json"
 fi
+[ "$mode" = quick ] || step probe_order "$py" scripts/probe_order_effect.py --workload $W
 step bench_dense "$py" scripts/bench_dense.py --workload $W --calls 1000
 echo "gpu_check: overall status $status (logs in $out)"
 exit $status

@@ -69,35 +69,56 @@ def _timed_calls(log):
     return out
 
 
-def test_interleaving_alternation_and_eviction_placement():
-    log = Log()
-    p = TimingProtocol(rounds=4, warmup_pairs=2, observations=3, evict_mib=1)
-    clock = RecordingClock(log)
-    obs = PairedRoundRunner(p, clock, RecordingEviction(log)).run(_ops(log, ["A", "B"]))
-    assert obs.shape == (2, 4, 3)
-    assert np.all(obs == 1)  # only the invocation itself is inside each interval: no eviction inside
-    assert clock.syncs == 4  # host sync once per round, never per observation
-    rounds = []
-    current = []
+def _split_rounds(log):
+    rounds, current = [], []
     for e in log:
         if e == ("sync",):
             rounds.append(current)
             current = []
         else:
             current.append(e)
+    return rounds
+
+
+@pytest.mark.parametrize("order", ["round", "pair"])
+def test_interleaving_alternation_and_eviction_placement(order):
+    log = Log()
+    p = TimingProtocol(rounds=4, warmup_pairs=2, observations=3, evict_mib=1, order=order)
+    clock = RecordingClock(log)
+    obs = PairedRoundRunner(p, clock, RecordingEviction(log)).run(_ops(log, ["A", "B"]))
+    assert obs.shape == (2, 4, 3)
+    assert np.all(obs == 1)  # only the invocation itself is inside each interval: no eviction inside
+    assert clock.syncs == 4  # host sync once per round, never per observation
+    rounds = _split_rounds(log)
     assert len(rounds) == 4
     for r, events in enumerate(rounds):
         timed = _timed_calls(events)
         assert len(timed) == 6
         labels = [lab for lab, _ in timed]
+        pairs = [labels[i : i + 2] for i in range(0, 6, 2)]
+        assert all(sorted(pair) == ["A", "B"] for pair in pairs), "each pair invokes both methods once"
         first = "A" if r % 2 == 0 else "B"
-        other = "B" if first == "A" else "A"
-        assert labels == [first, other] * 3, f"round {r} interleaves and starts with {first}"
+        assert pairs[0][0] == first, f"round {r} starts with {first}: alternation between rounds"
+        if order == "round":
+            assert [pair[0] for pair in pairs] == [first] * 3
+        else:
+            assert [pair[0] for pair in pairs] == [first, "B" if first == "A" else "A", first], "ABBA within a round"
         assert all(evicted for _, evicted in timed), "eviction right before every timed call"
-        ops = [e[1] for e in events if e[0] == "op"]
-        assert ops[:4] == [first, other, first, other], "warm-up pairs come first, same order"
+        warm = [e[1] for e in events if e[0] == "op"][:4]
+        assert sorted(warm[:2]) == ["A", "B"] and sorted(warm[2:]) == ["A", "B"], "warm-up pairs come first"
         assert sum(1 for e in events if e == ("evict",)) == 10  # 2 warm-up pairs + 3 timed pairs, x2 methods
         assert ("sync",) not in events
+
+
+def test_pair_order_balances_who_leads_within_every_round():
+    p = TimingProtocol(rounds=3, observations=10)
+    from kprof.runner import goes_before
+
+    r, j = np.indices((3, 10))
+    leads = goes_before(2, p.leads(r, j), 0, 1)
+    assert np.all(leads.sum(axis=1) == 5)
+    paper = TimingProtocol(rounds=3, observations=10, order="round")
+    assert list(goes_before(2, paper.leads(r, j), 0, 1).sum(axis=1)) == [10, 0, 10]
 
 
 def test_host_bound_mode_never_evicts():
