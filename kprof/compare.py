@@ -58,7 +58,7 @@ def run_compare(session: MeasurementSession, baseline: str, candidates: list[str
         notes.append(f"eviction buffer reduced to {eviction.mib:.0f} MiB (low memory)")
     observations = {op.label: obs[i] for i, op in enumerate(ops)}
     summaries = {label: summarize(o, p) for label, o in observations.items()}
-    shifts = p.leads(*np.indices((p.rounds, p.observations)))
+    shifts = np.broadcast_to(np.arange(p.rounds)[:, None], (p.rounds, p.observations))  # round r starts with op r % n
     speedups = []
     for k, label in enumerate(labels[1:], start=1):
         base_obs, cand_obs = observations[labels[0]], observations[label]
@@ -69,8 +69,8 @@ def run_compare(session: MeasurementSession, baseline: str, candidates: list[str
             start_order_effect=effect))
         if abs(effect) > ORDER_EFFECT_NOTE:
             notes.append(f"{label}: invoking order matters ({100 * effect:+.1f}% in the ratio when {labels[0]} goes "
-                         f"first); counterbalanced by --order {p.order}" + ("" if p.order == "pair" else
-                         ", but round-only alternation leaves it in the interval: use --order pair or --graph"))
+                         "first); alternation cancels it in the estimate but it widens the interval. "
+                         "--graph removes most of it (an eager-launch artifact on the H200)")
     for label, s in summaries.items():
         if s.drift.flagged:
             notes.append(f"{label}: {s.drift.note} (all rounds retained)")

@@ -1,8 +1,8 @@
 """Paired-round runner: the timing loop of the protocol, ignorant of what it times.
 
-Within a round every method is invoked in turn, once per pair (or tuple, for more methods),
-first ``warmup_pairs`` untimed, then ``observations`` timed. The starting method rotates
-between rounds and, by default, also between adjacent pairs (see ``TimingProtocol.order``). Before each invocation the eviction buffer is read and written
+Within a round every method is invoked in turn (A, B, A, B, ...), first ``warmup_pairs``
+untimed, then ``observations`` timed. The starting method rotates between rounds (A-first,
+B-first, ... for two methods). Before each invocation the eviction buffer is read and written
 *outside* the timed interval; the interval covers exactly one complete invocation. The host
 synchronises once per round, after all intervals of the round were recorded.
 """
@@ -67,21 +67,20 @@ class PairedRoundRunner:
         out = np.empty((n, p.rounds, p.observations), dtype=np.float64)
         recorders = [self.clock.recorder(p.observations) for _ in ops]
         for r in range(p.rounds):
+            order = round_order(n, r)
             if self.telemetry:
                 self.telemetry.begin_round(r)
-            for j in range(p.warmup_pairs):
-                for i in round_order(n, p.leads(r, j)):
+            for _ in range(p.warmup_pairs):
+                for i in order:
                     self._evict()
                     ops[i].invoke()
             for j in range(p.observations):
-                for i in round_order(n, p.leads(r, j)):
+                for i in order:
                     self._evict()
                     rec = recorders[i]
                     rec.start(j)
                     ops[i].invoke()
                     rec.stop(j)
-                if p.sync_every and (j + 1) % p.sync_every == 0:
-                    self.clock.synchronize()
             self.clock.synchronize()
             if self.telemetry:
                 self.telemetry.end_round()

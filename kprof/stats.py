@@ -86,8 +86,9 @@ def start_order_effect(baseline: np.ndarray, candidate: np.ndarray, baseline_lea
     """How much faster the baseline/candidate ratio is when the baseline goes first, minus 1.
 
     ``baseline``/``candidate`` are ``[rounds, observations]`` from the same pairs and
-    ``baseline_leads`` a boolean mask of the same shape. 0 means invoking order does not matter;
-    a large value means an order artifact that only counterbalancing (or graphs) removes.
+    ``baseline_leads`` a boolean mask of the same shape. 0 means invoking order does not matter.
+    Round alternation cancels such an effect in the estimate, but it widens the round-bootstrap
+    interval: this number says why an interval is wide.
     """
     ratio = np.asarray(baseline, dtype=np.float64) / np.asarray(candidate, dtype=np.float64)
     lead = np.asarray(baseline_leads, dtype=bool)

@@ -31,7 +31,8 @@ step check_dense kprof check --method triton-dense --workload $W
 if [ "$mode" != quick ]; then
   step compare_main kprof compare --method cudnn --method triton-dense --baseline flash --workload $W --out "$out/compare_main.json"
   step compare_aa kprof compare --method flash --baseline flash --workload $W --out "$out/compare_aa.json"
-  step compare_aa_paper kprof compare --method flash --baseline flash --workload $W --order round --out "$out/compare_aa_paper.json"
+  step compare_aa_graph kprof compare --method flash --baseline flash --workload $W --graph --out "$out/compare_aa_graph.json"
+  step compare_aaa kprof compare --method flash --method flash --baseline flash --workload $W --out "$out/compare_aaa.json"
   step stages_dense kprof stages --method triton-dense --workload $W --out "$out/stages_dense.json"
   step compare_graph kprof compare --method triton-dense --baseline flash --workload $W --graph --rounds 10 --out "$out/compare_graph.json"
   step compare_host kprof compare --method triton-dense --baseline flash --workload $W --host-bound --rounds 10 --out "$out/compare_host.json"

@@ -83,17 +83,13 @@ def test_single_method_interval_brackets_its_estimate():
 def test_start_order_effect_recovers_a_planted_leader_penalty():
     rng = np.random.default_rng(4)
     rounds, obs = 10, 400
-    r, j = np.indices((rounds, obs))
-    a_leads = (r + j) % 2 == 0
+    a_leads = np.broadcast_to((np.arange(rounds) % 2 == 0)[:, None], (rounds, obs))
     a = 50 * (1 + 0.01 * rng.standard_normal((rounds, obs)))
     b = 50 * (1 + 0.01 * rng.standard_normal((rounds, obs)))
     a_planted = np.where(a_leads, a * 1.03, a)  # the leader is 3% slower
     assert start_order_effect(a_planted, b, a_leads) == pytest.approx(0.03, abs=0.004)
     assert abs(start_order_effect(a, b, a_leads)) < 0.004
-    # counterbalanced (ABBA) rounds keep the A/A interval tight around 1 despite the penalty
-    iv = paired_bootstrap(a_planted, b * 1.015)
-    assert iv.contains(1.0) and iv.half_width_rel < 0.005
-    # round-only alternation with the same penalty: the round medians alternate, the interval widens
-    round_leads = r % 2 == 0
-    iv_paper = paired_bootstrap(np.where(round_leads, a * 1.03, a), b * 1.015)
-    assert iv_paper.half_width_rel > 2 * iv.half_width_rel
+    # the artifact cancels in the estimate but honestly widens the paired interval
+    clean = paired_bootstrap(a * 1.015, b)
+    iv = paired_bootstrap(a_planted, b)
+    assert iv.contains(1.015) and iv.half_width_rel > 3 * clean.half_width_rel

@@ -29,9 +29,6 @@ def protocol_options(fn):
         click.option("--graph", is_flag=True, default=None, help="Time CUDA-graph replays of the operation."),
         click.option("--host-bound", is_flag=True, default=None,
                      help="No eviction: back-to-back calls, so host launch overhead shows (labelled host-bound)."),
-        click.option("--order", type=click.Choice(["pair", "round"]), default=None,
-                     help="Who goes first: 'pair' rotates the starting method every pair and round (ABBA; "
-                          "cancels order artifacts), 'round' only between rounds (the paper's). [default: pair]"),
         click.option("--seed", type=int, default=None, help="Seed of the bootstrap resampling. [default: 0]"),
         click.option("--json", "as_json", is_flag=True, help="Print the Result document as JSON on stdout."),
         click.option("--out", type=click.Path(dir_okay=False), default=None,
@@ -43,5 +40,5 @@ def protocol_options(fn):
 
 
 def protocol_overrides(kwargs: dict) -> dict:
-    keys = ("rounds", "warmup_pairs", "observations", "evict_mib", "graph", "host_bound", "order", "seed")
+    keys = ("rounds", "warmup_pairs", "observations", "evict_mib", "graph", "host_bound", "seed")
     return {k: (kwargs.pop(k) or None) if k in ("graph", "host_bound") else kwargs.pop(k) for k in keys}
