@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -39,10 +41,12 @@ def record_catalog(invoke: Callable[[], object], expected: Sequence[str], device
 
     invoke()
     torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(invocations):
-            invoke()
-        torch.cuda.synchronize()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # torch.profiler's "clears events" notice
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(invocations):
+                invoke()
+            torch.cuda.synchronize()
     names = [n for _, n in _kernel_events(prof)]
     if not names or len(names) % invocations:
         return LaunchCatalog(kernels=names, expected=list(expected),
