@@ -70,7 +70,7 @@ def run_compare(session: MeasurementSession, baseline: str, candidates: list[str
         if abs(effect) > ORDER_EFFECT_NOTE:
             notes.append(f"{label}: invoking order matters ({100 * effect:+.1f}% in the ratio when {labels[0]} goes "
                          "first); alternation cancels it in the estimate but it widens the interval. "
-                         "--graph removes most of it (an eager-launch artifact on the H200)")
+                         "Comparing 3+ methods in one run removes it (an eager-launch artifact seen on the H200)")
     for label, s in summaries.items():
         if s.drift.flagged:
             notes.append(f"{label}: {s.drift.note} (all rounds retained)")
