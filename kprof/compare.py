@@ -11,7 +11,6 @@ from kprof.results import Result, Speedup
 from kprof.runner import PairedRoundRunner, goes_before
 from kprof.session import MeasurementSession
 from kprof.stats import paired_bootstrap, start_order_effect
-from kprof.summarize import summarize
 from kprof.validation import compare_outputs
 
 CPU_BASELINE_SUBSTITUTE = "math"
@@ -57,7 +56,6 @@ def run_compare(session: MeasurementSession, baseline: str, candidates: list[str
     if eviction is not None and eviction.nbytes < eviction.requested_bytes:
         notes.append(f"eviction buffer reduced to {eviction.mib:.0f} MiB (low memory)")
     observations = {op.label: obs[i] for i, op in enumerate(ops)}
-    summaries = {label: summarize(o, p) for label, o in observations.items()}
     shifts = np.broadcast_to(np.arange(p.rounds)[:, None], (p.rounds, p.observations))  # round r starts with op r % n
     speedups = []
     for k, label in enumerate(labels[1:], start=1):
@@ -71,25 +69,5 @@ def run_compare(session: MeasurementSession, baseline: str, candidates: list[str
             notes.append(f"{label}: invoking order matters ({100 * effect:+.1f}% in the ratio when {labels[0]} goes "
                          "first); alternation cancels it in the estimate but it widens the interval. "
                          "Comparing 3+ methods in one run removes it (an eager-launch artifact seen on the H200)")
-    for label, s in summaries.items():
-        if s.drift.flagged:
-            notes.append(f"{label}: {s.drift.note} (all rounds retained)")
-    tele = telemetry.report()
-    if tele.throttled_rounds:
-        notes.append(f"throttled rounds: {tele.throttled_rounds}")
-    return Result(
-        kind="compare",
-        environment=session.environment.to_dict(),
-        workload=session.workload_doc(),
-        protocol=p.to_dict(),
-        clock=session.clock().name,
-        mode=session.mode,
-        methods=[pm.record for pm in prepared],
-        summaries=summaries,
-        speedups=speedups,
-        telemetry=tele.to_dict(),
-        notes=notes,
-        kprof_version=session.environment.kprof,
-        git_revision=session.environment.git_revision,
-        observations=observations,
-    )
+    return session.result("compare", [pm.record for pm in prepared], observations, telemetry.report(), notes,
+                          speedups)

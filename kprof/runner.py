@@ -14,7 +14,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from kprof.clocks import Clock
+from kprof.clocks import Clock, IntervalRecorder
 from kprof.eviction import EvictionBuffer
 from kprof.protocol import TimingProtocol
 from kprof.telemetry import TelemetrySampler
@@ -39,7 +39,9 @@ def goes_before(n_ops: int, shift, a: int, b: int):
     return (a - shift) % n_ops < (b - shift) % n_ops
 
 
-class PairedRoundRunner:
+class _RoundLoop:
+    """What both runners share: eviction, telemetry per round, one host sync per round."""
+
     def __init__(
         self,
         protocol: TimingProtocol,
@@ -60,38 +62,51 @@ class PairedRoundRunner:
         if self.eviction is not None:
             self.eviction.evict()
 
+    def _timed(self, recorder: IntervalRecorder, slot: int, op: TimedOp) -> None:
+        """Evict, then one interval around exactly one invocation."""
+        self._evict()
+        recorder.start(slot)
+        op.invoke()
+        recorder.stop(slot)
+
+    def _rounds(self, n_rows: int, per_round: int, body: Callable[[int, list[IntervalRecorder]], None]) -> np.ndarray:
+        """Run ``body(round, recorders)`` per round; return ``[n_rows, rounds, per_round]`` in us."""
+        out = np.empty((n_rows, self.protocol.rounds, per_round), dtype=np.float64)
+        recorders = [self.clock.recorder(per_round) for _ in range(n_rows)]
+        for r in range(self.protocol.rounds):
+            if self.telemetry:
+                self.telemetry.begin_round(r)
+            body(r, recorders)
+            self.clock.synchronize()
+            if self.telemetry:
+                self.telemetry.end_round()
+            for i, rec in enumerate(recorders):
+                out[i, r] = rec.elapsed_us(per_round)
+            if self.on_round:
+                self.on_round(r)
+        return out
+
+
+class PairedRoundRunner(_RoundLoop):
     def run(self, ops: Sequence[TimedOp]) -> np.ndarray:
         """Return observations in microseconds, shape ``[len(ops), rounds, observations]``."""
         p = self.protocol
         n = len(ops)
-        out = np.empty((n, p.rounds, p.observations), dtype=np.float64)
-        recorders = [self.clock.recorder(p.observations) for _ in ops]
-        for r in range(p.rounds):
+
+        def one_round(r: int, recorders: list[IntervalRecorder]) -> None:
             order = round_order(n, r)
-            if self.telemetry:
-                self.telemetry.begin_round(r)
             for _ in range(p.warmup_pairs):
                 for i in order:
                     self._evict()
                     ops[i].invoke()
             for j in range(p.observations):
                 for i in order:
-                    self._evict()
-                    rec = recorders[i]
-                    rec.start(j)
-                    ops[i].invoke()
-                    rec.stop(j)
-            self.clock.synchronize()
-            if self.telemetry:
-                self.telemetry.end_round()
-            for i in range(n):
-                out[i, r] = recorders[i].elapsed_us(p.observations)
-            if self.on_round:
-                self.on_round(r)
-        return out
+                    self._timed(recorders[i], j, ops[i])
+
+        return self._rounds(n, p.observations, one_round)
 
 
-class StageRunner:
+class StageRunner(_RoundLoop):
     """Isolated per-stage timing: each stage timed alone, after its upstream stages ran untimed.
 
     For stage k the upstream stages ``0..k-1`` run (so its inputs are real), then the eviction
@@ -99,45 +114,19 @@ class StageRunner:
     The order of items rotates with every observation. Medians of stages are not additive.
     """
 
-    def __init__(self, protocol: TimingProtocol, clock: Clock, eviction: EvictionBuffer | None,
-                 telemetry: TelemetrySampler | None = None, on_round: Callable[[int], None] | None = None):
-        self.protocol = protocol
-        self.clock = clock
-        self.eviction = None if protocol.host_bound else eviction
-        self.telemetry = telemetry
-        self.on_round = on_round
-
     def run(self, stages: Sequence[TimedOp], complete: TimedOp) -> np.ndarray:
         """Observations ``[len(stages) + 1, rounds, stage_observations]``; the last row is ``complete``."""
         p = self.protocol
         items = list(stages) + [complete]
         n = len(items)
-        out = np.empty((n, p.rounds, p.stage_observations), dtype=np.float64)
-        recorders = [self.clock.recorder(p.stage_observations) for _ in items]
 
-        def prefix(k: int) -> None:
-            if k < len(stages):
-                for s in stages[:k]:
-                    s.invoke()
-
-        for r in range(p.rounds):
-            if self.telemetry:
-                self.telemetry.begin_round(r)
-            for w in range(min(p.warmup_pairs, p.stage_observations)):
+        def one_round(r: int, recorders: list[IntervalRecorder]) -> None:
+            for _ in range(min(p.warmup_pairs, p.stage_observations)):
                 complete.invoke()
             for j in range(p.stage_observations):
                 for k in round_order(n, r * p.stage_observations + j):
-                    prefix(k)
-                    if self.eviction is not None:
-                        self.eviction.evict()
-                    recorders[k].start(j)
-                    items[k].invoke()
-                    recorders[k].stop(j)
-            self.clock.synchronize()
-            if self.telemetry:
-                self.telemetry.end_round()
-            for k in range(n):
-                out[k, r] = recorders[k].elapsed_us(p.stage_observations)
-            if self.on_round:
-                self.on_round(r)
-        return out
+                    for upstream in stages[:k] if k < len(stages) else ():
+                        upstream.invoke()
+                    self._timed(recorders[k], j, items[k])
+
+        return self._rounds(n, p.stage_observations, one_round)

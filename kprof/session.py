@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+import numpy as np
 import torch
 
 from kprof.catalog import record_catalog
@@ -20,9 +21,10 @@ from kprof.execution import ExecutionTarget, resolve_target
 from kprof.graphs import capture
 from kprof.methods import Prepared, get_method
 from kprof.protocol import TimingProtocol, default_protocol
-from kprof.results import MethodRecord, Validation
+from kprof.results import MethodRecord, Result, Speedup, Validation
 from kprof.runner import TimedOp
-from kprof.telemetry import TelemetrySampler
+from kprof.summarize import summarize
+from kprof.telemetry import TelemetryReport, TelemetrySampler
 from kprof.validation import compare_outputs
 from kprof.workloads import Workload, resolve_workload
 
@@ -105,3 +107,28 @@ class MeasurementSession:
 
     def telemetry(self) -> TelemetrySampler:
         return TelemetrySampler(self.target.device.index if self.target.is_gpu else None)
+
+    def result(self, kind: str, methods: list[MethodRecord], observations: dict[str, np.ndarray],
+               telemetry: TelemetryReport, notes: list[str], speedups: list[Speedup] = ()) -> Result:
+        """A Result of this session: fingerprint, workload, protocol, summaries of every row."""
+        summaries = {label: summarize(o, self.protocol) for label, o in observations.items()}
+        notes = list(notes) + [f"{label}: {s.drift.note} (all rounds retained)"
+                               for label, s in summaries.items() if s.drift.flagged]
+        if telemetry.throttled_rounds:
+            notes.append(f"throttled rounds: {telemetry.throttled_rounds}")
+        return Result(
+            kind=kind,
+            environment=self.environment.to_dict(),
+            workload=self.workload_doc(),
+            protocol=self.protocol.to_dict(),
+            clock=self.clock().name,
+            mode=self.mode,
+            methods=methods,
+            summaries=summaries,
+            speedups=list(speedups),
+            telemetry=telemetry.to_dict(),
+            notes=notes,
+            kprof_version=self.environment.kprof,
+            git_revision=self.environment.git_revision,
+            observations=observations,
+        )

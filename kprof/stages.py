@@ -6,7 +6,6 @@ from kprof.progress import Progress
 from kprof.results import Result
 from kprof.runner import StageRunner, TimedOp
 from kprof.session import MeasurementSession
-from kprof.summarize import summarize
 
 COMPLETE = "complete operator"
 NOT_ADDITIVE = ("stage medians are measured with upstream eviction and their own timing boundaries: "
@@ -27,22 +26,4 @@ def run_stages(session: MeasurementSession, method: str, progress: Progress | No
         obs = runner.run(stages, complete)
     labels = [s.label for s in stages] + [COMPLETE]
     observations = {label: obs[i] for i, label in enumerate(labels)}
-    tele = telemetry.report()
-    notes = list(session.notes) + [NOT_ADDITIVE]
-    if tele.throttled_rounds:
-        notes.append(f"throttled rounds: {tele.throttled_rounds}")
-    return Result(
-        kind="stages",
-        environment=session.environment.to_dict(),
-        workload=session.workload_doc(),
-        protocol=p.to_dict(),
-        clock=session.clock().name,
-        mode=session.mode,
-        methods=[pm.record],
-        summaries={label: summarize(o, p) for label, o in observations.items()},
-        telemetry=tele.to_dict(),
-        notes=notes,
-        kprof_version=session.environment.kprof,
-        git_revision=session.environment.git_revision,
-        observations=observations,
-    )
+    return session.result("stages", [pm.record], observations, telemetry.report(), session.notes + [NOT_ADDITIVE])

@@ -59,6 +59,13 @@ def _percentiles(samples: np.ndarray, level: float) -> tuple[float, float]:
     return float(low), float(high)
 
 
+def _ratio_interval(b: np.ndarray, c: np.ndarray, bi: np.ndarray, ci: np.ndarray, level: float) -> Interval:
+    """median(b)/median(c) with the percentile interval of the resampled ratios (rows of bi/ci)."""
+    ratios = np.median(b[bi], axis=1) / np.median(c[ci], axis=1)
+    low, high = _percentiles(ratios, level)
+    return Interval(float(np.median(b) / np.median(c)), low, high, level, bi.shape[0])
+
+
 def paired_bootstrap(
     baseline_rounds: np.ndarray,
     candidate_rounds: np.ndarray,
@@ -75,11 +82,8 @@ def paired_bootstrap(
     c = round_medians(candidate_rounds)
     if b.shape != c.shape:
         raise ValueError(f"paired data needs the same rounds: {b.shape[0]} vs {c.shape[0]}")
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, b.shape[0], size=(resamples, b.shape[0]))
-    ratios = np.median(b[idx], axis=1) / np.median(c[idx], axis=1)
-    low, high = _percentiles(ratios, level)
-    return Interval(float(np.median(b) / np.median(c)), low, high, level, resamples)
+    idx = np.random.default_rng(seed).integers(0, b.shape[0], size=(resamples, b.shape[0]))
+    return _ratio_interval(b, c, idx, idx, level)
 
 
 def start_order_effect(baseline: np.ndarray, candidate: np.ndarray, baseline_leads: np.ndarray) -> float:
@@ -114,9 +118,7 @@ def unpaired_bootstrap(
     rng = np.random.default_rng(seed)
     bi = rng.integers(0, b.shape[0], size=(resamples, b.shape[0]))
     ci = rng.integers(0, c.shape[0], size=(resamples, c.shape[0]))
-    ratios = np.median(b[bi], axis=1) / np.median(c[ci], axis=1)
-    low, high = _percentiles(ratios, level)
-    return Interval(float(np.median(b) / np.median(c)), low, high, level, resamples)
+    return _ratio_interval(b, c, bi, ci, level)
 
 
 def bootstrap_median(rounds: np.ndarray, resamples: int = 10_000, level: float = 0.95, seed: int = 0) -> Interval:

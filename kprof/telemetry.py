@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from dataclasses import asdict, dataclass, field
 
 from kprof import nvml

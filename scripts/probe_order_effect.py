@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
-import torch
 
 import kprof.kernels  # noqa: F401
 from kprof.clocks import CudaEventClock
