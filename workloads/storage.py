@@ -61,7 +61,7 @@ def load(path: str | Path, device: torch.device | str = "cpu", verify_hash: bool
     except (KeyError, ValueError) as exc:
         raise WorkloadError(f"{path} has malformed kprof metadata ({exc}): re-create it with `kprof capture`") from None
     try:
-        workload = Workload(**tensors, query_position=query_position, metadata=metadata)
+        workload = Workload(**tensors, query_position=query_position, metadata=metadata, source=str(path.resolve()))
     except WorkloadError as exc:
         raise WorkloadError(f"{path}: {exc}") from None
     if verify_hash:

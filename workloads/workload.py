@@ -56,6 +56,7 @@ class Workload:
     positions: torch.Tensor
     query_position: int
     metadata: dict = field(default_factory=dict)
+    source: str | None = field(default=None, compare=False)  # file it was loaded from, if any
 
     def __post_init__(self) -> None:
         validate_tensors(self.q, self.k, self.v, self.positions)

@@ -1,0 +1,53 @@
+"""``kprof capture``: record a decode workload from a local model, or materialise a named spec."""
+
+from __future__ import annotations
+
+import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from kprof.cli.console import console, err_console, format_bytes
+from kprof.errors import KprofError
+from kprof.workloads import SPECS, save, synthesize
+from kprof.workloads.capture import CaptureRequest, capture as run_capture
+
+
+@click.command()
+@click.option("--model", default=None, help="Local checkpoint directory (or a model already in the HF cache). Never downloads.")
+@click.option("--layer", type=int, default=None, help="Decoder layer whose attention input is recorded (0-based).")
+@click.option("--context", type=int, default=None, help="Prefill length N; the query is the last position.")
+@click.option("--prompt-file", type=click.Path(dir_okay=False), default=None, help="Text to tokenize (at least N tokens).")
+@click.option("--random-tokens", is_flag=True, help="Use N seeded random token ids instead of a prompt file.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed for --random-tokens.")
+@click.option("--dtype", type=click.Choice(["fp16", "bf16", "fp32"]), default="bf16", show_default=True,
+              help="Model and workload dtype.")
+@click.option("--device", type=click.Choice(["cuda", "cpu"]), default="cpu", show_default=True,
+              help="Where the prefill runs.")
+@click.option("--synthetic", type=click.Choice(sorted(SPECS)), default=None,
+              help="Instead of a model: materialise this named spec with the deterministic generator.")
+@click.option("--out", required=True, type=click.Path(dir_okay=False), help="Workload file to write (.safetensors).")
+def capture(model, layer, context, prompt_file, random_tokens, seed, dtype, device, synthetic, out) -> None:
+    """Record q (last position) and post-RoPE K/V of one layer into a workload file.
+
+    With --model: a dense prefill through transformers with kprof's attention hook (Qwen2, Qwen3,
+    Llama families). With --synthetic SPEC: the named spec's synthetic stand-in.
+    """
+    if synthetic:
+        if model:
+            raise KprofError("--synthetic and --model are exclusive: pick one source")
+        err_console.print(f"[dim]• generating {synthetic}[/]")
+        workload = synthesize(synthetic)
+    else:
+        missing = [n for n, v in (("--model", model), ("--layer", layer), ("--context", context)) if v is None]
+        if missing:
+            raise KprofError(f"capture from a model needs {', '.join(missing)} (or use --synthetic SPEC)")
+        req = CaptureRequest(model=model, layer=layer, context=context, prompt_file=prompt_file,
+                             random_tokens=random_tokens, seed=seed, dtype=dtype, device=device)
+        bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                       console=err_console, transient=True)
+        with bar:
+            task = bar.add_task("prefill (layers)", total=layer + 1)
+            workload = run_capture(req, status=lambda s: err_console.print(f"[dim]• {s}[/]"),
+                                   on_layer=lambda i, total: bar.update(task, completed=i))
+    digest = save(workload, out)
+    console.print(f"wrote [bold]{out}[/]: {workload.shape}, K+V {format_bytes(workload.shape.kv_bytes)}, "
+                  f"hash {digest[:16]}")
