@@ -78,7 +78,8 @@ class MeasurementSession:
         if prepared.output is not None:
             prepared.output.fill_(float("nan"))
         out = prepared.run().clone()
-        report = compare_outputs(out, self.reference(method))
+        reference = method.reference_for(self.workload, prepared) if method.sampled else self.reference(method)
+        report = compare_outputs(out, reference)
         catalog = record_catalog(prepared.run, prepared.expected_kernels, self.target.device)
         record = MethodRecord(
             label=label, method=method_name, role=role, config=prepared.config, details=prepared.details,

@@ -10,10 +10,8 @@ from rich.table import Table
 
 from kprof.cli.console import console, err_console
 from kprof.config_space import parse_overrides
-from kprof.execution import resolve_target
-from kprof.methods import METHODS, get_method
-from kprof.validation import compare_outputs
-from kprof.workloads import resolve_workload
+from kprof.methods import METHODS
+from kprof.session import MeasurementSession
 
 
 @click.command()
@@ -46,28 +44,28 @@ def methods() -> None:
               help="Override a launch parameter, e.g. --set partial.BLOCK_N=128 (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print the validation report as JSON.")
 def check(method_name: str, workload_name: str | None, device: str, overrides: tuple[str, ...], as_json: bool) -> None:
-    """Run a method once and compare its output with the fp64 reference; exit 1 on a mismatch."""
-    target = resolve_target(device)
-    workload_name = workload_name or ("qwen2.5-7b-l14-32k" if target.is_gpu else "cpu-smoke")
-    method = get_method(method_name)
-    w = resolve_workload(workload_name)
-    prepared = method.prepare(w, target, parse_overrides(overrides))
-    if prepared.output is not None:
-        prepared.output.fill_(float("nan"))
-    out = prepared.run()
-    report = compare_outputs(out, method.reference(w))
+    """Run a method once and compare its output with the fp64 reference; exit 1 on a mismatch.
+
+    The output buffer is poisoned first; sampling methods (santa) are checked against the fp64
+    reference fed with their own selected teams and corrections.
+    """
+    session = MeasurementSession.open(device, workload_name, {})
+    pm = session.prepare(method_name, method_name, "subject", parse_overrides(overrides))
+    v = pm.record.validation
     if as_json:
-        click.echo(json.dumps({"method": method_name, "workload": w.name, "config": prepared.config,
-                               "rel_error": report.rel_error, "max_abs_error": report.max_abs_error,
-                               "non_finite": report.non_finite, "tolerance": report.tolerance,
-                               "passed": report.passed}, indent=2))
+        click.echo(json.dumps({"method": method_name, "workload": session.workload.name, "config": pm.record.config,
+                               "rel_error": v.rel_error, "max_abs_error": v.max_abs_error,
+                               "non_finite": v.non_finite, "tolerance": v.tolerance, "passed": v.passed,
+                               "launches": pm.record.catalog.kernels}, indent=2))
     else:
-        if not target.is_gpu:
-            err_console.print(f"[yellow]{target.label}[/]")
-        t = Table(title=f"{method_name} on {w.name} ({w.shape})")
-        for col in ("rel L2 error", "max abs error", "tolerance", "status"):
+        if not session.target.is_gpu:
+            err_console.print(f"[yellow]{session.target.label}[/]")
+        t = Table(title=f"{method_name} on {session.workload.name} ({session.workload.shape})")
+        for col in ("rel L2 error", "max abs error", "tolerance", "launches", "status"):
             t.add_column(col, justify="right")
-        t.add_row(f"{report.rel_error:.3e}", f"{report.max_abs_error:.3e}", f"{report.tolerance:.0e}", report.status)
+        status = "ok" if v.passed else f"FAIL ({v.non_finite} non-finite)" if v.non_finite else "FAIL"
+        launches = str(pm.record.catalog.launches_per_call) if pm.record.catalog.launches_per_call else "n/a"
+        t.add_row(f"{v.rel_error:.3e}", f"{v.max_abs_error:.3e}", f"{v.tolerance:.0e}", launches, status)
         console.print(t)
-    if not report.passed:
+    if not v.passed:
         sys.exit(1)

@@ -14,7 +14,7 @@ from typing import Callable, ClassVar, Mapping
 import torch
 
 from kprof.config_space import LaunchSpace, MethodConfig, resolve_method_config
-from kprof.errors import MethodUnavailable
+from kprof.errors import ConfigError, MethodUnavailable
 from kprof.execution import ExecutionTarget
 from kprof.methods.reference import dense_attention_fp64
 from kprof.workloads.workload import Workload
@@ -45,6 +45,7 @@ class Prepared:
     expected_kernels: tuple[str, ...]
     output: torch.Tensor | None = None  # the buffer run() writes, when the method owns one
     details: dict = field(default_factory=dict)
+    handle: object = None  # the method's own operator object (for method-specific validation)
 
 
 class Method(ABC):
@@ -53,6 +54,7 @@ class Method(ABC):
     name: ClassVar[str]
     summary: ClassVar[str]
     needs_cuda: ClassVar[bool] = False
+    sampled: ClassVar[bool] = False  # output depends on a random sample: validate by replaying it
     dtypes: ClassVar[tuple[torch.dtype, ...]] = (torch.float16, torch.bfloat16, torch.float32)
 
     def config_space(self) -> Mapping[str, LaunchSpace]:
@@ -88,6 +90,17 @@ class Method(ABC):
     @abstractmethod
     def _prepare(self, workload: Workload, config: MethodConfig) -> Prepared: ...
 
+    @classmethod
+    def from_options(cls, options: dict[str, str]) -> "Method":
+        """Build from ``name:key=value,...`` options; methods without options accept none."""
+        if options:
+            raise ConfigError(f"method {cls.name!r} takes no options, got {', '.join(options)}")
+        return cls()
+
     def reference(self, workload: Workload) -> torch.Tensor:
         """fp64 CPU output this method must match; dense attention unless the method is sparse."""
         return dense_attention_fp64(workload)
+
+    def reference_for(self, workload: Workload, prepared: Prepared) -> torch.Tensor:
+        """Reference for one prepared run; sampling methods override it to replay their sample."""
+        return self.reference(workload)

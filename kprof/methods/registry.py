@@ -15,8 +15,23 @@ def register(cls: type[Method]) -> type[Method]:
     return cls
 
 
-def get_method(name: str) -> Method:
+def parse_method_spec(spec: str) -> tuple[str, dict[str, str]]:
+    """``"santa:p=16,r=4"`` -> ``("santa", {"p": "16", "r": "4"})``."""
+    name, _, rest = spec.partition(":")
+    options = {}
+    for item in filter(None, rest.split(",")):
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            raise KprofError(f"bad method option {item!r} in {spec!r}: write NAME:key=value,key=value")
+        options[key.strip()] = value.strip()
+    return name, options
+
+
+def get_method(spec: str) -> Method:
+    """A Method instance from ``name`` or ``name:key=value,...``."""
+    name, options = parse_method_spec(spec)
     try:
-        return METHODS[name]()
+        cls = METHODS[name]
     except KeyError:
         raise KprofError(f"unknown method {name!r}: choose one of {', '.join(sorted(METHODS))}") from None
+    return cls.from_options(options)

@@ -1,0 +1,273 @@
+"""The SANTA++ decode kernels (Appendix D), one launch each; the fifth is the split-KV reducer.
+
+Scores and candidates travel between launches as plain arrays. A perturbed routing score and its
+team index are packed into one int64 *sort key* (an order-preserving int32 image of the fp32
+score in the high word, the index in the low word), so one ``tl.sort`` orders both and a top-k
+is "sort, keep the first k". All scores are natural-log domain except where noted (log2 for the
+attention's exp2).
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+LOG2E = 1.4426950408889634
+
+
+@triton.jit
+def _to_key(y, idx):
+    """fp32 score + int index -> int64 key whose signed order is (score, index) order."""
+    bits = y.to(tl.int32, bitcast=True)
+    k32 = tl.where(bits < 0, bits ^ 0x7FFFFFFF, bits)
+    return (k32.to(tl.int64) << 32) | idx.to(tl.int64)
+
+
+@triton.jit
+def _key_score(key):
+    hi = (key >> 32).to(tl.int32)
+    bits = tl.where(hi < 0, hi ^ 0x7FFFFFFF, hi)
+    return bits.to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _key_index(key):
+    return (key & 0xFFFFFFFF).to(tl.int32)
+
+
+@triton.jit
+def _log_inclusion(x):
+    """log(1 - exp(-exp(x))) in fp32 without cancellation (series below e^x = 1e-2)."""
+    y = tl.exp(x)
+    series = x - 0.5 * y + y * y / 24.0
+    direct = tl.log(tl.maximum(1.0 - tl.exp(-tl.minimum(y, 80.0)), 1e-30))
+    return tl.where(y < 1e-2, series, direct)
+
+
+@triton.jit
+def _gumbel(seed, offsets):
+    """Standard Gumbel noise from Philox: the same (seed, offset) always gives the same draw."""
+    u = tl.rand(seed, offsets)
+    u = tl.minimum(tl.maximum(u, 1e-7), 1.0 - 6e-8)
+    return -tl.log(-tl.log(u))
+
+
+@triton.jit
+def santa_gumbel_dump(SeedPtr, Out, total, BLOCK: tl.constexpr):
+    """Write the noise launch 2 uses at offsets 0..total-1 (for tests and validation only)."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(Out + offs, _gumbel(tl.load(SeedPtr), offs), mask=offs < total)
+
+
+@triton.jit
+def santa_score(
+    Q, Rep, Scores,
+    m_max,
+    stride_qh, stride_rh, stride_rm, stride_sh,
+    GROUP: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_M: tl.constexpr, HEAD_D: tl.constexpr,
+    DOT_PRECISION: tl.constexpr,
+):
+    """Launch 1, grid (Hkv, cdiv(M_max, BLOCK_M)): q . l_g for every head of the group.
+
+    Each representative key tile is loaded once and multiplied with all G query heads.
+    """
+    kvh = tl.program_id(0)
+    offs_m = tl.program_id(1) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_g = tl.arange(0, BLOCK_G)
+    offs_d = tl.arange(0, HEAD_D)
+    heads = kvh * GROUP + offs_g
+    g_mask = offs_g < GROUP
+    m_mask = offs_m < m_max
+    q = tl.load(Q + heads[:, None] * stride_qh + offs_d[None, :], mask=g_mask[:, None], other=0.0)
+    rep = tl.load(Rep + kvh * stride_rh + offs_m[:, None] * stride_rm + offs_d[None, :], mask=m_mask[:, None],
+                  other=0.0)
+    s = tl.dot(q, tl.trans(rep), input_precision=DOT_PRECISION)
+    tl.store(Scores + heads[:, None] * stride_sh + offs_m[None, :], s, mask=g_mask[:, None] & m_mask[None, :])
+
+
+@triton.jit
+def santa_block_topk(
+    Scores, Lengths, NumTeams, SeedPtr, Cand,
+    m_max, inv_sqrt_d,
+    stride_sh, stride_lh, stride_ch, stride_cb,
+    GROUP: tl.constexpr, BLOCK_T: tl.constexpr, KPAD: tl.constexpr, NOISE: tl.constexpr,
+):
+    """Launch 2, grid (Hq, cdiv(M_max, BLOCK_T)): routing logits, Gumbel noise, local top-(K+1).
+
+    phi = score/sqrt(d) + log n_g; Y = phi + Gumbel from Philox(seed, h * M_max + g); the block's
+    KPAD (>= K+1) best keys are written, padding teams score -inf.
+    """
+    h = tl.program_id(0)
+    blk = tl.program_id(1)
+    kvh = h // GROUP
+    offs = blk * BLOCK_T + tl.arange(0, BLOCK_T)
+    m = tl.load(NumTeams + kvh)
+    valid = offs < m
+    s = tl.load(Scores + h * stride_sh + offs, mask=valid, other=0.0)
+    n = tl.load(Lengths + kvh * stride_lh + offs, mask=valid, other=1).to(tl.float32)
+    y = s * inv_sqrt_d + tl.log(n)
+    if NOISE:
+        y = y + _gumbel(tl.load(SeedPtr), h * m_max + offs)
+    y = tl.where(valid, y, float("-inf"))
+    keys = tl.sort(_to_key(y, offs), descending=True)
+    rank = tl.arange(0, BLOCK_T)
+    tl.store(Cand + h * stride_ch + blk * stride_cb + rank, keys, mask=rank < KPAD)
+
+
+@triton.jit
+def santa_merge_union(
+    Cand, Scores, Lengths, Starts, SelTeam, SelLogC,
+    UTeam, UStart, URowPre, UCount, UMask, ULogC, Sort1, SeedPtr,
+    inv_sqrt_d, k_sel,
+    stride_ch, stride_sh, stride_lh, stride_selh, stride_uh, stride_um,
+    GROUP: tl.constexpr, BLOCK_G: tl.constexpr, NCP: tl.constexpr, NCAND: tl.constexpr, KPAD: tl.constexpr,
+    UMAX: tl.constexpr, FRESH: tl.constexpr,
+):
+    """Launch 3, grid (Hkv,): global top-K and tau per head, corrections, GQA union.
+
+    Writes per head the selected team ids and log c_g (for validation), and per KV head the
+    union of teams selected by its G heads (each once) with member range, row prefix sums,
+    a per-head selection mask and per-head log c_g.
+    """
+    kvh = tl.program_id(0)
+    offs_g = tl.arange(0, BLOCK_G)
+    heads = kvh * GROUP + offs_g
+    g_mask = offs_g < GROUP
+    offs_c = tl.arange(0, NCP)
+    cand = tl.load(Cand + heads[:, None] * stride_ch + offs_c[None, :],
+                   mask=g_mask[:, None] & (offs_c[None, :] < NCAND), other=-9223372036854775807)
+    cand = tl.sort(cand, dim=1, descending=True)
+    # tau: the (K+1)-th key of each head
+    tau_key = tl.sum(tl.where(offs_c[None, :] == k_sel, cand, 0), axis=1)
+    tau = _key_score(tau_key)
+    # the first KPAD columns hold the selection (rank < K) and tau; fold to [BLOCK_G, KPAD]
+    offs_k = tl.arange(0, KPAD)
+    top = tl.reshape(cand, (BLOCK_G, NCP // KPAD, KPAD))
+    top = tl.sum(tl.where(tl.arange(0, NCP // KPAD)[None, :, None] == 0, top, 0), axis=1)
+    team = _key_index(top)
+    chosen = g_mask[:, None] & (offs_k[None, :] < k_sel)
+    s = tl.load(Scores + heads[:, None] * stride_sh + team, mask=chosen, other=0.0)
+    n = tl.load(Lengths + kvh * stride_lh + team, mask=chosen, other=1).to(tl.float32)
+    phi = s * inv_sqrt_d + tl.log(n)
+    logc = _log_inclusion(phi - tau[:, None])
+    tl.store(SelTeam + heads[:, None] * stride_selh + offs_k[None, :], team, mask=chosen)
+    tl.store(SelLogC + heads[:, None] * stride_selh + offs_k[None, :], logc, mask=chosen)
+
+    # union: sort (team, head, rank) keys of all chosen entries; firsts of each team id are unique
+    flat_key = (team.to(tl.int64) << 16) | (offs_g[:, None].to(tl.int64) << 8) | offs_k[None, :].to(tl.int64)
+    flat_key = tl.where(chosen, flat_key, 9223372036854775807)
+    flat = tl.sort(tl.reshape(flat_key, (BLOCK_G * KPAD,)), descending=False)
+    offs_f = tl.arange(0, BLOCK_G * KPAD)
+    tl.store(Sort1 + kvh * BLOCK_G * KPAD + offs_f, flat)
+    offs_u = tl.arange(0, UMAX)
+    tl.store(UMask + kvh * stride_uh + offs_u[:, None] * stride_um + offs_g[None, :], 0)
+    tl.store(ULogC + kvh * stride_uh + offs_u[:, None] * stride_um + offs_g[None, :], 0.0)
+    tl.store(UStart + kvh * UMAX + offs_u, 0)
+    tl.debug_barrier()
+    prev = tl.load(Sort1 + kvh * BLOCK_G * KPAD + offs_f - 1, mask=offs_f > 0, other=-1)
+    live = flat != 9223372036854775807
+    first = live & ((flat >> 16) != (prev >> 16))
+    upos = tl.cumsum(first.to(tl.int32), axis=0) - 1
+    t_id = (flat >> 16).to(tl.int32)
+    head = ((flat >> 8) & 0xFF).to(tl.int32)
+    rank = (flat & 0xFF).to(tl.int32)
+    lc = tl.load(SelLogC + (kvh * GROUP + head) * stride_selh + rank, mask=live, other=0.0)
+    tl.store(UMask + kvh * stride_uh + upos * stride_um + head, 1, mask=live)
+    tl.store(ULogC + kvh * stride_uh + upos * stride_um + head, lc, mask=live)
+    length = tl.load(Lengths + kvh * stride_lh + t_id, mask=first, other=0)
+    tl.store(UTeam + kvh * UMAX + upos, t_id, mask=first)
+    tl.store(UStart + kvh * UMAX + upos, tl.load(Starts + kvh * stride_lh + t_id, mask=first, other=0),
+             mask=first)
+    tl.store(URowPre + kvh * (UMAX + 1) + 1 + upos, length, mask=first)
+    count = tl.sum(first.to(tl.int32), axis=0)
+    tl.store(UCount + kvh, count)
+    tl.debug_barrier()
+    lens = tl.load(URowPre + kvh * (UMAX + 1) + 1 + offs_u, mask=offs_u < count, other=0)
+    tl.store(URowPre + kvh * (UMAX + 1) + 1 + offs_u, tl.cumsum(lens, axis=0))
+    tl.store(URowPre + kvh * (UMAX + 1), 0)
+    if FRESH:
+        if kvh == 0:
+            tl.store(SeedPtr, tl.load(SeedPtr) + 1)
+
+
+@triton.jit
+def santa_attend(
+    Q, PK, PV, SK, SV, UStart, URowPre, UCount, UMask, ULogC, M_out, L_out, Acc_out,
+    n_prompt, n_suffix, qk_scale_log2,
+    stride_qh, stride_kh, stride_kn, stride_sk_h, stride_sk_n, stride_uh, stride_um,
+    stride_mh, stride_ah, stride_as,
+    GROUP: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_R: tl.constexpr, HEAD_D: tl.constexpr,
+    UMAX: tl.constexpr, NUM_SPLITS: tl.constexpr, ALL_TEAMS: tl.constexpr, DOT_PRECISION: tl.constexpr,
+):
+    """Launch 4, grid (Hkv, NUM_SPLITS): exact attention over the union's rows, per-head masks.
+
+    Virtual rows are the union's member rows (packed, contiguous per team) followed by the exact
+    suffix. Each program takes one contiguous range of virtual rows, reads each K/V row once for
+    all G heads, and adds a row to head j only if j selected its team, with logit - log c_g.
+    With ALL_TEAMS (K = M) every packed row counts for every head with c = 1.
+    """
+    kvh = tl.program_id(0)
+    split = tl.program_id(1)
+    offs_g = tl.arange(0, BLOCK_G)
+    offs_d = tl.arange(0, HEAD_D)
+    heads = kvh * GROUP + offs_g
+    g_mask = offs_g < GROUP
+    q = tl.load(Q + heads[:, None] * stride_qh + offs_d[None, :], mask=g_mask[:, None], other=0.0)
+    offs_u = tl.arange(0, UMAX)
+    if ALL_TEAMS:
+        union_rows = n_prompt
+    else:
+        count = tl.load(UCount + kvh)
+        union_rows = tl.load(URowPre + kvh * (UMAX + 1) + count)
+        # end of each union entry's rows (URowPre[1..count]); padding entries never match
+        ends = tl.load(URowPre + kvh * (UMAX + 1) + 1 + offs_u, mask=offs_u < count, other=2147483647)
+    total = union_rows + n_suffix
+    per_split = tl.cdiv(tl.cdiv(total, NUM_SPLITS), BLOCK_R) * BLOCK_R
+    lo = split * per_split
+    hi = tl.minimum(lo + per_split, total)
+    m_i = tl.full([BLOCK_G], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_G], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_G, HEAD_D], dtype=tl.float32)
+    for r0 in range(lo, hi, BLOCK_R):
+        rows = r0 + tl.arange(0, BLOCK_R)
+        live = rows < hi
+        in_union = live & (rows < union_rows)
+        in_suffix = live & (rows >= union_rows)
+        if ALL_TEAMS:
+            packed = rows
+            sel = g_mask[:, None] & live[None, :]
+            bias = tl.zeros([BLOCK_G, BLOCK_R], dtype=tl.float32)
+        else:
+            # union entry of each row: the number of entries that end at or before it
+            u = tl.sum((ends[None, :] <= rows[:, None]).to(tl.int32), axis=1)
+            u = tl.where(in_union, u, 0)
+            start = tl.load(UStart + kvh * UMAX + u, mask=in_union, other=0)
+            base = tl.load(URowPre + kvh * (UMAX + 1) + u, mask=in_union, other=0)
+            packed = start + rows - base
+            m_ptr = kvh * stride_uh + u[None, :] * stride_um + offs_g[:, None]
+            chosen = tl.load(UMask + m_ptr, mask=g_mask[:, None] & in_union[None, :], other=0) != 0
+            sel = (chosen & in_union[None, :]) | (g_mask[:, None] & in_suffix[None, :])
+            bias = tl.load(ULogC + m_ptr, mask=g_mask[:, None] & in_union[None, :], other=0.0) * 1.4426950408889634
+        srow = tl.where(in_suffix, rows - union_rows, 0)
+        k_u = tl.load(PK + kvh * stride_kh + packed[:, None] * stride_kn + offs_d[None, :],
+                      mask=in_union[:, None], other=0.0)
+        k_s = tl.load(SK + kvh * stride_sk_h + srow[:, None] * stride_sk_n + offs_d[None, :],
+                      mask=in_suffix[:, None], other=0.0)
+        k = k_u + k_s
+        s = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION) * qk_scale_log2 - bias
+        s = tl.where(sel, s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, axis=1))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        alpha = tl.exp2(m_i - m_safe)
+        p = tl.exp2(s - m_safe[:, None])
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+        v_u = tl.load(PV + kvh * stride_kh + packed[:, None] * stride_kn + offs_d[None, :],
+                      mask=in_union[:, None], other=0.0)
+        v_s = tl.load(SV + kvh * stride_sk_h + srow[:, None] * stride_sk_n + offs_d[None, :],
+                      mask=in_suffix[:, None], other=0.0)
+        v = v_u + v_s
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)
+        m_i = m_new
+    tl.store(M_out + heads * stride_mh + split, m_i, mask=g_mask)
+    tl.store(L_out + heads * stride_mh + split, l_i, mask=g_mask)
+    tl.store(Acc_out + heads[:, None] * stride_ah + split * stride_as + offs_d[None, :], acc, mask=g_mask[:, None])

@@ -1,0 +1,100 @@
+"""``santa``: SANTA++ (representative-key team sampling) as five Triton launches.
+
+Options are given with the method name: ``santa:p=16,r=4,s=124,parents=kmeans,seed=0`` (or
+``k=`` instead of ``s=``; ``fresh=1`` draws new Gumbel noise on every call). Preparation (teams,
+packing, workspaces) happens in ``prepare``; ``run`` is the five launches.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+from kprof.config_space import MethodConfig
+from kprof.errors import ConfigError, MethodUnavailable
+from kprof.execution import ExecutionTarget
+from kprof.methods.base import Method, Prepared, Stage
+from kprof.methods.registry import register
+from kprof.workloads.workload import Workload
+
+_INT_OPTIONS = ("p", "r", "s", "k", "seed", "fresh")
+
+
+@register
+class Santa(Method):
+    name = "santa"
+    summary = "SANTA++: score representatives, Gumbel top-(K+1), merge + GQA union, selected attention, reduce"
+    dtypes = (torch.float16, torch.bfloat16, torch.float32)
+    sampled = True
+
+    def __init__(self, p: int = 16, r: int = 4, s: int = 124, k: int | None = None, parents: str = "kmeans",
+                 seed: int = 0, fresh: int = 0):
+        from kprof.kernels.santa import SantaSettings
+
+        self.settings = SantaSettings(p=p, r=r, s=s, parents=parents, seed=seed)
+        self.k_override = k
+        self.fresh = bool(fresh)
+
+    @classmethod
+    def from_options(cls, options: dict[str, str]) -> "Santa":
+        kw = {}
+        for key, value in options.items():
+            if key == "parents":
+                kw[key] = value
+            elif key in _INT_OPTIONS:
+                try:
+                    kw[key] = int(value)
+                except ValueError:
+                    raise ConfigError(f"santa option {key}={value!r} must be an integer") from None
+            else:
+                raise ConfigError(f"unknown santa option {key!r}: use {', '.join(_INT_OPTIONS + ('parents',))}")
+        return cls(**kw)
+
+    def config_space(self):
+        from kprof.kernels.santa.operator import LAUNCH_SPACES
+
+        return LAUNCH_SPACES
+
+    def check_available(self, workload: Workload, target: ExecutionTarget) -> None:
+        super().check_available(workload, target)
+        d = workload.shape.d
+        if d < 16 or d & (d - 1):
+            raise MethodUnavailable(f"santa does not support head dim {d}: it needs a power of two >= 16")
+        if workload.shape.group > 8:
+            raise MethodUnavailable(f"santa supports GQA groups up to 8, this workload has {workload.shape.group}")
+
+    def _prepare(self, workload: Workload, config: MethodConfig) -> Prepared:
+        from kprof.kernels.santa import load_or_build, pack
+        from kprof.kernels.santa.operator import KERNEL_NAMES, SantaDecode
+
+        t0 = time.perf_counter()
+        layout, outcome = load_or_build(workload, self.settings)
+        arts = pack(workload.k, workload.v, layout)
+        m_min, m_max = int(layout.num_teams.min()), int(layout.num_teams.max())
+        k = self.k_override if self.k_override is not None else self.settings.budget(m_min)
+        op = SantaDecode(workload.q, arts, k, config, seed=self.settings.seed, fresh=self.fresh)
+        mem = arts.memory()
+        return Prepared(
+            method=self.name,
+            config=config,
+            run=op.run,
+            stages=tuple(Stage(name, fn) for name, fn in op.stages()),
+            expected_kernels=KERNEL_NAMES,
+            output=op.out,
+            details={
+                "settings": self.settings.__dict__, "k": op.k, "all_teams": op.all_teams,
+                "teams_per_kv_head": layout.num_teams.tolist(), "teams_min_max": [m_min, m_max],
+                "memory_bytes": mem, "team_cache": outcome.status, "prepare_seconds": time.perf_counter() - t0,
+            },
+            handle=op,
+        )
+
+    def reference_for(self, workload: Workload, prepared: Prepared) -> torch.Tensor:
+        """fp64 output with the kernels' own selected teams and corrections (Appendix E)."""
+        from kprof.kernels.santa.reference import Selection, attention_with_selection
+
+        op = prepared.handle
+        teams, corrections = op.selections()
+        return attention_with_selection(workload.q, workload.k, workload.v, op.arts.layout.teams(),
+                                        [Selection(t, c) for t, c in zip(teams, corrections)])

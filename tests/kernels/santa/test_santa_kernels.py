@@ -1,0 +1,146 @@
+"""The five SANTA++ launches against their fp64 reference pieces (Triton interpreter on CPU)."""
+
+import math
+
+import pytest
+import torch
+
+from kprof.config_space import resolve_method_config
+from kprof.kernels.santa import SantaSettings, build_layout, pack
+from kprof.kernels.santa.operator import LAUNCH_SPACES, SantaDecode
+from kprof.kernels.santa.reference import (Selection, attention_with_selection, inclusion_probability,
+                                           routing_logits, sample_teams)
+from kprof.methods.reference import dense_attention_fp64
+
+SMALL = {"score": {"BLOCK_M": 16}, "topk": {"BLOCK_T": 16}, "attend": {"BLOCK_R": 16, "NUM_SPLITS": 4}}
+
+
+def _setup(make_workload, target, hq=4, hkv=2, n=160, d=16, k=5, dtype=torch.float32, seed=0, fresh=False,
+           parents="contiguous", suffix=0):
+    w = make_workload(hq, hkv, n + suffix, d, dtype, seed=seed, scale=2.0)
+    prompt_k, prompt_v = w.k[:, :n].contiguous(), w.v[:, :n].contiguous()
+    layout = build_layout(prompt_k, SantaSettings(p=8, r=2, s=8, parents=parents))
+    arts = pack(prompt_k.to(target.device), prompt_v.to(target.device), layout)
+    cfg = resolve_method_config(LAUNCH_SPACES, SMALL, w.shape)
+    op = SantaDecode(w.q.to(target.device), arts, k, cfg, seed=seed, fresh=fresh,
+                     suffix_k=w.k[:, n:].to(target.device) if suffix else None,
+                     suffix_v=w.v[:, n:].to(target.device) if suffix else None)
+    return w, layout, op
+
+
+def _ref_selection(w, layout, op, h, noise):
+    teams = layout.teams()[h // op.group]
+    phi = routing_logits(w.q[h], w.k[h // op.group], teams)
+    return phi, sample_teams(phi, op.k, noise=noise[h, : len(teams)].double())
+
+
+def test_score_launch_is_q_dot_representatives(make_workload, target):
+    w, layout, op = _setup(make_workload, target)
+    op.scores.fill_(float("nan"))
+    op.launch_score()
+    for h in range(op.hq):
+        reps = w.k[h // op.group, layout.rep_index[h // op.group, : int(layout.num_teams[h // op.group])]]
+        expected = reps.double() @ w.q[h].double()
+        got = op.scores[h, : expected.numel()].cpu().double()
+        assert torch.allclose(got, expected, atol=1e-5)
+
+
+def test_topk_and_merge_match_the_reference_sampler_with_identical_noise(make_workload, target):
+    w, layout, op = _setup(make_workload, target, seed=3)
+    op.launch_score()
+    op.launch_topk()
+    op.sel_team.fill_(-1)
+    op.launch_merge()
+    noise = op.gumbel_noise().cpu()
+    for h in range(op.hq):
+        phi, sel = _ref_selection(w, layout, op, h, noise)
+        got = op.sel_team[h, : op.k].cpu().to(torch.int64)
+        assert got.tolist() == sel.teams.tolist(), f"head {h}: top-K order differs"
+        c = torch.exp(op.sel_logc[h, : op.k].cpu().double())
+        assert torch.allclose(c, sel.corrections, rtol=2e-4, atol=1e-7)
+        # each block's candidates are that block's best K+1 perturbed scores
+        y = phi + noise[h, : phi.numel()].double()
+        for b in range(op.n_blocks):
+            lo, hi = b * 16, min((b + 1) * 16, phi.numel())
+            want = torch.topk(y[lo:hi], min(op.k + 1, hi - lo)).indices + lo
+            keys = op.cand[h, b].cpu()
+            idx = (keys & 0xFFFFFFFF)[: want.numel()]
+            assert idx.tolist() == want.tolist()
+
+
+def test_union_masks_and_corrections(make_workload, target):
+    w, layout, op = _setup(make_workload, target, seed=5)
+    op.run()
+    teams_per_head, corr = op.selections()
+    for kvh in range(op.hkv):
+        heads = range(kvh * op.group, (kvh + 1) * op.group)
+        union = sorted({t for h in heads for t in teams_per_head[h].tolist()})
+        count = int(op.u_count[kvh])
+        got = op.u_team[kvh, :count].cpu().tolist()
+        assert sorted(got) == union and len(got) == len(set(got)), "each team once"
+        rowpre = op.u_rowpre[kvh, : count + 1].cpu().tolist()
+        for u, team in enumerate(got):
+            assert int(op.u_start[kvh, u]) == int(layout.start[kvh, team])
+            assert rowpre[u + 1] - rowpre[u] == int(layout.length[kvh, team])
+            for j, h in enumerate(heads):
+                chosen = team in teams_per_head[h].tolist()
+                assert bool(op.u_mask[kvh, u, j]) == chosen
+                if chosen:
+                    i = teams_per_head[h].tolist().index(team)
+                    assert math.isclose(math.exp(float(op.u_logc[kvh, u, j])), float(corr[h][i]), rel_tol=1e-6)
+
+
+@pytest.mark.parametrize("suffix", [0, 7])
+def test_whole_operator_matches_reference_with_its_own_selection(make_workload, target, suffix):
+    w, layout, op = _setup(make_workload, target, seed=7, suffix=suffix)
+    op.out.fill_(float("nan"))
+    out = op.run().cpu()
+    teams, corr = op.selections()
+    ref = attention_with_selection(w.q, w.k, w.v, layout.teams(), [Selection(t, c) for t, c in zip(teams, corr)],
+                                   suffix=suffix)
+    assert torch.isfinite(out).all()
+    assert (out.double() - ref).abs().max() < 1e-5
+    # and that selection is the reference sampler's under the same noise
+    noise = op.gumbel_noise().cpu()
+    for h in range(op.hq):
+        assert teams[h].tolist() == _ref_selection(w, layout, op, h, noise)[1].teams.tolist()
+
+
+def test_k_equal_m_is_dense_attention(make_workload, target):
+    w, layout, op = _setup(make_workload, target, k=10_000)
+    assert op.all_teams
+    op.out.fill_(float("nan"))
+    out = op.run().cpu().double()
+    assert (out - dense_attention_fp64(w)).abs().max() < 1e-5
+
+
+def test_seed_reproducible_and_fresh_mode_redraws(make_workload, target):
+    _, _, a = _setup(make_workload, target, seed=11)
+    _, _, b = _setup(make_workload, target, seed=11)
+    a.run()
+    b.run()
+    assert torch.equal(a.sel_team[:, : a.k], b.sel_team[:, : b.k])
+    _, _, f = _setup(make_workload, target, seed=11, fresh=True)
+    f.run()
+    first = f.sel_team[:, : f.k].clone()
+    f.run()
+    assert not torch.equal(first, f.sel_team[:, : f.k]), "fresh mode draws new noise each call"
+
+
+def test_fp16_inputs_and_group_of_seven(make_workload, target):
+    w, layout, op = _setup(make_workload, target, hq=7, hkv=1, n=96, d=32, k=4, dtype=torch.float16, seed=2)
+    out = op.run().cpu()
+    teams, corr = op.selections()
+    ref = attention_with_selection(w.q, w.k, w.v, layout.teams(), [Selection(t, c) for t, c in zip(teams, corr)])
+    rel = (out.double() - ref).norm() / ref.norm()
+    assert rel < 1e-2
+
+
+def test_inclusion_probability_kernel_helper_matches_reference(make_workload, target):
+    w, layout, op = _setup(make_workload, target, seed=9)
+    op.run()
+    noise = op.gumbel_noise().cpu()
+    phi, sel = _ref_selection(w, layout, op, 0, noise)
+    y = phi + noise[0, : phi.numel()].double()
+    tau = torch.topk(y, op.k + 1).values[-1]
+    assert torch.allclose(sel.corrections, inclusion_probability(phi[sel.teams], tau))
