@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Run every GPU check in one go on a CUDA machine; all logs go to OUTDIR.
-#   bash scripts/gpu_check.sh OUTDIR [quick]
+#   bash scripts/gpu_check.sh OUTDIR [full|quick|santa]
 # Installs kprof without touching the machine's torch/triton, prints `kprof env`, runs the
 # `-m gpu` tests, the full-protocol comparisons and stage timings, and the dense benchmark.
-# `quick` skips the full-protocol runs. Exits non-zero if any step failed (all steps still run).
+# `quick` skips the full-protocol runs; `santa` runs only the SANTA++ checks and benchmarks.
+# Exits non-zero if any step failed (all steps still run).
 set -u
 out=${1:?usage: scripts/gpu_check.sh OUTDIR [quick]}
 mode=${2:-full}
@@ -27,6 +28,18 @@ step install "$py" -m pip install -q --no-deps --no-build-isolation -e .
 step env kprof env
 kprof env --json > "$out/env.json" 2>&1 || status=1
 step pytest_gpu "$py" -m pytest -m gpu -q -p no:cacheprovider tests
+if [ "$mode" = santa ] || [ "$mode" = full ]; then
+  kprof capture --synthetic $W --out /tmp/kprof_w32.safetensors > "$out/capture.log" 2>&1 || status=1
+  step santa_prepare kprof santa prepare --workload /tmp/kprof_w32.safetensors
+  for seed in 0 1 2; do
+    step santa_check_seed$seed kprof check --method santa:seed=$seed --workload /tmp/kprof_w32.safetensors
+  done
+  step santa_check_k_eq_m kprof check --method santa:k=1000000 --workload /tmp/kprof_w32.safetensors
+  step santa_compare kprof compare --method santa --method cudnn --baseline flash --workload /tmp/kprof_w32.safetensors --out "$out/santa_compare.json"
+  step santa_stages kprof stages --method santa --workload /tmp/kprof_w32.safetensors --out "$out/santa_stages.json"
+  step santa_compare_graph kprof compare --method santa --method cudnn --baseline flash --workload /tmp/kprof_w32.safetensors --graph --rounds 10 --out "$out/santa_compare_graph.json"
+fi
+[ "$mode" = santa ] && { echo "gpu_check: overall status $status (logs in $out)"; exit $status; }
 step check_dense kprof check --method triton-dense --workload $W
 if [ "$mode" != quick ]; then
   step compare_main kprof compare --method cudnn --method triton-dense --baseline flash --workload $W --out "$out/compare_main.json"

@@ -144,3 +144,15 @@ def test_inclusion_probability_kernel_helper_matches_reference(make_workload, ta
     y = phi + noise[0, : phi.numel()].double()
     tau = torch.topk(y, op.k + 1).values[-1]
     assert torch.allclose(sel.corrections, inclusion_probability(phi[sel.teams], tau))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_gpu_operator_on_larger_shapes(make_workload, target, dtype):
+    w, layout, op = _setup(make_workload, target, hq=28, hkv=4, n=4096, d=128, k=31, dtype=dtype, seed=1)
+    op.out.fill_(float("nan"))
+    out = op.run().cpu()
+    teams, corr = op.selections()
+    ref = attention_with_selection(w.q, w.k, w.v, layout.teams(), [Selection(t, c) for t, c in zip(teams, corr)])
+    assert torch.isfinite(out).all()
+    assert ((out.double() - ref).norm() / ref.norm()) < 2e-2
