@@ -32,7 +32,7 @@ if [ "$mode" = santa ] || [ "$mode" = full ]; then
   kprof capture --synthetic $W --out /tmp/kprof_w32.safetensors > "$out/capture.log" 2>&1 || status=1
   step santa_prepare kprof santa prepare --workload /tmp/kprof_w32.safetensors
   for seed in 0 1 2; do
-    step santa_check_seed$seed kprof check --method santa:seed=$seed --workload /tmp/kprof_w32.safetensors
+    step santa_check_seed$seed kprof check --method santa:noise_seed=$seed --workload /tmp/kprof_w32.safetensors
   done
   step santa_check_k_eq_m kprof check --method santa:k=1000000 --workload /tmp/kprof_w32.safetensors
   step santa_compare kprof compare --method santa --method cudnn --baseline flash --workload /tmp/kprof_w32.safetensors --out "$out/santa_compare.json"

@@ -1,7 +1,8 @@
 """``santa``: SANTA++ (representative-key team sampling) as five Triton launches.
 
 Options are given with the method name: ``santa:p=16,r=4,s=124,parents=kmeans,seed=0`` (or
-``k=`` instead of ``s=``; ``fresh=1`` draws new Gumbel noise on every call). Preparation (teams,
+``k=`` instead of ``s=``; ``seed`` seeds k-means, ``noise_seed`` the Gumbel noise, and ``fresh=1``
+draws new noise on every call). Preparation (teams,
 packing, workspaces) happens in ``prepare``; ``run`` is the five launches.
 """
 
@@ -18,7 +19,7 @@ from kprof.methods.base import Method, Prepared, Stage
 from kprof.methods.registry import register
 from kprof.workloads.workload import Workload
 
-_INT_OPTIONS = ("p", "r", "s", "k", "seed", "fresh")
+_INT_OPTIONS = ("p", "r", "s", "k", "seed", "noise_seed", "fresh")
 
 
 @register
@@ -29,11 +30,12 @@ class Santa(Method):
     sampled = True
 
     def __init__(self, p: int = 16, r: int = 4, s: int = 124, k: int | None = None, parents: str = "kmeans",
-                 seed: int = 0, fresh: int = 0):
+                 seed: int = 0, noise_seed: int = 0, fresh: int = 0):
         from kprof.kernels.santa import SantaSettings
 
         self.settings = SantaSettings(p=p, r=r, s=s, parents=parents, seed=seed)
         self.k_override = k
+        self.noise_seed = noise_seed
         self.fresh = bool(fresh)
 
     @classmethod
@@ -73,7 +75,7 @@ class Santa(Method):
         arts = pack(workload.k, workload.v, layout)
         m_min, m_max = int(layout.num_teams.min()), int(layout.num_teams.max())
         k = self.k_override if self.k_override is not None else self.settings.budget(m_min)
-        op = SantaDecode(workload.q, arts, k, config, seed=self.settings.seed, fresh=self.fresh)
+        op = SantaDecode(workload.q, arts, k, config, seed=self.noise_seed, fresh=self.fresh)
         mem = arts.memory()
         return Prepared(
             method=self.name,
@@ -83,7 +85,7 @@ class Santa(Method):
             expected_kernels=KERNEL_NAMES,
             output=op.out,
             details={
-                "settings": self.settings.__dict__, "k": op.k, "all_teams": op.all_teams,
+                "settings": self.settings.__dict__, "noise_seed": self.noise_seed, "k": op.k, "all_teams": op.all_teams,
                 "teams_per_kv_head": layout.num_teams.tolist(), "teams_min_max": [m_min, m_max],
                 "memory_bytes": mem, "team_cache": outcome.status, "prepare_seconds": time.perf_counter() - t0,
             },
