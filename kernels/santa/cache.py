@@ -15,7 +15,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 

@@ -55,6 +55,7 @@ class Method(ABC):
     summary: ClassVar[str]
     needs_cuda: ClassVar[bool] = False
     sampled: ClassVar[bool] = False  # output depends on a random sample: validate by replaying it
+    pow2_head_dim: ClassVar[bool] = False  # Triton kernels that tile the head dim need d = 2^k >= 16
     dtypes: ClassVar[tuple[torch.dtype, ...]] = (torch.float16, torch.bfloat16, torch.float32)
 
     def config_space(self) -> Mapping[str, LaunchSpace]:
@@ -74,6 +75,9 @@ class Method(ABC):
                 f"method {self.name!r} does not support {str(workload.dtype).removeprefix('torch.')} inputs: "
                 f"use a workload in {allowed}"
             )
+        d = workload.shape.d
+        if self.pow2_head_dim and (d < 16 or d & (d - 1)):
+            raise MethodUnavailable(f"{self.name} does not support head dim {d}: it needs a power of two >= 16")
 
     def prepare(
         self,

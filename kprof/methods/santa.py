@@ -28,6 +28,7 @@ class Santa(Method):
     summary = "SANTA++: score representatives, Gumbel top-(K+1), merge + GQA union, selected attention, reduce"
     dtypes = (torch.float16, torch.bfloat16, torch.float32)
     sampled = True
+    pow2_head_dim = True
 
     def __init__(self, p: int = 16, r: int = 4, s: int = 124, k: int | None = None, parents: str = "kmeans",
                  seed: int = 0, noise_seed: int = 0, fresh: int = 0):
@@ -60,9 +61,6 @@ class Santa(Method):
 
     def check_available(self, workload: Workload, target: ExecutionTarget) -> None:
         super().check_available(workload, target)
-        d = workload.shape.d
-        if d < 16 or d & (d - 1):
-            raise MethodUnavailable(f"santa does not support head dim {d}: it needs a power of two >= 16")
         if workload.shape.group > 8:
             raise MethodUnavailable(f"santa supports GQA groups up to 8, this workload has {workload.shape.group}")
 

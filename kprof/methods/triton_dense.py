@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 from kprof.config_space import MethodConfig
-from kprof.errors import MethodUnavailable
-from kprof.execution import ExecutionTarget
 from kprof.methods.base import Method, Prepared, Stage
 from kprof.methods.registry import register
 from kprof.workloads.workload import Workload
@@ -14,17 +12,12 @@ from kprof.workloads.workload import Workload
 class TritonDense(Method):
     name = "triton-dense"
     summary = "Triton split-KV decode: per-split partials for a whole GQA group, then a combine"
+    pow2_head_dim = True
 
     def config_space(self):
         from kprof.kernels.dense import LAUNCH_SPACES
 
         return LAUNCH_SPACES
-
-    def check_available(self, workload: Workload, target: ExecutionTarget) -> None:
-        super().check_available(workload, target)
-        d = workload.shape.d
-        if d < 16 or d & (d - 1):
-            raise MethodUnavailable(f"triton-dense does not support head dim {d}: it needs a power of two >= 16")
 
     def _prepare(self, workload: Workload, config: MethodConfig) -> Prepared:
         from kprof.kernels.dense import SplitKVDecode

@@ -21,7 +21,8 @@ def _setup(make_workload, target, hq=4, hkv=2, n=160, d=16, k=5, dtype=torch.flo
     prompt_k, prompt_v = w.k[:, :n].contiguous(), w.v[:, :n].contiguous()
     layout = build_layout(prompt_k, SantaSettings(p=8, r=2, s=8, parents=parents))
     arts = pack(prompt_k.to(target.device), prompt_v.to(target.device), layout)
-    cfg = resolve_method_config(LAUNCH_SPACES, SMALL, w.shape)
+    block_t = max(16, 1 << k.bit_length()) if k < 10_000 else 16  # must hold K+1 candidates
+    cfg = resolve_method_config(LAUNCH_SPACES, SMALL | {"topk": {"BLOCK_T": block_t}}, w.shape)
     op = SantaDecode(w.q.to(target.device), arts, k, cfg, seed=seed, fresh=fresh,
                      suffix_k=w.k[:, n:].to(target.device) if suffix else None,
                      suffix_v=w.v[:, n:].to(target.device) if suffix else None)
