@@ -29,15 +29,7 @@ step env kprof env
 kprof env --json > "$out/env.json" 2>&1 || status=1
 step pytest_gpu "$py" -m pytest -m gpu -q -p no:cacheprovider tests
 if [ "$mode" = santa ] || [ "$mode" = full ]; then
-  kprof capture --synthetic $W --out /tmp/kprof_w32.safetensors > "$out/capture.log" 2>&1 || status=1
-  step santa_prepare kprof santa prepare --workload /tmp/kprof_w32.safetensors
-  for seed in 0 1 2; do
-    step santa_check_seed$seed kprof check --method santa:noise_seed=$seed --workload /tmp/kprof_w32.safetensors
-  done
-  step santa_check_k_eq_m kprof check --method santa:k=1000000 --workload /tmp/kprof_w32.safetensors
-  step santa_compare kprof compare --method santa --method cudnn --baseline flash --workload /tmp/kprof_w32.safetensors --out "$out/santa_compare.json"
-  step santa_stages kprof stages --method santa --workload /tmp/kprof_w32.safetensors --out "$out/santa_stages.json"
-  step santa_compare_graph kprof compare --method santa --method cudnn --baseline flash --workload /tmp/kprof_w32.safetensors --graph --rounds 10 --out "$out/santa_compare_graph.json"
+  bash scripts/bench_santa.sh "$out/santa" || status=1
 fi
 [ "$mode" = santa ] && { echo "gpu_check: overall status $status (logs in $out)"; exit $status; }
 step check_dense kprof check --method triton-dense --workload $W

@@ -92,7 +92,9 @@ class SantaDecode:
         self.u_count = torch.empty(hkv, dtype=i32, device=dev)
         self.u_mask = torch.empty(hkv, self.umax, self.block_g, dtype=torch.int8, device=dev)
         self.u_logc = torch.empty(hkv, self.umax, self.block_g, dtype=f32, device=dev)
-        self.sort_scratch = torch.empty(hkv, self.merge_g * self.kpad, dtype=torch.int64, device=dev)
+        # union bookkeeping per team slot; Owner must hold INT_MAX between calls (merge restores it)
+        self.owner = torch.full((hkv, self.m_max), 2**31 - 1, dtype=i32, device=dev)
+        self.pos = torch.empty(hkv, self.m_max, dtype=i32, device=dev)
         self.m_part = torch.empty(hq, self.splits, dtype=f32, device=dev)
         self.l_part = torch.empty_like(self.m_part)
         self.acc = torch.empty(hq, self.splits, d, dtype=f32, device=dev)
@@ -130,8 +132,8 @@ class SantaDecode:
         santa_merge_union[(self.hkv,)](
             self.cand, self.scores, a.team_len, a.team_start, self.sel_team, self.sel_logc,
             self.u_team, self.u_start, self.u_rowpre, self.u_count, self.u_mask, self.u_logc,
-            self.sort_scratch, self.seed,
-            self.inv_sqrt_d, self.k,
+            self.owner, self.pos, self.seed,
+            self.inv_sqrt_d, self.k, self.m_max,
             self.cand.stride(0), self.scores.stride(0), a.team_len.stride(0), self.sel_team.stride(0),
             self.u_mask.stride(0), self.u_mask.stride(1),
             GROUP=self.group, BLOCK_G=self.merge_g, NCP=self.ncp, NCAND=self.ncand, KPAD=self.kpad,

@@ -117,8 +117,8 @@ def santa_block_topk(
 @triton.jit
 def santa_merge_union(
     Cand, Scores, Lengths, Starts, SelTeam, SelLogC,
-    UTeam, UStart, URowPre, UCount, UMask, ULogC, Sort1, SeedPtr,
-    inv_sqrt_d, k_sel,
+    UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos, SeedPtr,
+    inv_sqrt_d, k_sel, m_max,
     stride_ch, stride_sh, stride_lh, stride_selh, stride_uh, stride_um,
     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, NCP: tl.constexpr, NCAND: tl.constexpr, KPAD: tl.constexpr,
     UMAX: tl.constexpr, FRESH: tl.constexpr,
@@ -127,7 +127,10 @@ def santa_merge_union(
 
     Writes per head the selected team ids and log c_g (for validation), and per KV head the
     union of teams selected by its G heads (each once) with member range, row prefix sums,
-    a per-head selection mask and per-head log c_g.
+    a per-head selection mask and per-head log c_g. The union is found without sorting: each
+    (head, rank) entry bids for its team's slot in ``Owner`` with an atomic min; the lowest bid
+    is the team's first occurrence and gets the next union position. ``Owner`` holds INT_MAX
+    between calls (touched slots are reset at the end).
     """
     kvh = tl.program_id(0)
     offs_g = tl.arange(0, BLOCK_G)
@@ -153,35 +156,29 @@ def santa_merge_union(
     tl.store(SelTeam + heads[:, None] * stride_selh + offs_k[None, :], team, mask=chosen)
     tl.store(SelLogC + heads[:, None] * stride_selh + offs_k[None, :], logc, mask=chosen)
 
-    # union: sort (team, head, rank) keys of all chosen entries; firsts of each team id are unique
-    flat_key = (team.to(tl.int64) << 16) | (offs_g[:, None].to(tl.int64) << 8) | offs_k[None, :].to(tl.int64)
-    flat_key = tl.where(chosen, flat_key, 9223372036854775807)
-    flat = tl.sort(tl.reshape(flat_key, (BLOCK_G * KPAD,)), descending=False)
-    offs_f = tl.arange(0, BLOCK_G * KPAD)
-    tl.store(Sort1 + kvh * BLOCK_G * KPAD + offs_f, flat)
+    # union without sorting: first occurrence of each team in (head, rank) order owns its slot
+    code = offs_g[:, None] * KPAD + offs_k[None, :]
+    slot = kvh * m_max + team
+    tl.atomic_min(Owner + slot, code, mask=chosen)
     offs_u = tl.arange(0, UMAX)
     tl.store(UMask + kvh * stride_uh + offs_u[:, None] * stride_um + offs_g[None, :], 0)
     tl.store(ULogC + kvh * stride_uh + offs_u[:, None] * stride_um + offs_g[None, :], 0.0)
-    tl.store(UStart + kvh * UMAX + offs_u, 0)
     tl.debug_barrier()
-    prev = tl.load(Sort1 + kvh * BLOCK_G * KPAD + offs_f - 1, mask=offs_f > 0, other=-1)
-    live = flat != 9223372036854775807
-    first = live & ((flat >> 16) != (prev >> 16))
-    upos = tl.cumsum(first.to(tl.int32), axis=0) - 1
-    t_id = (flat >> 16).to(tl.int32)
-    head = ((flat >> 8) & 0xFF).to(tl.int32)
-    rank = (flat & 0xFF).to(tl.int32)
-    lc = tl.load(SelLogC + (kvh * GROUP + head) * stride_selh + rank, mask=live, other=0.0)
-    tl.store(UMask + kvh * stride_uh + upos * stride_um + head, 1, mask=live)
-    tl.store(ULogC + kvh * stride_uh + upos * stride_um + head, lc, mask=live)
-    length = tl.load(Lengths + kvh * stride_lh + t_id, mask=first, other=0)
-    tl.store(UTeam + kvh * UMAX + upos, t_id, mask=first)
-    tl.store(UStart + kvh * UMAX + upos, tl.load(Starts + kvh * stride_lh + t_id, mask=first, other=0),
+    first = chosen & (tl.load(Owner + slot, mask=chosen, other=-1) == code)
+    first_flat = tl.reshape(first.to(tl.int32), (BLOCK_G * KPAD,))
+    upos = tl.reshape(tl.cumsum(first_flat, axis=0) - 1, (BLOCK_G, KPAD))
+    tl.store(Pos + slot, upos, mask=first)
+    tl.store(UTeam + kvh * UMAX + upos, team, mask=first)
+    tl.store(UStart + kvh * UMAX + upos, tl.load(Starts + kvh * stride_lh + team, mask=first, other=0), mask=first)
+    tl.store(URowPre + kvh * (UMAX + 1) + 1 + upos, tl.load(Lengths + kvh * stride_lh + team, mask=first, other=0),
              mask=first)
-    tl.store(URowPre + kvh * (UMAX + 1) + 1 + upos, length, mask=first)
-    count = tl.sum(first.to(tl.int32), axis=0)
+    count = tl.sum(first_flat, axis=0)
     tl.store(UCount + kvh, count)
     tl.debug_barrier()
+    my_pos = tl.load(Pos + slot, mask=chosen, other=0)
+    tl.store(UMask + kvh * stride_uh + my_pos * stride_um + offs_g[:, None], 1, mask=chosen)
+    tl.store(ULogC + kvh * stride_uh + my_pos * stride_um + offs_g[:, None], logc, mask=chosen)
+    tl.store(Owner + slot, 2147483647, mask=first)  # every bid was read before the barrier above
     lens = tl.load(URowPre + kvh * (UMAX + 1) + 1 + offs_u, mask=offs_u < count, other=0)
     tl.store(URowPre + kvh * (UMAX + 1) + 1 + offs_u, tl.cumsum(lens, axis=0))
     tl.store(URowPre + kvh * (UMAX + 1), 0)

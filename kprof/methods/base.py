@@ -79,14 +79,20 @@ class Method(ABC):
         if self.pow2_head_dim and (d < 16 or d & (d - 1)):
             raise MethodUnavailable(f"{self.name} does not support head dim {d}: it needs a power of two >= 16")
 
+    launch_overrides: dict[str, dict[str, int]] = {}  # from "name:launch.PARAM=V" specs
+
     def prepare(
         self,
         workload: Workload,
         target: ExecutionTarget,
         overrides: Mapping[str, Mapping[str, int]] | None = None,
     ) -> Prepared:
+        """Resolve the launch config (spec overrides, then ``overrides``) and do the one-off work."""
         self.check_available(workload, target)
-        config = resolve_method_config(self.config_space(), overrides, workload.shape)
+        merged = {launch: dict(params) for launch, params in self.launch_overrides.items()}
+        for launch, params in (overrides or {}).items():
+            merged.setdefault(launch, {}).update(params)
+        config = resolve_method_config(self.config_space(), merged, workload.shape)
         if workload.q.device != target.device:
             workload = workload.to(target.device)
         return self._prepare(workload, config)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kprof.config_space import parse_overrides
 from kprof.errors import KprofError
 from kprof.methods.base import Method
 
@@ -28,10 +29,17 @@ def parse_method_spec(spec: str) -> tuple[str, dict[str, str]]:
 
 
 def get_method(spec: str) -> Method:
-    """A Method instance from ``name`` or ``name:key=value,...``."""
+    """A Method from ``name`` or ``name:key=value,...``.
+
+    Keys with a dot (``attend.NUM_SPLITS=64``) are launch parameters; the others go to the
+    method's own options (e.g. SANTA++'s P, R, S).
+    """
     name, options = parse_method_spec(spec)
     try:
         cls = METHODS[name]
     except KeyError:
         raise KprofError(f"unknown method {name!r}: choose one of {', '.join(sorted(METHODS))}") from None
-    return cls.from_options(options)
+    launch = {k: v for k, v in options.items() if "." in k}
+    method = cls.from_options({k: v for k, v in options.items() if "." not in k})
+    method.launch_overrides = parse_overrides([f"{k}={v}" for k, v in launch.items()])
+    return method

@@ -63,3 +63,18 @@ def test_sdpa_backends_on_gpu(target, make_workload, name):
     w = make_workload(28, 4, 4096, 128, torch.float16, seed=3, scale=2.0)
     out = get_method(name).prepare(w, target).run()
     assert compare_outputs(out, dense_attention_fp64(w), 1e-2).passed
+
+
+def test_method_spec_carries_options_and_launch_parameters(cpu_target, make_workload):
+    m = get_method("triton-dense:partial.BLOCK_N=32,combine.num_warps=4")
+    p = m.prepare(make_workload(4, 2, 64, 16), cpu_target, {"partial": {"num_warps": 2}})
+    assert p.config["partial"]["BLOCK_N"] == 32 and p.config["partial"]["num_warps"] == 2
+    assert p.config["combine"]["num_warps"] == 4
+    s = get_method("santa:p=8,r=2,s=8,parents=contiguous,attend.NUM_SPLITS=2")
+    assert s.settings.p == 8 and s.launch_overrides == {"attend": {"NUM_SPLITS": 2}}
+    with pytest.raises(ConfigError, match="takes no options"):
+        get_method("flash:p=3")
+    with pytest.raises(ConfigError, match="unknown santa option"):
+        get_method("santa:q=3")
+    with pytest.raises(KprofError, match="bad method option"):
+        get_method("santa:p")

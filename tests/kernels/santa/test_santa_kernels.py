@@ -157,3 +157,17 @@ def test_gpu_operator_on_larger_shapes(make_workload, target, dtype):
     ref = attention_with_selection(w.q, w.k, w.v, layout.teams(), [Selection(t, c) for t, c in zip(teams, corr)])
     assert torch.isfinite(out).all()
     assert ((out.double() - ref).norm() / ref.norm()) < 2e-2
+
+
+def test_union_bookkeeping_is_restored_between_calls(make_workload, target):
+    _, _, op = _setup(make_workload, target, seed=13)
+    op.run()
+    first = (op.u_count.clone(), op.u_team.clone(), op.u_mask.clone())
+    assert torch.all(op.owner == 2**31 - 1), "merge leaves every team slot free for the next call"
+    op.run()
+    count = op.u_count
+    assert torch.equal(count, first[0])
+    for kvh in range(op.hkv):
+        c = int(count[kvh])
+        assert torch.equal(op.u_team[kvh, :c], first[1][kvh, :c])
+        assert torch.equal(op.u_mask[kvh, :c], first[2][kvh, :c])

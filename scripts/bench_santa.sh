@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# SANTA++ on the H200: preparation, validation, stage timings and comparisons, logs to OUTDIR.
+#   bash scripts/bench_santa.sh OUTDIR [ROUNDS]
+# ROUNDS defaults to the full protocol (20). Launch-config variants run in one comparison so
+# they share rounds (and three or more methods avoid the two-method order artifact).
+set -u
+out=${1:?usage: scripts/bench_santa.sh OUTDIR [ROUNDS]}
+rounds=${2:-20}
+mkdir -p "$out"
+cd "$(dirname "$0")/.."
+export PYTHONUNBUFFERED=1 COLUMNS=160
+py=${PYTHON:-python3}
+kprof() { "$py" -m kprof "$@"; }
+status=0
+step() {
+  local name=$1; shift
+  echo "=== $name: $*"
+  local t0=$SECONDS
+  "$@" 2>&1 | tee "$out/$name.log"
+  local rc=${PIPESTATUS[0]}
+  echo "=== $name: rc=$rc ($((SECONDS - t0)) s)"
+  [ "$rc" -eq 0 ] || status=1
+}
+W=/tmp/kprof_qwen32k.safetensors
+[ -f $W ] || kprof capture --synthetic qwen2.5-7b-l14-32k --out $W > "$out/capture.log" 2>&1 || status=1
+step santa_prepare kprof santa prepare --workload $W
+for seed in 0 1 2; do
+  step santa_check_seed$seed kprof check --method santa:noise_seed=$seed --workload $W
+done
+step santa_check_k_eq_m kprof check --method santa:k=1000000 --workload $W
+step santa_stages kprof stages --method santa --workload $W --rounds "$rounds" --out "$out/santa_stages.json"
+step santa_stages_wide kprof stages --method santa --workload $W --rounds "$rounds" \
+  --set topk.BLOCK_T=1024 --set attend.NUM_SPLITS=64 --out "$out/santa_stages_wide.json"
+step santa_compare kprof compare --method santa --method santa:topk.BLOCK_T=1024,attend.NUM_SPLITS=64 \
+  --method santa:topk.BLOCK_T=2048,attend.NUM_SPLITS=64 --method cudnn --baseline flash --workload $W \
+  --rounds "$rounds" --out "$out/santa_compare.json"
+echo "bench_santa: overall status $status (logs in $out)"
+exit $status
