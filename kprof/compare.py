@@ -67,7 +67,7 @@ def run_compare(session: MeasurementSession, baseline: str, candidates: list[str
             start_order_effect=effect))
         if abs(effect) > ORDER_EFFECT_NOTE:
             notes.append(f"{label}: invoking order matters ({100 * effect:+.1f}% in the ratio when {labels[0]} goes "
-                         "first); alternation cancels it in the estimate but it widens the interval. "
-                         "Comparing 3+ methods in one run removes it (an eager-launch artifact seen on the H200)")
+                         "first); alternation cancels it in the estimate but it widens the interval "
+                         "(an eager-launch artifact seen on the H200; see README, 'Known artifact')")
     return session.result("compare", [pm.record for pm in prepared], observations, telemetry.report(), notes,
                           speedups)

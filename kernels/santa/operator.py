@@ -19,6 +19,8 @@ from kprof.kernels.santa.preparation import SantaArtifacts
 from kprof.kernels.santa.triton_kernels import (LOG2E, santa_attend, santa_block_topk, santa_gumbel_dump,
                                                 santa_merge_union, santa_score)
 
+# Defaults are the best of a small H200 sweep at qwen2.5-7b-l14-32k (K=31): BLOCK_T 512/1024/2048
+# and NUM_SPLITS 16/64 gave 104 / 67 / 89 us for the complete operator (scripts/bench_santa.sh).
 LAUNCH_SPACES = {
     "score": LaunchSpace("score", (
         Param("BLOCK_M", (16, 32, 64, 128, 256), 64, "representatives per program"),
@@ -26,13 +28,13 @@ LAUNCH_SPACES = {
         Param("num_stages", (1, 2, 3), 2),
     )),
     "topk": LaunchSpace("topk", (
-        Param("BLOCK_T", (16, 32, 64, 128, 256, 512, 1024, 2048), 512, "teams per block (>= K+1)"),
+        Param("BLOCK_T", (16, 32, 64, 128, 256, 512, 1024, 2048), 1024, "teams per block (>= K+1)"),
         Param("num_warps", (1, 2, 4, 8, 16), 4),
     )),
     "merge": LaunchSpace("merge", (Param("num_warps", (1, 2, 4, 8, 16), 8),)),
     "attend": LaunchSpace("attend", (
         Param("BLOCK_R", (16, 32, 64), 32, "virtual rows per tile"),
-        Param("NUM_SPLITS", (1, 2, 4, 8, 16, 32, 64), 16, "row ranges per KV head"),
+        Param("NUM_SPLITS", (1, 2, 4, 8, 16, 32, 64, 128), 64, "row ranges per KV head"),
         Param("num_warps", (1, 2, 4, 8), 4),
         Param("num_stages", (1, 2, 3), 1),
     )),

@@ -59,7 +59,7 @@ def test_compare_and_stages_run_santa_end_to_end(run_in, tmp_path, make_workload
 
     path = tmp_path / "tiny.safetensors"
     save(make_workload(4, 2, 160, 16, seed=1, scale=2.0), path)
-    santa = "santa:p=8,r=2,s=8,parents=contiguous"
+    santa = "santa:p=8,r=2,s=8,parents=contiguous,topk.BLOCK_T=16,attend.NUM_SPLITS=4"
     tiny = ["--workload", str(path), *TINY]
     r = run_in(["compare", "--method", santa, "--method", "triton-dense", "--baseline", "math", "--json",
                 "--out", str(tmp_path / "c.json"), *tiny])
@@ -67,7 +67,7 @@ def test_compare_and_stages_run_santa_end_to_end(run_in, tmp_path, make_workload
     doc = json.loads(r.output)
     rec = doc["methods"][1]
     assert rec["label"] == santa and rec["validation"]["passed"] and rec["details"]["k"] == 2  # K = S / (P/R) = 8 / 4
-    r = run_in(["stages", "--method", santa, "--set", "topk.BLOCK_T=16", *tiny])
+    r = run_in(["stages", "--method", santa, *tiny])
     assert r.exit_code == 0, r.output
     for stage in ("score", "topk", "merge", "attend", "reduce", "complete operator"):
         assert stage in r.output
