@@ -41,6 +41,7 @@ def _register() -> None:
     cli.add_command(workload_cmd.workload)
     cli.add_command(methods_cmd.methods)
     cli.add_command(methods_cmd.check)
+    cli.add_command(methods_cmd.validate)
 
 
 _register()

@@ -1,4 +1,4 @@
-"""``kprof methods`` (what can be timed) and ``kprof check`` (is its output right here)."""
+"""``kprof methods`` (what can be timed), ``kprof check`` and ``kprof validate`` (is its output right)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from rich.table import Table
 
 from kprof.cli.console import console, err_console
 from kprof.config_space import parse_overrides
-from kprof.methods import METHODS
+from kprof.methods import METHODS, get_method
 from kprof.session import MeasurementSession
 
 
@@ -68,4 +68,48 @@ def check(method_name: str, workload_name: str | None, device: str, overrides: t
         t.add_row(f"{v.rel_error:.3e}", f"{v.max_abs_error:.3e}", f"{v.tolerance:.0e}", launches, status)
         console.print(t)
     if not v.passed:
+        sys.exit(1)
+
+
+@click.command()
+@click.option("--method", "method_name", required=True, help="Method to validate (see `kprof methods`).")
+@click.option("--workload", "workload_name", default=None,
+              help="Spec name or .safetensors file [default: qwen2.5-7b-l14-32k on GPU, cpu-smoke on CPU].")
+@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
+              help="Where to run; cpu uses the Triton interpreter.")
+@click.option("--realisations", type=int, default=3, show_default=True,
+              help="Sampling realisations (noise seeds 0..n-1) for sampling methods; 1 run otherwise.")
+@click.option("--json", "as_json", is_flag=True, help="Print one record per realisation as JSON.")
+def validate(method_name: str, workload_name: str | None, device: str, realisations: int, as_json: bool) -> None:
+    """Validate a method as `kprof compare` does before timing, over several sampling realisations.
+
+    Each realisation poisons the output, runs once, compares with the fp64 reference (sampling
+    methods: fed with the kernels' own selection and corrections) and checks the launch catalog.
+    Exit 1 if any realisation fails.
+    """
+    session = MeasurementSession.open(device, workload_name, {})
+    method = get_method(method_name)
+    sep = "," if ":" in method_name else ":"
+    specs = [f"{method_name}{sep}noise_seed={i}" for i in range(realisations)] if method.sampled else [method_name]
+    records = []
+    for spec in specs:
+        pm = session.prepare(spec, spec, "subject")
+        v, c = pm.record.validation, pm.record.catalog
+        records.append({"spec": spec, "rel_error": v.rel_error, "max_abs_error": v.max_abs_error,
+                        "non_finite": v.non_finite, "passed": v.passed, "launches": c.launches_per_call,
+                        "catalog_ok": c.matches_expected, "kernels": c.kernels})
+    ok = all(r["passed"] and r["catalog_ok"] is not False for r in records)
+    if as_json:
+        click.echo(json.dumps(records, indent=2))
+    else:
+        t = Table(title=f"validation of {method_name} on {session.workload.name} ({session.workload.shape})")
+        for col in ("run", "rel L2 error", "max abs error", "launches", "catalog", "status"):
+            t.add_column(col, justify="left" if col == "run" else "right")
+        for r in records:
+            catalog = {True: "as expected", False: "[red]unexpected[/]", None: "n/a"}[r["catalog_ok"]]
+            t.add_row(r["spec"], f"{r['rel_error']:.3e}", f"{r['max_abs_error']:.3e}",
+                      str(r["launches"] or "n/a"), catalog, "ok" if r["passed"] else "[red]FAIL[/]")
+        console.print(t)
+        console.print(f"max abs error over {len(records)} run(s): {max(r['max_abs_error'] for r in records):.3e}")
+    if not ok:
         sys.exit(1)

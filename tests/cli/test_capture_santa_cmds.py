@@ -34,3 +34,18 @@ def test_santa_prepare_reports_memory_and_uses_the_cache(tmp_path):
 def test_santa_prepare_rejects_bad_budget(tmp_path):
     r = CliRunner().invoke(cli, ["santa", "prepare", "--workload", "cpu-smoke", "--s", "125"])
     assert r.exit_code == 1 and "not divisible by P/R" in r.output
+
+
+def test_validate_runs_three_realisations_of_santa(tmp_path, make_workload):
+    from kprof.workloads import save
+
+    path = tmp_path / "tiny.safetensors"
+    save(make_workload(4, 2, 160, 16, seed=3, scale=2.0), path)
+    spec = "santa:p=8,r=2,s=8,parents=contiguous,topk.BLOCK_T=16,attend.NUM_SPLITS=4"
+    r = CliRunner().invoke(cli, ["validate", "--method", spec, "--workload", str(path), "--device", "cpu", "--json"])
+    assert r.exit_code == 0, r.output
+    recs = json.loads(r.output)
+    assert [x["spec"].rsplit("=", 1)[1] for x in recs] == ["0", "1", "2"]
+    assert all(x["passed"] and x["max_abs_error"] < 1e-5 for x in recs)
+    r = CliRunner().invoke(cli, ["validate", "--method", "math", "--workload", str(path), "--device", "cpu", "--json"])
+    assert r.exit_code == 0 and len(json.loads(r.output)) == 1
