@@ -1,0 +1,79 @@
+"""FathomScan: plan, gather and scan for one decode step over a FathomStore (three launches).
+
+Buffers are allocated up front; ``run()`` launches only. The store may live in pinned host
+memory (the regime Fathom is built for: the gather kernel reads it over PCIe directly) or in HBM.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+
+from kprof.config_space import LaunchSpace, Param
+from kprof.kernels.fathom.store import FathomStore
+from kprof.kernels.fathom.triton_kernels import fathom_gather, fathom_plan, fathom_scan
+
+LAUNCH_SPACES = {
+    "plan": LaunchSpace("plan", (Param("num_warps", (1, 2, 4, 8), 4),)),
+    "gather": LaunchSpace("gather", (
+        Param("CHUNK", (256, 512, 1024, 2048, 4096), 1024, "words copied per program"),
+        Param("num_warps", (1, 2, 4, 8), 4),
+    )),
+    "scan": LaunchSpace("scan", (
+        Param("BLOCKS", (1, 2, 4, 8), 2, "64-token blocks per program"),
+        Param("num_warps", (1, 2, 4, 8), 4),
+    )),
+}
+
+
+class FathomScan:
+    def __init__(self, q: torch.Tensor, store: FathomStore, budget_bits: float, config: dict, device: torch.device):
+        self.q = store.query(q).contiguous().to(device)
+        self.store = store
+        self.hq, self.d = q.shape
+        self.hkv = store.planes.shape[0]
+        self.group = self.hq // self.hkv
+        self.nb = store.n_blocks
+        self.budget = float(budget_bits)
+        self.cfg = config
+        max_planes = min(4 * self.d, int(budget_bits))
+        self.staged_words = max(1, max_planes) * self.nb
+        i32 = torch.int32
+        self.depth = torch.empty(self.hkv, self.d, dtype=i32, device=device)
+        self.dst = torch.empty(self.hkv, self.d, dtype=i32, device=device)
+        self.theta = torch.empty(self.hkv, dtype=torch.float32, device=device)
+        self.var = store.var.to(device).contiguous()
+        self.staged = torch.empty(self.hkv, self.staged_words, dtype=torch.int64, device=device)
+        self.staged_scales = torch.empty(self.hkv, self.d, self.nb, dtype=torch.float16, device=device)
+        self.scores = torch.empty(self.hq, store.n, dtype=torch.float32, device=device)
+        self.block_g = max(2, triton.next_power_of_2(self.group))
+
+    def launch_plan(self) -> None:
+        fathom_plan[(self.hkv,)](
+            self.q, self.var, self.depth, self.dst, self.theta, self.budget,
+            self.q.stride(0), self.var.stride(0), self.nb,
+            GROUP=self.group, BLOCK_G=self.block_g, D=self.d, STEPS=30, num_warps=self.cfg["plan"]["num_warps"])
+
+    def launch_gather(self) -> None:
+        c = self.cfg["gather"]
+        s = self.store
+        chunks = triton.cdiv(4 * self.nb, c["CHUNK"])
+        fathom_gather[(self.hkv, self.d, chunks)](
+            s.planes, s.scales, self.depth, self.dst, self.staged, self.staged_scales,
+            self.nb, self.staged_words,
+            s.planes.stride(0), s.planes.stride(1), s.scales.stride(0), s.scales.stride(1),
+            D=self.d, CHUNK=c["CHUNK"], num_warps=c["num_warps"])
+
+    def launch_scan(self) -> None:
+        c = self.cfg["scan"]
+        fathom_scan[(self.hkv, triton.cdiv(self.nb, c["BLOCKS"]))](
+            self.q, self.staged, self.staged_scales, self.depth, self.dst, self.scores,
+            self.store.n, self.nb, self.staged_words,
+            self.q.stride(0), self.staged_scales.stride(0), self.staged_scales.stride(1), self.scores.stride(0),
+            GROUP=self.group, BLOCK_G=self.block_g, D=self.d, BLOCKS=c["BLOCKS"], num_warps=c["num_warps"])
+
+    def run(self) -> torch.Tensor:
+        self.launch_plan()
+        self.launch_gather()
+        self.launch_scan()
+        return self.scores

@@ -1,0 +1,104 @@
+"""Fathom's Triton launches: plan (water-filling), gather (host planes -> HBM staging), scan.
+
+Planes are uint64 bit patterns carried as int64. The plan packs the active channels' planes
+densely in the staging buffer: channel j's first t_j planes go to words
+``dst[j] = nb * sum_{i<j} t_i`` onward, so the scan reads one contiguous run per channel.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def fathom_plan(
+    Q, Var, Depth, Dst, Theta, budget,
+    stride_qh, stride_vh, n_blocks,
+    GROUP: tl.constexpr, BLOCK_G: tl.constexpr, D: tl.constexpr, STEPS: tl.constexpr,
+):
+    """Grid (Hkv,): g_j = sum_h q_j^2 Var_j; theta by bisection on log theta; depths; staging offsets."""
+    kvh = tl.program_id(0)
+    offs_g = tl.arange(0, BLOCK_G)
+    offs_d = tl.arange(0, D)
+    q = tl.load(Q + (kvh * GROUP + offs_g)[:, None] * stride_qh + offs_d[None, :],
+                mask=(offs_g < GROUP)[:, None], other=0.0).to(tl.float32)
+    var = tl.load(Var + kvh * stride_vh + offs_d)
+    g = tl.sum(q * q, axis=0) * var
+    pos = g > 0
+    lo = tl.min(tl.where(pos, g, float("inf")), axis=0) * 0.0009765625  # 4^-5
+    hi = tl.max(g, axis=0) * 4.0
+    inv_ln4 = 0.7213475204444817
+    for _ in range(STEPS):
+        mid = tl.sqrt(lo * hi)
+        t = tl.floor(tl.log(tl.where(pos, g, 1.0) / mid) * inv_ln4 + 0.5)
+        t = tl.where(pos, tl.minimum(tl.maximum(t, 0.0), 4.0), 0.0)
+        over = tl.sum(t, axis=0) > budget
+        lo = tl.where(over, mid, lo)
+        hi = tl.where(over, hi, mid)
+    t = tl.floor(tl.log(tl.where(pos, g, 1.0) / hi) * inv_ln4 + 0.5)
+    t = tl.where(pos, tl.minimum(tl.maximum(t, 0.0), 4.0), 0.0).to(tl.int32)
+    tl.store(Depth + kvh * D + offs_d, t)
+    tl.store(Dst + kvh * D + offs_d, (tl.cumsum(t, axis=0) - t) * n_blocks)
+    tl.store(Theta + kvh, hi)
+
+
+@triton.jit
+def fathom_gather(
+    Planes, Scales, Depth, Dst, Staged, StagedScales,
+    n_blocks, staged_words,
+    stride_ph, stride_pd, stride_sh, stride_sd,
+    D: tl.constexpr, CHUNK: tl.constexpr,
+):
+    """Grid (Hkv, D, chunks): copy channel j's first t_j planes (one run of t_j * nb words) and,
+    for active channels, its scales. Inactive channels have a zero-length run."""
+    kvh = tl.program_id(0)
+    j = tl.program_id(1)
+    chunk = tl.program_id(2)
+    t = tl.load(Depth + kvh * D + j)
+    length = t * n_blocks
+    dst = tl.load(Dst + kvh * D + j)
+    offs = chunk * CHUNK + tl.arange(0, CHUNK)
+    live = offs < length
+    words = tl.load(Planes + kvh * stride_ph + j * stride_pd + offs, mask=live)
+    tl.store(Staged + kvh * staged_words + dst + offs, words, mask=live)
+    s_live = (offs < n_blocks) & ((offs * 0 + t) > 0)
+    sc = tl.load(Scales + kvh * stride_sh + j * stride_sd + offs, mask=s_live)
+    tl.store(StagedScales + kvh * stride_sh + j * stride_sd + offs, sc, mask=s_live)
+
+
+@triton.jit
+def fathom_scan(
+    Q, Staged, StagedScales, Depth, Dst, Scores,
+    n, n_blocks, staged_words,
+    stride_qh, stride_sh, stride_sd, stride_oh,
+    GROUP: tl.constexpr, BLOCK_G: tl.constexpr, D: tl.constexpr, BLOCKS: tl.constexpr,
+):
+    """Grid (Hkv, cdiv(nb, BLOCKS)): approximate scores of BLOCKS x 64 tokens for the G heads
+    from each active channel's staged prefix (per-channel depth), dequantised in registers."""
+    kvh = tl.program_id(0)
+    b0 = tl.program_id(1) * BLOCKS
+    offs_g = tl.arange(0, BLOCK_G)
+    g_mask = offs_g < GROUP
+    heads = kvh * GROUP + offs_g
+    offs_b = b0 + tl.arange(0, BLOCKS)
+    b_mask = offs_b < n_blocks
+    bit = tl.arange(0, 64).to(tl.int64)
+    acc = tl.zeros([BLOCK_G, BLOCKS, 64], dtype=tl.float32)
+    for j in range(D):
+        t = tl.load(Depth + kvh * D + j)
+        if t > 0:
+            dst = tl.load(Dst + kvh * D + j)
+            code = tl.zeros([BLOCKS, 64], dtype=tl.int32)
+            for p in range(4):
+                if p < t:
+                    w = tl.load(Staged + kvh * staged_words + dst + p * n_blocks + offs_b, mask=b_mask, other=0)
+                    code = code * 2 + ((w[:, None] >> bit[None, :]) & 1).to(tl.int32)
+            half = tl.exp2((t - 1).to(tl.float32))
+            a = tl.load(StagedScales + kvh * stride_sh + j * stride_sd + offs_b, mask=b_mask, other=0.0).to(tl.float32)
+            value = (code.to(tl.float32) + 0.5 - half) * (a / half)[:, None]
+            qj = tl.load(Q + heads * stride_qh + j, mask=g_mask, other=0.0).to(tl.float32)
+            acc += qj[:, None, None] * value[None, :, :]
+    tok = offs_b[:, None] * 64 + bit[None, :].to(tl.int32)
+    out = Scores + heads[:, None, None] * stride_oh + tok[None, :, :]
+    tl.store(out, acc, mask=g_mask[:, None, None] & (tok < n)[None, :, :])
