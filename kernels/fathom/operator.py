@@ -6,12 +6,15 @@ memory (the regime Fathom is built for: the gather kernel reads it over PCIe dir
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 import triton
 
 from kprof.config_space import LaunchSpace, Param
 from kprof.kernels.fathom.store import FathomStore
-from kprof.kernels.fathom.triton_kernels import fathom_gather, fathom_plan, fathom_scan
+from kprof.kernels.fathom.triton_kernels import (POLICY_ALL, POLICY_TOP_Q, POLICY_WATER, fathom_gather, fathom_plan,
+                                                 fathom_scan)
 
 LAUNCH_SPACES = {
     "plan": LaunchSpace("plan", (Param("num_warps", (1, 2, 4, 8), 4),)),
@@ -26,18 +29,44 @@ LAUNCH_SPACES = {
 }
 
 
+@dataclass(frozen=True)
+class ChannelPolicy:
+    """How a scan picks channel depths: Fathom's water-filling, or fixed channels at 4 bits."""
+
+    kind: int  # POLICY_WATER | POLICY_TOP_Q | POLICY_ALL
+    budget: float = 0.0  # water-filling budget in planes (code bits per token)
+    channels: int = 0  # channels read at depth 4 for POLICY_TOP_Q
+
+    def max_planes(self, d: int) -> int:
+        if self.kind == POLICY_WATER:
+            return min(4 * d, int(self.budget))
+        return 4 * (self.channels if self.kind == POLICY_TOP_Q else d)
+
+
+def water(budget: float) -> ChannelPolicy:
+    return ChannelPolicy(POLICY_WATER, budget=budget)
+
+
+def top_q(channels: int) -> ChannelPolicy:
+    return ChannelPolicy(POLICY_TOP_Q, channels=channels)
+
+
+ALL_CHANNELS = ChannelPolicy(POLICY_ALL)
+
+
 class FathomScan:
-    def __init__(self, q: torch.Tensor, store: FathomStore, budget_bits: float, config: dict, device: torch.device):
+    def __init__(self, q: torch.Tensor, store: FathomStore, policy: ChannelPolicy | float, config: dict,
+                 device: torch.device):
+        policy = water(policy) if isinstance(policy, (int, float)) else policy
         self.q = store.query(q).contiguous().to(device)
         self.store = store
         self.hq, self.d = q.shape
         self.hkv = store.planes.shape[0]
         self.group = self.hq // self.hkv
         self.nb = store.n_blocks
-        self.budget = float(budget_bits)
+        self.policy = policy
         self.cfg = config
-        max_planes = min(4 * self.d, int(budget_bits))
-        self.staged_words = max(1, max_planes) * self.nb
+        self.staged_words = max(1, policy.max_planes(self.d)) * self.nb
         i32 = torch.int32
         self.depth = torch.empty(self.hkv, self.d, dtype=i32, device=device)
         self.dst = torch.empty(self.hkv, self.d, dtype=i32, device=device)
@@ -50,9 +79,10 @@ class FathomScan:
 
     def launch_plan(self) -> None:
         fathom_plan[(self.hkv,)](
-            self.q, self.var, self.depth, self.dst, self.theta, self.budget,
+            self.q, self.var, self.depth, self.dst, self.theta, float(self.policy.budget),
             self.q.stride(0), self.var.stride(0), self.nb,
-            GROUP=self.group, BLOCK_G=self.block_g, D=self.d, STEPS=30, num_warps=self.cfg["plan"]["num_warps"])
+            GROUP=self.group, BLOCK_G=self.block_g, D=self.d, STEPS=30, POLICY=self.policy.kind,
+            CHANNELS=max(1, self.policy.channels), num_warps=self.cfg["plan"]["num_warps"])
 
     def launch_gather(self) -> None:
         c = self.cfg["gather"]

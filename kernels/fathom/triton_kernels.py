@@ -11,36 +11,57 @@ import triton
 import triton.language as tl
 
 
+POLICY_WATER, POLICY_TOP_Q, POLICY_ALL = 0, 1, 2
+
+
 @triton.jit
 def fathom_plan(
     Q, Var, Depth, Dst, Theta, budget,
     stride_qh, stride_vh, n_blocks,
     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, D: tl.constexpr, STEPS: tl.constexpr,
+    POLICY: tl.constexpr, CHANNELS: tl.constexpr,
 ):
-    """Grid (Hkv,): g_j = sum_h q_j^2 Var_j; theta by bisection on log theta; depths; staging offsets."""
+    """Grid (Hkv,): per-channel read depths for the query group, and staging offsets.
+
+    POLICY 0 (Fathom): g_j = sum_h q_j^2 Var_j, theta by STEPS bisections on log theta, depths
+    clip(round(log4(g/theta)), 0, 4) with sum <= budget. POLICY 1 (SparQ-style): the CHANNELS
+    channels with the largest group-summed |q_j| (ties to the lower index) at depth 4.
+    POLICY 2: every channel at depth 4.
+    """
     kvh = tl.program_id(0)
     offs_g = tl.arange(0, BLOCK_G)
     offs_d = tl.arange(0, D)
     q = tl.load(Q + (kvh * GROUP + offs_g)[:, None] * stride_qh + offs_d[None, :],
                 mask=(offs_g < GROUP)[:, None], other=0.0).to(tl.float32)
-    var = tl.load(Var + kvh * stride_vh + offs_d)
-    g = tl.sum(q * q, axis=0) * var
-    pos = g > 0
-    lo = tl.min(tl.where(pos, g, float("inf")), axis=0) * 0.0009765625  # 4^-5
-    hi = tl.max(g, axis=0) * 4.0
-    inv_ln4 = 0.7213475204444817
-    for _ in range(STEPS):
-        mid = tl.sqrt(lo * hi)
-        t = tl.floor(tl.log(tl.where(pos, g, 1.0) / mid) * inv_ln4 + 0.5)
-        t = tl.where(pos, tl.minimum(tl.maximum(t, 0.0), 4.0), 0.0)
-        over = tl.sum(t, axis=0) > budget
-        lo = tl.where(over, mid, lo)
-        hi = tl.where(over, hi, mid)
-    t = tl.floor(tl.log(tl.where(pos, g, 1.0) / hi) * inv_ln4 + 0.5)
-    t = tl.where(pos, tl.minimum(tl.maximum(t, 0.0), 4.0), 0.0).to(tl.int32)
+    if POLICY == 0:
+        var = tl.load(Var + kvh * stride_vh + offs_d)
+        g = tl.sum(q * q, axis=0) * var
+        pos = g > 0
+        lo = tl.min(tl.where(pos, g, float("inf")), axis=0) * 0.0009765625  # 4^-5
+        hi = tl.max(g, axis=0) * 4.0
+        inv_ln4 = 0.7213475204444817
+        for _ in range(STEPS):
+            mid = tl.sqrt(lo * hi)
+            t = tl.floor(tl.log(tl.where(pos, g, 1.0) / mid) * inv_ln4 + 0.5)
+            t = tl.where(pos, tl.minimum(tl.maximum(t, 0.0), 4.0), 0.0)
+            over = tl.sum(t, axis=0) > budget
+            lo = tl.where(over, mid, lo)
+            hi = tl.where(over, hi, mid)
+        t = tl.floor(tl.log(tl.where(pos, g, 1.0) / hi) * inv_ln4 + 0.5)
+        t = tl.where(pos, tl.minimum(tl.maximum(t, 0.0), 4.0), 0.0).to(tl.int32)
+        tl.store(Theta + kvh, hi)
+    elif POLICY == 1:
+        mag = tl.sum(tl.abs(q), axis=0)
+        bits = mag.to(tl.int32, bitcast=True)  # |q| sums are >= 0: int order is float order
+        key = (bits.to(tl.int64) << 32) | (D - 1 - offs_d).to(tl.int64)  # ties: lower channel first
+        kth = tl.sum(tl.where(offs_d == CHANNELS - 1, tl.sort(key, descending=True), 0), axis=0)
+        t = tl.where(key >= kth, 4, 0).to(tl.int32)
+        tl.store(Theta + kvh, 0.0)
+    else:
+        t = tl.full([D], 4, dtype=tl.int32)
+        tl.store(Theta + kvh, 0.0)
     tl.store(Depth + kvh * D + offs_d, t)
     tl.store(Dst + kvh * D + offs_d, (tl.cumsum(t, axis=0) - t) * n_blocks)
-    tl.store(Theta + kvh, hi)
 
 
 @triton.jit

@@ -64,3 +64,43 @@ def test_full_budget_scan_approaches_exact_scores(make_workload, target):
     exact = torch.einsum("hd,hnd->hn", w.q.double(), w.k.double().repeat_interleave(2, 0))
     # 4-bit codes with 64-token absmax scales: about 9% rms score error per key is expected
     assert ((scores - exact).norm() / exact.norm()) < 0.15
+
+
+def test_fixed_channel_policies_pick_top_summed_abs_q(make_workload, target):
+    from kprof.kernels.fathom.operator import ALL_CHANNELS, top_q
+    from kprof.kernels.fathom.reference import scan_bits
+
+    w = make_workload(4, 2, 128, 32, seed=7)
+    w.q[0, 5] = w.q[1, 5] = 50.0  # channel 5 dominates the first group's |q|
+    store = FathomStore.build(w.k)
+    cfg = resolve_method_config(LAUNCH_SPACES, {"gather": {"CHUNK": 256}}, w.shape)
+    op = FathomScan(w.q, store, top_q(8), cfg, target.device)
+    op.launch_plan()
+    for kvh in range(2):
+        mag = w.q[2 * kvh : 2 * kvh + 2].abs().sum(0)
+        expected = set(torch.topk(mag, 8).indices.tolist())
+        got = set(torch.nonzero(op.depth[kvh].cpu()).flatten().tolist())
+        assert got == expected and set(op.depth[kvh].cpu().tolist()) == {0, 4}
+    assert 5 in set(torch.nonzero(op.depth[0].cpu()).flatten().tolist())
+    assert scan_bits(op.depth[0].cpu()) == 8 * 4 + 8 * 0.25
+    full = FathomScan(w.q, store, ALL_CHANNELS, cfg, target.device)
+    scores = full.run().cpu().double()
+    assert torch.all(full.depth == 4)
+    ref = approximate_scores(w.q[:2], store.planes[0], store.scales[0], torch.full((32,), 4), n=128)
+    assert torch.allclose(scores[:2], ref, atol=1e-4, rtol=1e-5)
+
+
+def test_sparq_tie_goes_to_the_lower_channel(target):
+    from kprof.kernels.fathom.operator import top_q
+    from kprof.workloads import Workload
+
+    # the worked example's grouped |q| = (4, 3, 3, 0.3): r = 2 keeps channels 0 and 1
+    q = torch.tensor([[3.0, 1.0, 2.0, 0.1], [1.0, 2.0, -1.0, 0.2]])
+    q = torch.cat([q, torch.zeros(2, 12)], dim=1)
+    k = torch.randn(1, 64, 16, generator=torch.Generator().manual_seed(0))
+    w = Workload(q=q, k=k, v=k.clone(), positions=torch.arange(64), query_position=63)
+    store = FathomStore.build(w.k)
+    cfg = resolve_method_config(LAUNCH_SPACES, {}, w.shape)
+    op = FathomScan(w.q, store, top_q(2), cfg, target.device)
+    op.launch_plan()
+    assert torch.nonzero(op.depth[0].cpu()).flatten().tolist() == [0, 1]
