@@ -78,7 +78,8 @@ class MeasurementSession:
         if prepared.output is not None:
             prepared.output.fill_(float("nan"))
         out = prepared.run().clone()
-        reference = method.reference_for(self.workload, prepared) if method.sampled else self.reference(method)
+        reference = (method.reference_for(self.workload, prepared) if method.selection_dependent
+                     else self.reference(method))
         report = compare_outputs(out, reference)
         catalog = record_catalog(prepared.run, prepared.expected_kernels, self.target.device)
         record = MethodRecord(

@@ -123,3 +123,59 @@ def fathom_scan(
     tok = offs_b[:, None] * 64 + bit[None, :].to(tl.int32)
     out = Scores + heads[:, None, None] * stride_oh + tok[None, :, :]
     tl.store(out, acc, mask=g_mask[:, None, None] & (tok < n)[None, :, :])
+
+
+@triton.jit
+def fathom_fetch_rows(
+    K, V, SortedRows, First, Slot, UK, UV,
+    n_entries, stride_kh, stride_kn, stride_uh, stride_un,
+    D: tl.constexpr, ROWS: tl.constexpr,
+):
+    """Grid (Hkv, cdiv(G*k, ROWS)): copy each distinct winner row once (K and V, from host or
+    HBM) into the KV head's union buffer at its union slot."""
+    kvh = tl.program_id(0)
+    offs = tl.program_id(1) * ROWS + tl.arange(0, ROWS)
+    live = offs < n_entries
+    first = tl.load(First + kvh * n_entries + offs, mask=live, other=0) != 0
+    row = tl.load(SortedRows + kvh * n_entries + offs, mask=live & first, other=0)
+    slot = tl.load(Slot + kvh * n_entries + offs, mask=live & first, other=0)
+    offs_d = tl.arange(0, D)
+    m = (live & first)[:, None]
+    k = tl.load(K + kvh * stride_kh + row[:, None] * stride_kn + offs_d[None, :], mask=m)
+    v = tl.load(V + kvh * stride_kh + row[:, None] * stride_kn + offs_d[None, :], mask=m)
+    tl.store(UK + kvh * stride_uh + slot[:, None] * stride_un + offs_d[None, :], k, mask=m)
+    tl.store(UV + kvh * stride_uh + slot[:, None] * stride_un + offs_d[None, :], v, mask=m)
+
+
+@triton.jit
+def fathom_attend(
+    Q, UK, UV, HeadSlots, Out,
+    k_top, qk_scale_log2,
+    stride_qh, stride_uh, stride_un, stride_sh, stride_oh,
+    GROUP: tl.constexpr, D: tl.constexpr, BLOCK_R: tl.constexpr,
+):
+    """Grid (Hq,): exact attention of one head over its own k winners, read from the union buffer."""
+    h = tl.program_id(0)
+    kvh = h // GROUP
+    offs_d = tl.arange(0, D)
+    q = tl.load(Q + h * stride_qh + offs_d).to(tl.float32)
+    m_i = float("-inf")
+    l_i = 0.0
+    acc = tl.zeros([D], dtype=tl.float32)
+    for r0 in range(0, k_top, BLOCK_R):
+        offs_r = r0 + tl.arange(0, BLOCK_R)
+        live = offs_r < k_top
+        slot = tl.load(HeadSlots + h * stride_sh + offs_r, mask=live, other=0)
+        kk = tl.load(UK + kvh * stride_uh + slot[:, None] * stride_un + offs_d[None, :], mask=live[:, None],
+                     other=0.0).to(tl.float32)
+        s = tl.sum(kk * q[None, :], axis=1) * qk_scale_log2
+        s = tl.where(live, s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, axis=0))
+        alpha = tl.exp2(m_i - m_new)
+        p = tl.exp2(s - m_new)
+        vv = tl.load(UV + kvh * stride_uh + slot[:, None] * stride_un + offs_d[None, :], mask=live[:, None],
+                     other=0.0).to(tl.float32)
+        l_i = l_i * alpha + tl.sum(p, axis=0)
+        acc = acc * alpha + tl.sum(p[:, None] * vv, axis=0)
+        m_i = m_new
+    tl.store(Out + h * stride_oh + offs_d, (acc / l_i).to(Out.dtype.element_ty))

@@ -54,7 +54,8 @@ class Method(ABC):
     name: ClassVar[str]
     summary: ClassVar[str]
     needs_cuda: ClassVar[bool] = False
-    sampled: ClassVar[bool] = False  # output depends on a random sample: validate by replaying it
+    sampled: ClassVar[bool] = False  # output depends on random noise: validate several realisations
+    selection_dependent: ClassVar[bool] = False  # validate by replaying the method's own selection
     pow2_head_dim: ClassVar[bool] = False  # Triton kernels that tile the head dim need d = 2^k >= 16
     dtypes: ClassVar[tuple[torch.dtype, ...]] = (torch.float16, torch.bfloat16, torch.float32)
 

@@ -28,6 +28,7 @@ class Santa(Method):
     summary = "SANTA++: score representatives, Gumbel top-(K+1), merge + GQA union, selected attention, reduce"
     dtypes = (torch.float16, torch.bfloat16, torch.float32)
     sampled = True
+    selection_dependent = True
     pow2_head_dim = True
 
     def __init__(self, p: int = 16, r: int = 4, s: int = 124, k: int | None = None, parents: str = "kmeans",

@@ -71,3 +71,17 @@ def test_compare_and_stages_run_santa_end_to_end(run_in, tmp_path, make_workload
     assert r.exit_code == 0, r.output
     for stage in ("score", "topk", "merge", "attend", "reduce", "complete operator"):
         assert stage in r.output
+
+
+def test_compare_fathom_against_scan32_end_to_end(run_in, tmp_path, make_workload):
+    from kprof.workloads import save
+
+    path = tmp_path / "tiny.safetensors"
+    save(make_workload(4, 2, 256, 64, seed=2, scale=2.0), path)
+    r = run_in(["compare", "--method", "fathom:k=48", "--method", "sparq16:k=48", "--baseline", "scan32:k=48",
+                "--workload", str(path), "--json", *TINY])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert [m["label"] for m in doc["methods"]] == ["scan32:k=48", "fathom:k=48", "sparq16:k=48"]
+    assert all(m["validation"]["passed"] for m in doc["methods"])
+    assert doc["methods"][0]["details"]["scan_bits_per_token"] == [136.0, 136.0]

@@ -1,0 +1,112 @@
+"""FathomDecode: one layer's sparse decode step over a bit-plane index.
+
+plan -> gather (index planes, host or HBM) -> scan -> top-k per query head (first 4 and last 32
+tokens always kept) -> union of winners per KV head -> fetch of the distinct winner K/V rows
+(host or HBM) -> exact attention of each head over its own winners. All buffers are allocated
+here; ``run()`` launches only (Triton kernels plus a few torch ops that run on the device
+without host synchronisation: topk, sort, cumsum, scatter).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import triton
+
+from kprof.config_space import LaunchSpace, Param
+from kprof.kernels.fathom.operator import LAUNCH_SPACES as SCAN_SPACES
+from kprof.kernels.fathom.operator import ChannelPolicy, FathomScan
+from kprof.kernels.fathom.store import FathomStore
+from kprof.kernels.fathom.triton_kernels import fathom_attend, fathom_fetch_rows
+
+SINK_TOKENS = 4
+RECENT_TOKENS = 32
+
+LAUNCH_SPACES = dict(SCAN_SPACES) | {
+    "fetch": LaunchSpace("fetch", (Param("ROWS", (8, 16, 32, 64), 16, "winner rows per program"),
+                                   Param("num_warps", (1, 2, 4, 8), 4))),
+    "attend": LaunchSpace("attend", (Param("BLOCK_R", (16, 32, 64, 128), 64, "winner rows per tile"),
+                                     Param("num_warps", (1, 2, 4, 8), 4))),
+}
+
+
+def _host_copy(t: torch.Tensor) -> torch.Tensor:
+    """Pinned host copy when CUDA exists (so kernels can read it over PCIe), plain CPU otherwise."""
+    out = t.detach().cpu().contiguous()
+    return out.pin_memory() if torch.cuda.is_available() else out
+
+
+class FathomDecode:
+    def __init__(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, policy: ChannelPolicy, k_top: int,
+                 config: dict, device: torch.device, index: str = "host", rows: str = "host", basis: str = "raw"):
+        hq, d = q.shape
+        hkv, n, _ = k.shape
+        if index not in ("host", "hbm") or rows not in ("host", "hbm"):
+            raise ValueError("index and rows must be 'host' or 'hbm'")
+        self.hq, self.hkv, self.n, self.d, self.group = hq, hkv, n, d, hq // hkv
+        self.k_top = min(k_top, n)
+        if self.k_top < min(n, SINK_TOKENS + RECENT_TOKENS):
+            raise ValueError(f"k={k_top} cannot hold the {SINK_TOKENS} sink and {RECENT_TOKENS} recent tokens")
+        store = FathomStore.build(k.to(device), basis=basis)
+        self.store = store.pinned() if index == "host" and device.type == "cuda" else store
+        self.k_rows = _host_copy(k) if rows == "host" else k.to(device).contiguous()
+        self.v_rows = _host_copy(v) if rows == "host" else v.to(device).contiguous()
+        self.q = q.to(device).contiguous()
+        self.cfg = config
+        self.scan = FathomScan(self.q, self.store, policy, config, device)
+        e = self.group * self.k_top
+        self.entries = e
+        i64 = torch.int64
+        self.top_vals = torch.empty(hq, self.k_top, dtype=torch.float32, device=device)
+        self.top_idx = torch.empty(hq, self.k_top, dtype=i64, device=device)
+        self.sorted_rows = torch.empty(hkv, e, dtype=i64, device=device)
+        self.perm = torch.empty(hkv, e, dtype=i64, device=device)
+        self.first = torch.ones(hkv, e, dtype=torch.bool, device=device)
+        self.slot = torch.empty(hkv, e, dtype=i64, device=device)
+        self.head_slots = torch.empty(hq, self.k_top, dtype=i64, device=device)
+        self.union_k = torch.empty(hkv, e, d, dtype=k.dtype, device=device)
+        self.union_v = torch.empty_like(self.union_k)
+        self.out = torch.empty(hq, d, dtype=q.dtype, device=device)
+        self.forced = torch.cat([torch.arange(min(SINK_TOKENS, n)), torch.arange(max(0, n - RECENT_TOKENS), n)]).to(device)
+
+    def launch_topk(self) -> None:
+        scores = self.scan.scores
+        scores.index_fill_(1, self.forced, float("inf"))
+        torch.topk(scores, self.k_top, dim=1, out=(self.top_vals, self.top_idx))
+
+    def launch_union(self) -> None:
+        torch.sort(self.top_idx.view(self.hkv, self.entries), dim=1, out=(self.sorted_rows, self.perm))
+        torch.ne(self.sorted_rows[:, 1:], self.sorted_rows[:, :-1], out=self.first[:, 1:])
+        torch.cumsum(self.first, dim=1, out=self.slot)
+        self.slot.sub_(1)
+        self.head_slots.view(self.hkv, self.entries).scatter_(1, self.perm, self.slot)
+
+    def launch_fetch(self) -> None:
+        c = self.cfg["fetch"]
+        fathom_fetch_rows[(self.hkv, triton.cdiv(self.entries, c["ROWS"]))](
+            self.k_rows, self.v_rows, self.sorted_rows, self.first, self.slot, self.union_k, self.union_v,
+            self.entries, self.k_rows.stride(0), self.k_rows.stride(1), self.union_k.stride(0), self.union_k.stride(1),
+            D=self.d, ROWS=c["ROWS"], num_warps=c["num_warps"])
+
+    def launch_attend(self) -> None:
+        c = self.cfg["attend"]
+        fathom_attend[(self.hq,)](
+            self.q, self.union_k, self.union_v, self.head_slots, self.out,
+            self.k_top, 1.4426950408889634 / math.sqrt(self.d),
+            self.q.stride(0), self.union_k.stride(0), self.union_k.stride(1), self.head_slots.stride(0),
+            self.out.stride(0), GROUP=self.group, D=self.d, BLOCK_R=c["BLOCK_R"], num_warps=c["num_warps"])
+
+    def stages(self):
+        return (("plan", self.scan.launch_plan), ("gather", self.scan.launch_gather), ("scan", self.scan.launch_scan),
+                ("topk", self.launch_topk), ("union", self.launch_union), ("fetch", self.launch_fetch),
+                ("attend", self.launch_attend))
+
+    def run(self) -> torch.Tensor:
+        for _, launch in self.stages():
+            launch()
+        return self.out
+
+    def winners(self) -> torch.Tensor:
+        """Selected token indices per query head ``[Hq, k]`` of the last run (host copy)."""
+        return self.top_idx.cpu()

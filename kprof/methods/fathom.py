@@ -1,0 +1,133 @@
+"""``fathom`` and its channel-scan baselines (``scan32``, ``sparq16``, ``scan-full``).
+
+All four share the 4-bit bit-plane index, the gather, the scan, the top-k, the union and the
+exact attention; they differ only in how the plan picks channel depths. Options:
+``fathom:budget=48,k=512,index=host,rows=host,basis=raw`` (baselines take all but ``budget``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import ClassVar
+
+import torch
+
+from kprof.config_space import MethodConfig
+from kprof.errors import ConfigError
+from kprof.methods.base import Method, Prepared, Stage
+from kprof.methods.registry import register
+from kprof.workloads.workload import Workload
+
+_CHOICES = {"index": ("host", "hbm"), "rows": ("host", "hbm"), "basis": ("raw", "klt")}
+
+
+class _FathomFamily(Method):
+    selection_dependent = True
+    pow2_head_dim = True
+    dtypes = (torch.float16, torch.bfloat16, torch.float32)
+    takes_budget: ClassVar[bool] = False
+
+    def __init__(self, budget: float = 48.0, k: int = 512, index: str = "host", rows: str = "host", basis: str = "raw"):
+        self.budget, self.k, self.index, self.rows, self.basis = float(budget), int(k), index, rows, basis
+
+    @classmethod
+    def from_options(cls, options: dict[str, str]) -> "Method":
+        kw: dict = {}
+        for key, value in options.items():
+            if key in _CHOICES:
+                if value not in _CHOICES[key]:
+                    raise ConfigError(f"{cls.name} option {key}={value!r}: choose {' or '.join(_CHOICES[key])}")
+                kw[key] = value
+            elif key == "k" or (key == "budget" and cls.takes_budget):
+                try:
+                    kw[key] = float(value) if key == "budget" else int(value)
+                except ValueError:
+                    raise ConfigError(f"{cls.name} option {key}={value!r} must be a number") from None
+            else:
+                allowed = ["k", *_CHOICES] + (["budget"] if cls.takes_budget else [])
+                raise ConfigError(f"unknown {cls.name} option {key!r}: use {', '.join(allowed)}")
+        return cls(**kw)
+
+    def policy(self):
+        raise NotImplementedError
+
+    def config_space(self):
+        from kprof.kernels.fathom.decode import LAUNCH_SPACES
+
+        return LAUNCH_SPACES
+
+    def _prepare(self, workload: Workload, config: MethodConfig) -> Prepared:
+        from kprof.kernels.fathom.decode import FathomDecode
+        from kprof.kernels.fathom.reference import scan_bits
+
+        op = FathomDecode(workload.q, workload.k, workload.v, self.policy(), self.k, config, workload.q.device,
+                          index=self.index, rows=self.rows, basis=self.basis)
+        op.scan.launch_plan()  # one plan outside timing, only to report the bytes this query reads
+        bits = [scan_bits(op.scan.depth[h].cpu()) for h in range(op.hkv)]
+        return Prepared(
+            method=self.name, config=config, run=op.run,
+            stages=tuple(Stage(name, fn) for name, fn in op.stages()),
+            expected_kernels=(), output=op.out, handle=op,
+            details={"k": op.k_top, "index": self.index, "rows": self.rows, "basis": self.basis,
+                     "scan_bits_per_token": bits, "index_bytes": op.store.nbytes(),
+                     "scan_bytes_per_step": sum(b * workload.shape.n / 8 for b in bits)},
+        )
+
+    def reference_for(self, workload: Workload, prepared: Prepared) -> torch.Tensor:
+        """fp64 exact attention of each head over its own selected tokens (the kernel's winners)."""
+        winners = prepared.handle.winners()
+        q = workload.q.detach().cpu().double()
+        k = workload.k.detach().cpu().double()
+        v = workload.v.detach().cpu().double()
+        group = q.shape[0] // k.shape[0]
+        out = torch.empty_like(q)
+        for h in range(q.shape[0]):
+            rows = winners[h]
+            p = torch.softmax(k[h // group, rows] @ q[h] / math.sqrt(q.shape[1]), dim=0)
+            out[h] = p @ v[h // group, rows]
+        return out
+
+
+@register
+class Fathom(_FathomFamily):
+    name = "fathom"
+    summary = "Fathom: per-query water-filled read depth over 4-bit bit planes (budget = code bits/token)"
+    takes_budget = True
+
+    def policy(self):
+        from kprof.kernels.fathom.operator import water
+
+        return water(self.budget)
+
+
+@register
+class Scan32(_FathomFamily):
+    name = "scan32"
+    summary = "32 channels by group |q| at 4 bits (SparQ r=32 / Double Sparsity / Loki byte count, 136 bits)"
+
+    def policy(self):
+        from kprof.kernels.fathom.operator import top_q
+
+        return top_q(32)
+
+
+@register
+class Sparq16(_FathomFamily):
+    name = "sparq16"
+    summary = "SparQ r=16: 16 channels by group |q| at 4 bits (68 bits)"
+
+    def policy(self):
+        from kprof.kernels.fathom.operator import top_q
+
+        return top_q(16)
+
+
+@register
+class ScanFull(_FathomFamily):
+    name = "scan-full"
+    summary = "every channel at 4 bits (544 bits)"
+
+    def policy(self):
+        from kprof.kernels.fathom.operator import ALL_CHANNELS
+
+        return ALL_CHANNELS

@@ -1,0 +1,80 @@
+"""The Fathom decode step: top-k with forced tokens, union, row fetch, exact attention."""
+
+import math
+
+import pytest
+import torch
+
+from kprof.config_space import resolve_method_config
+from kprof.kernels.fathom.decode import LAUNCH_SPACES, RECENT_TOKENS, SINK_TOKENS, FathomDecode
+from kprof.kernels.fathom.operator import water
+from kprof.kernels.fathom.reference import approximate_scores
+from kprof.methods import get_method
+
+
+def _decode(make_workload, target, k_top=48, n=256, seed=0):
+    w = make_workload(4, 2, n, 32, seed=seed, scale=2.0)
+    cfg = resolve_method_config(LAUNCH_SPACES, {"gather": {"CHUNK": 256}}, w.shape)
+    return w, FathomDecode(w.q, w.k, w.v, water(40), k_top, cfg, target.device)
+
+
+def test_winners_are_the_top_k_of_the_approximate_scores_with_forced_tokens(make_workload, target):
+    w, op = _decode(make_workload, target)
+    op.run()
+    win = op.winners()
+    forced = set(range(SINK_TOKENS)) | set(range(256 - RECENT_TOKENS, 256))
+    for h in range(4):
+        kvh = h // 2
+        depths = op.scan.depth[kvh].cpu()
+        s = approximate_scores(w.q[h : h + 1], op.store.planes[kvh].cpu(), op.store.scales[kvh].cpu(), depths, 256)[0]
+        s[list(forced)] = float("inf")
+        expected = set(torch.topk(s, 48).indices.tolist())
+        assert set(win[h].tolist()) == expected
+        assert forced <= set(win[h].tolist())
+
+
+def test_union_fetches_each_distinct_row_once_and_heads_see_their_own_rows(make_workload, target):
+    w, op = _decode(make_workload, target, seed=2)
+    op.union_k.fill_(float("nan"))
+    op.run()
+    win = op.winners()
+    for kvh in range(2):
+        rows = win[2 * kvh : 2 * kvh + 2].flatten()
+        assert int(op.first[kvh].sum()) == len(set(rows.tolist()))
+        for h in (2 * kvh, 2 * kvh + 1):
+            slots = op.head_slots[h].cpu()
+            assert torch.equal(op.union_k[kvh, slots].cpu(), w.k[kvh, win[h]])
+            assert torch.equal(op.union_v[kvh, slots].cpu(), w.v[kvh, win[h]])
+
+
+def test_output_is_exact_attention_over_each_heads_winners(make_workload, target):
+    w, op = _decode(make_workload, target, seed=4)
+    op.out.fill_(float("nan"))
+    out = op.run().cpu().double()
+    win = op.winners()
+    for h in range(4):
+        kk, vv = w.k[h // 2, win[h]].double(), w.v[h // 2, win[h]].double()
+        p = torch.softmax(kk @ w.q[h].double() / math.sqrt(32), 0)
+        assert torch.allclose(out[h], p @ vv, atol=1e-5)
+
+
+def test_k_must_hold_the_forced_tokens(make_workload, target):
+    w = make_workload(4, 2, 256, 32)
+    cfg = resolve_method_config(LAUNCH_SPACES, {}, w.shape)
+    with pytest.raises(ValueError, match="sink"):
+        FathomDecode(w.q, w.k, w.v, water(40), 16, cfg, target.device)
+
+
+@pytest.mark.parametrize("name, bits", [("scan32", 136.0), ("sparq16", 68.0), ("scan-full", 544.0)])
+def test_baseline_byte_accounting(make_workload, target, name, bits):
+    w = make_workload(4, 2, 128, 128, seed=1)
+    p = get_method(f"{name}:k=40,gather.CHUNK=256").prepare(w, target)
+    assert p.details["scan_bits_per_token"] == [bits, bits]
+
+
+def test_fathom_budget_bounds_the_bits(make_workload, target):
+    w = make_workload(4, 2, 128, 128, seed=1)
+    w.k *= torch.linspace(0.05, 3.0, 128)
+    p = get_method("fathom:budget=48,k=40,gather.CHUNK=256").prepare(w, target)
+    for b in p.details["scan_bits_per_token"]:
+        assert 40 <= b <= 48 + 0.25 * 48
