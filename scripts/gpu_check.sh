@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Run every GPU check in one go on a CUDA machine; all logs go to OUTDIR.
-#   bash scripts/gpu_check.sh OUTDIR [full|quick|santa]
+#   bash scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom]
 # Installs kprof without touching the machine's torch/triton, prints `kprof env`, runs the
 # `-m gpu` tests, the full-protocol comparisons and stage timings, and the dense benchmark.
-# `quick` skips the full-protocol runs; `santa` runs only the SANTA++ checks and benchmarks.
+# `quick` skips the full-protocol runs; `santa` / `fathom` run only that method's checks and benchmarks.
 # Exits non-zero if any step failed (all steps still run).
 set -u
 out=${1:?usage: scripts/gpu_check.sh OUTDIR [quick]}
@@ -31,6 +31,18 @@ step pytest_gpu "$py" -m pytest -m gpu -q -p no:cacheprovider tests
 if [ "$mode" = santa ] || [ "$mode" = full ]; then
   bash scripts/bench_santa.sh "$out/santa" || status=1
 fi
+if [ "$mode" = fathom ] || [ "$mode" = full ]; then
+  F=qwen3-8b-1m
+  step fathom_gather "$py" scripts/bench_gather.py
+  kprof capture --synthetic $F --out /tmp/kprof_f1m.safetensors > "$out/capture_f1m.log" 2>&1 || status=1
+  step fathom_check kprof validate --method fathom --workload /tmp/kprof_f1m.safetensors
+  step fathom_compare kprof compare --method fathom --method sparq16 --method scan-full --baseline scan32 \
+    --workload /tmp/kprof_f1m.safetensors --rounds 5 --warmup-pairs 20 --observations 100 --out "$out/fathom_compare.json"
+  step fathom_compare_hbm kprof compare --method fathom:index=hbm --baseline scan32:index=hbm \
+    --workload /tmp/kprof_f1m.safetensors --rounds 5 --warmup-pairs 20 --observations 100 --out "$out/fathom_hbm.json"
+  step fathom_stages kprof stages --method fathom --workload /tmp/kprof_f1m.safetensors --rounds 5 --stage-observations 50
+fi
+[ "$mode" = fathom ] && { echo "gpu_check: overall status $status (logs in $out)"; exit $status; }
 [ "$mode" = santa ] && { echo "gpu_check: overall status $status (logs in $out)"; exit $status; }
 step check_dense kprof check --method triton-dense --workload $W
 if [ "$mode" != quick ]; then
