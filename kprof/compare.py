@@ -31,7 +31,7 @@ def run_compare(session: MeasurementSession, baseline: str, candidates: list[str
     progress = progress or Progress()
     if not candidates:
         raise KprofError("no candidate method: pass --method M (repeatable)")
-    notes = list(session.notes)
+    notes: list[str] = []  # compare's own; the session's (CPU default, tuned configs) are added at the end
     if get_method(baseline).needs_cuda and not session.target.is_gpu:
         notes.append(f"baseline {baseline!r} needs a GPU; substituted {CPU_BASELINE_SUBSTITUTE!r} (SDPA math) on the CPU")
         baseline = CPU_BASELINE_SUBSTITUTE
@@ -69,5 +69,5 @@ def run_compare(session: MeasurementSession, baseline: str, candidates: list[str
             notes.append(f"{label}: invoking order matters ({100 * effect:+.1f}% in the ratio when {labels[0]} goes "
                          "first); alternation cancels it in the estimate but it widens the interval "
                          "(an eager-launch artifact seen on the H200; see README, 'Known artifact')")
-    return session.result("compare", [pm.record for pm in prepared], observations, telemetry.report(), notes,
-                          speedups)
+    return session.result("compare", [pm.record for pm in prepared], observations, telemetry.report(),
+                          session.notes + notes, speedups)

@@ -130,3 +130,19 @@ class StageRunner(_RoundLoop):
                     self._timed(recorders[k], j, items[k])
 
         return self._rounds(n, p.stage_observations, one_round)
+
+
+class LaunchRunner(_RoundLoop):
+    """One launch timed in isolation, as in :class:`StageRunner`: upstream launches run untimed,
+    then the eviction buffer, then the timed launch. Used to screen tuning candidates."""
+
+    def run(self, stages: Sequence[TimedOp], index: int, per_round: int) -> np.ndarray:
+        """Observations ``[rounds, per_round]`` of ``stages[index]``."""
+
+        def one_round(r: int, recorders: list[IntervalRecorder]) -> None:
+            for j in range(per_round):
+                for upstream in stages[:index]:
+                    upstream.invoke()
+                self._timed(recorders[0], j, stages[index])
+
+        return self._rounds(1, per_round, one_round)[0]

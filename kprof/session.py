@@ -46,10 +46,12 @@ class MeasurementSession:
     protocol: TimingProtocol
     environment: Environment
     notes: list[str] = field(default_factory=list)
+    config_mode: str = "auto"  # "auto" (tuned when the cache matches) | "default" | a JSON file
     _references: dict = field(default_factory=dict)
 
     @classmethod
-    def open(cls, device: str, workload: str | None, overrides: dict, status: Callable[[str], None] = lambda s: None):
+    def open(cls, device: str, workload: str | None, overrides: dict, status: Callable[[str], None] = lambda s: None,
+             config_mode: str = "auto"):
         target = resolve_target(device)
         notes = []
         if not target.is_gpu:
@@ -58,7 +60,7 @@ class MeasurementSession:
         name = workload or (GPU_DEFAULT_WORKLOAD if target.is_gpu else CPU_DEFAULT_WORKLOAD)
         status(f"loading workload {name}")
         w = resolve_workload(name, device=target.device)
-        return cls(target, w, protocol, collect_environment(with_ncu=False), notes)
+        return cls(target, w, protocol, collect_environment(with_ncu=False), notes, config_mode)
 
     def workload_doc(self) -> dict:
         from dataclasses import asdict
@@ -72,8 +74,22 @@ class MeasurementSession:
             self._references[key] = method.reference(self.workload)
         return self._references[key]
 
+    def launch_config(self, method_name: str) -> dict:
+        """Launch overrides for a method under this session's --config mode (notes say which)."""
+        from kprof.tuned_configs import file_overrides, tuned_overrides
+
+        if self.config_mode == "default":
+            return {}
+        if self.config_mode == "auto":
+            overrides, notes = tuned_overrides(method_name, self.workload.shape, env=self.environment)
+            self.notes.extend(notes)
+            return overrides
+        return file_overrides(self.config_mode, method_name)
+
     def prepare(self, method_name: str, label: str, role: str, overrides=None) -> PreparedMethod:
         method = get_method(method_name)
+        if overrides is None:
+            overrides = self.launch_config(method_name)
         prepared = method.prepare(self.workload, self.target, overrides)
         if prepared.output is not None:
             prepared.output.fill_(float("nan"))

@@ -62,7 +62,7 @@ def _finish(result: Result, out: str | None, as_json: bool, table) -> None:
 @click.option("--baseline", default="flash", show_default=True,
               help="Baseline every candidate is paired against (math substitutes for GPU-only ones on CPU).")
 @protocol_options
-def compare(methods: tuple[str, ...], baseline: str, workload, device, as_json, out, **kw) -> None:
+def compare(methods: tuple[str, ...], baseline: str, workload, device, config_mode, as_json, out, **kw) -> None:
     """Time candidates against a baseline with interleaved paired rounds and a bootstrap interval.
 
     Each round interleaves all methods (the starting one rotates between rounds), evicts L2
@@ -73,7 +73,7 @@ def compare(methods: tuple[str, ...], baseline: str, workload, device, as_json, 
     """
     overrides = protocol_overrides(kw)
     with _progress(as_json) as progress:
-        session = MeasurementSession.open(device, workload, overrides, progress.status)
+        session = MeasurementSession.open(device, workload, overrides, progress.status, config_mode)
         result = run_compare(session, baseline, list(methods) or ["triton-dense"], progress)
     _finish(result, out, as_json, compare_table)
 
@@ -86,7 +86,7 @@ def compare(methods: tuple[str, ...], baseline: str, workload, device, as_json, 
               help="Timed observations per stage per round. [default: 500 on GPU, 3 on CPU]")
 @protocol_options
 def stages(method: str, config_overrides: tuple[str, ...], stage_observations: int | None, workload, device,
-           as_json, out, **kw) -> None:
+           config_mode, as_json, out, **kw) -> None:
     """Isolated per-launch timings (SANTA++ Table 13 style) and the complete operator measured directly.
 
     Each stage is timed alone: its upstream stages run untimed, then the eviction buffer, then the
@@ -94,6 +94,6 @@ def stages(method: str, config_overrides: tuple[str, ...], stage_observations: i
     """
     overrides = protocol_overrides(kw) | {"stage_observations": stage_observations}
     with _progress(as_json) as progress:
-        session = MeasurementSession.open(device, workload, overrides, progress.status)
-        result = run_stages(session, method, progress, parse_overrides(config_overrides))
+        session = MeasurementSession.open(device, workload, overrides, progress.status, config_mode)
+        result = run_stages(session, method, progress, parse_overrides(config_overrides) or None)
     _finish(result, out, as_json, stages_table)

@@ -30,6 +30,9 @@ def protocol_options(fn):
         click.option("--host-bound", is_flag=True, default=None,
                      help="No eviction: back-to-back calls, so host launch overhead shows (labelled host-bound)."),
         click.option("--seed", type=int, default=None, help="Seed of the bootstrap resampling. [default: 0]"),
+        click.option("--config", "config_mode", default="auto", show_default=True,
+                     help="Launch configs: auto (tuned ones from profiles/tuned/ when their key matches this "
+                          "setup), default (declared defaults), or a JSON file of launch -> parameters."),
         click.option("--json", "as_json", is_flag=True, help="Print the Result document as JSON on stdout."),
         click.option("--out", type=click.Path(dir_okay=False), default=None,
                      help="Write the Result here (plus an .obs.npz sidecar) instead of runs/<timestamp>-....json."),

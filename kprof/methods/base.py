@@ -57,6 +57,7 @@ class Method(ABC):
     sampled: ClassVar[bool] = False  # output depends on random noise: validate several realisations
     selection_dependent: ClassVar[bool] = False  # validate by replaying the method's own selection
     pow2_head_dim: ClassVar[bool] = False  # Triton kernels that tile the head dim need d = 2^k >= 16
+    kernel_modules: ClassVar[tuple[str, ...]] = ()  # hashed into tuning-cache keys
     dtypes: ClassVar[tuple[torch.dtype, ...]] = (torch.float16, torch.bfloat16, torch.float32)
 
     def config_space(self) -> Mapping[str, LaunchSpace]:

@@ -24,6 +24,8 @@ _CHOICES = {"index": ("host", "hbm"), "rows": ("host", "hbm"), "basis": ("raw", 
 class _FathomFamily(Method):
     selection_dependent = True
     pow2_head_dim = True
+    kernel_modules = ("kprof.kernels.fathom.triton_kernels", "kprof.kernels.fathom.operator",
+                      "kprof.kernels.fathom.decode")
     dtypes = (torch.float16, torch.bfloat16, torch.float32)
     takes_budget: ClassVar[bool] = False
 

@@ -16,6 +16,22 @@ def register(cls: type[Method]) -> type[Method]:
     return cls
 
 
+def load_plugins() -> None:
+    """Import the modules named in ``$KPROF_PLUGINS`` (comma-separated): they register methods.
+
+    Tuning workers are separate processes, so a user's own methods reach them this way.
+    """
+    import importlib
+    import os
+
+    for module in filter(None, (m.strip() for m in os.environ.get("KPROF_PLUGINS", "").split(","))):
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise KprofError(f"KPROF_PLUGINS names {module!r}, which cannot be imported ({exc}): fix the name or "
+                             "PYTHONPATH") from None
+
+
 def parse_method_spec(spec: str) -> tuple[str, dict[str, str]]:
     """``"santa:p=16,r=4"`` -> ``("santa", {"p": "16", "r": "4"})``."""
     name, _, rest = spec.partition(":")
@@ -35,6 +51,8 @@ def get_method(spec: str) -> Method:
     method's own options (e.g. SANTA++'s P, R, S).
     """
     name, options = parse_method_spec(spec)
+    if name not in METHODS:
+        load_plugins()
     try:
         cls = METHODS[name]
     except KeyError:

@@ -30,6 +30,7 @@ class Santa(Method):
     sampled = True
     selection_dependent = True
     pow2_head_dim = True
+    kernel_modules = ("kprof.kernels.santa.triton_kernels", "kprof.kernels.santa.operator")
 
     def __init__(self, p: int = 16, r: int = 4, s: int = 124, k: int | None = None, parents: str = "kmeans",
                  seed: int = 0, noise_seed: int = 0, fresh: int = 0):

@@ -13,6 +13,7 @@ class TritonDense(Method):
     name = "triton-dense"
     summary = "Triton split-KV decode: per-split partials for a whole GQA group, then a combine"
     pow2_head_dim = True
+    kernel_modules = ("kprof.kernels.dense.split_kv",)
 
     def config_space(self):
         from kprof.kernels.dense import LAUNCH_SPACES

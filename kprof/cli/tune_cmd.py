@@ -1,0 +1,114 @@
+"""``kprof tune``: autotune the launches of a method on a workload."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from kprof.cli.console import console, err_console
+from kprof.errors import KprofError
+from kprof.execution import resolve_target
+from kprof.methods import get_method
+from kprof.session import CPU_DEFAULT_WORKLOAD, GPU_DEFAULT_WORKLOAD
+from kprof.tune_cache import TUNED_DIR
+from kprof.tuner import STRATEGIES, TuneRequest, tune_launch
+from kprof.workloads import resolve_workload
+
+
+@click.command()
+@click.option("--method", required=True, help="Method (spec) whose launches are tuned.")
+@click.option("--workload", default=None, help="Spec name or workload file [default: 32K spec on GPU, cpu-smoke on CPU].")
+@click.option("--launch", "launches", multiple=True, help="Launch to tune (repeatable) [default: every tunable launch].")
+@click.option("--strategy", type=click.Choice(STRATEGIES), default="halving", show_default=True,
+              help="exhaustive: every candidate; random: a seeded sample; halving: screen, then re-measure the better half.")
+@click.option("--max-configs", type=int, default=None, help="Cap on candidates screened per launch (default first).")
+@click.option("--budget-s", type=float, default=None, help="Stop screening a launch after this many seconds.")
+@click.option("--rounds", type=int, default=None, help="Screening rounds per candidate. [default: 3 on GPU, 2 on CPU]")
+@click.option("--observations", type=int, default=None,
+              help="Screening observations per round. [default: 100 on GPU, 2 on CPU]")
+@click.option("--finalists", type=int, default=3, show_default=True,
+              help="Best candidates re-measured against the default with the paired protocol.")
+@click.option("--timeout-s", type=float, default=120.0, show_default=True,
+              help="Per-candidate limit; a hung candidate's worker is killed and replaced.")
+@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True)
+@click.option("--out-dir", type=click.Path(file_okay=False), default=str(TUNED_DIR), show_default=True,
+              help="Where the per-launch cache files live (resumable).")
+@click.option("--json", "as_json", is_flag=True, help="Print the cache documents as JSON.")
+def tune(method, workload, launches, strategy, max_configs, budget_s, rounds, observations, finalists, timeout_s,
+         device, out_dir, as_json) -> None:
+    """Search each launch's declared config space; every candidate validated before it is timed.
+
+    Candidates run in a worker process with a timeout, so compile errors, resource errors,
+    crashes and hangs are recorded as failed and the run goes on. Results are cached per
+    (method, launch, device, shape bucket) and written after every candidate: an interrupted
+    tune resumes. The winner must beat the default with its whole paired bootstrap interval.
+    """
+    target = resolve_target(device)
+    gpu = target.is_gpu
+    name = workload or (GPU_DEFAULT_WORKLOAD if gpu else CPU_DEFAULT_WORKLOAD)
+    shape = resolve_workload(name).shape
+    spaces = get_method(method).config_space()
+    launches = list(launches) or list(spaces)
+    if not launches:
+        raise KprofError(f"{method} has no tunable launches")
+    req = TuneRequest(
+        method=method, workload=name, shape=shape, device=device, launches=launches, strategy=strategy,
+        max_configs=max_configs, budget_s=budget_s, rounds=rounds or (3 if gpu else 2),
+        observations=observations or (100 if gpu else 2), warmup=10 if gpu else 1, evict_mib=512 if gpu else 8,
+        timeout_s=timeout_s, finalists=finalists,
+        paired={"rounds": 10, "warmup_pairs": 50, "observations": 200} if gpu else
+               {"rounds": 3, "warmup_pairs": 0, "observations": 2, "evict_mib": 8},
+        out_dir=Path(out_dir),
+    )
+    if not gpu:
+        err_console.print("[yellow]CPU interpreter: tuning numbers are not GPU numbers[/]")
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   TextColumn("eta"), TimeRemainingColumn(), console=err_console, transient=True, disable=as_json)
+    tasks = {}
+
+    def progress(launch: str, done: int, total: int) -> None:
+        if launch not in tasks:
+            tasks[launch] = bar.add_task(f"{method}.{launch}", total=total)
+        bar.update(tasks[launch], completed=done, total=total)
+
+    outcomes = []
+    with bar:
+        for launch in launches:
+            outcomes.append(tune_launch(req, launch, progress))
+    if as_json:
+        click.echo(json.dumps([asdict(o.file) for o in outcomes], indent=2))
+        return
+    for o in outcomes:
+        _report(o)
+
+
+def _report(outcome) -> None:
+    tf = outcome.file
+    default = tf.measured(tf.default)
+    base = default.median_us if default and default.status == "ok" else None
+    ok = tf.ok()
+    counts = {s: sum(1 for c in tf.candidates if c.status == s) for s in ("ok", "rejected", "failed")}
+    t = Table(title=f"{tf.key.method}.{outcome.launch} on {tf.key.device} ({tf.key.bucket}): "
+                    f"{counts['ok']} ok, {counts['rejected']} rejected, {counts['failed']} failed; "
+                    f"{outcome.measured_now} measured now in {outcome.seconds:.0f} s")
+    for col in ("config", "median us", "vs default", "status"):
+        t.add_column(col, justify="left" if col == "config" else "right")
+    for rec in ok[:5] + [c for c in tf.candidates if c.status != "ok"][:3]:
+        cfg = ", ".join(f"{k}={v}" for k, v in rec.config.items()) + (" (default)" if rec.config == tf.default else "")
+        rel = f"{base / rec.median_us:.3f}x" if base and rec.median_us else ""
+        t.add_row(cfg, f"{rec.median_us:.2f}" if rec.median_us else "", rel, rec.status if rec.status == "ok" else
+                  f"{rec.status}: {rec.reason[:60]}")
+    console.print(t)
+    for f in tf.finalists:
+        if f["status"] == "ok":
+            console.print(f"  finalist {f['config']}: complete-operation speedup {f['speedup']:.3f}x "
+                          f"[{f['low']:.3f}, {f['high']:.3f}] vs default")
+        else:
+            console.print(f"  finalist {f['config']}: failed ({f['reason']})")
+    chosen = "default (no candidate beat it with its whole interval)" if tf.best == tf.default else tf.best
+    console.print(f"  chosen: {chosen}; cache {outcome.path}")

@@ -1,0 +1,110 @@
+"""Tuning cache: one JSON file per (method, launch, device, shape bucket) under ``profiles/tuned/``.
+
+The file records the setup it was measured on (driver, CUDA, torch, triton, kernel source hash)
+and every candidate's outcome. It is rewritten atomically after each candidate so an interrupted
+tune resumes where it stopped. A file whose key differs from the current setup is refused with
+a message naming what differs; a file that does not parse is refused, never overwritten.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import inspect
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from kprof.atomic import atomic_write_text
+from kprof.errors import KprofError
+from kprof.workloads.workload import WorkloadShape
+
+FORMAT = "kprof-tune/1"
+TUNED_DIR = Path("profiles") / "tuned"
+
+
+def shape_bucket(shape: WorkloadShape) -> str:
+    """Configs transfer within a bucket: same heads, head dim, dtype, N rounded up to a power of two."""
+    n = 1 << max(0, (shape.n - 1).bit_length())
+    return f"hq{shape.hq}-hkv{shape.hkv}-d{shape.d}-n{n}-{shape.dtype}"
+
+
+def source_hash(method) -> str:
+    """Hash of the method's module and its kernel modules: editing a kernel invalidates its tunes."""
+    modules = [inspect.getmodule(type(method))]
+    modules += [importlib.import_module(name) for name in getattr(method, "kernel_modules", ())]
+    text = "\n".join(inspect.getsource(m) for m in modules)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class TuneKey:
+    method: str
+    launch: str
+    device: str
+    bucket: str
+    driver: str | None
+    cuda: str | None
+    torch: str
+    triton: str
+    source: str
+
+    @property
+    def filename(self) -> str:
+        safe = lambda s: "".join(c if c.isalnum() or c in "-_." else "_" for c in s)  # noqa: E731
+        return f"{safe(self.method)}__{safe(self.launch)}__{safe(self.device)}__{self.bucket}.json"
+
+    def differences(self, other: "TuneKey") -> list[str]:
+        a, b = asdict(self), asdict(other)
+        return [f"{k}: cached {a[k]!r} vs now {b[k]!r}" for k in a if a[k] != b[k]]
+
+
+@dataclass
+class CandidateRecord:
+    config: dict
+    status: str  # "ok" | "rejected" | "failed"
+    median_us: float | None = None
+    round_medians_us: list[float] = field(default_factory=list)
+    reason: str = ""
+    seconds: float = 0.0
+
+
+@dataclass
+class TuneFile:
+    key: TuneKey
+    default: dict
+    candidates: list[CandidateRecord] = field(default_factory=list)
+    best: dict | None = None
+    finalists: list[dict] = field(default_factory=list)  # paired re-measurements vs the default
+    format: str = FORMAT
+
+    def measured(self, config: dict) -> CandidateRecord | None:
+        for c in self.candidates:
+            if c.config == config:
+                return c
+        return None
+
+    def ok(self) -> list[CandidateRecord]:
+        return sorted((c for c in self.candidates if c.status == "ok"), key=lambda c: c.median_us)
+
+    def save(self, directory: Path = TUNED_DIR) -> Path:
+        path = directory / self.key.filename
+        atomic_write_text(path, json.dumps(asdict(self), indent=2))
+        return path
+
+
+def load_tune_file(path: Path, key: TuneKey | None = None) -> TuneFile:
+    """Read a cache file; with ``key``, refuse it unless it was measured under that key."""
+    try:
+        doc = json.loads(path.read_text())
+        if doc.get("format") != FORMAT:
+            raise ValueError(f"format {doc.get('format')!r}")
+        f = TuneFile(key=TuneKey(**doc["key"]), default=doc["default"],
+                     candidates=[CandidateRecord(**c) for c in doc["candidates"]], best=doc.get("best"),
+                     finalists=doc.get("finalists", []))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise KprofError(f"tuning cache {path} is corrupt ({exc}): move it away to re-tune; it was not modified") from None
+    if key is not None and f.key != key:
+        raise KprofError(f"tuning cache {path} was measured on another setup ({'; '.join(f.key.differences(key))}): "
+                         "re-tune here or pass --config default")
+    return f

@@ -1,0 +1,147 @@
+"""`kprof tune`: search each launch's declared config space, validated, cached, crash-proof.
+
+Screening times each candidate's launch in isolation (upstream launches untimed, eviction, the
+timed launch) in a worker process; wrong answers are rejected, crashes and hangs recorded as
+failed. The best screened candidates are then re-measured against the default with the paired
+protocol on the complete operation, and the winner must beat the default with its whole
+bootstrap interval to replace it.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from kprof.environment import collect_environment
+from kprof.errors import KprofError
+from kprof.methods import get_method
+from kprof.stats import paired_bootstrap
+from kprof.tune_cache import TUNED_DIR, CandidateRecord, TuneFile, TuneKey, load_tune_file, shape_bucket, source_hash
+from kprof.tune_worker import CandidateWorker, WorkerSpec
+from kprof.workloads.workload import WorkloadShape
+
+STRATEGIES = ("exhaustive", "random", "halving")
+
+
+@dataclass
+class TuneRequest:
+    method: str
+    workload: str
+    shape: WorkloadShape
+    device: str
+    launches: Sequence[str] = ()
+    strategy: str = "halving"
+    max_configs: int | None = None
+    budget_s: float | None = None
+    rounds: int = 3
+    observations: int = 100
+    warmup: int = 10
+    evict_mib: int = 512
+    timeout_s: float = 120.0
+    finalists: int = 3
+    paired: dict = field(default_factory=lambda: {"rounds": 10, "warmup_pairs": 50, "observations": 200})
+    seed: int = 0
+    out_dir: Path = TUNED_DIR
+
+
+@dataclass
+class LaunchOutcome:
+    launch: str
+    path: Path
+    file: TuneFile
+    measured_now: int
+    seconds: float
+
+
+def tune_key(method_spec: str, launch: str, shape: WorkloadShape, env=None) -> TuneKey:
+    """The cache key of one launch of a method on this machine's current software stack."""
+    env = env or collect_environment(with_ncu=False)
+    method = get_method(method_spec)
+    return TuneKey(method=method_spec, launch=launch, device=env.gpu.name if env.gpu else "cpu-interpreter",
+                   bucket=shape_bucket(shape), driver=env.driver, cuda=env.cuda_runtime, torch=env.torch,
+                   triton=env.triton, source=source_hash(method))
+
+
+def choose(candidates: list[dict], default: dict, strategy: str, max_configs: int | None, seed: int) -> list[dict]:
+    """The screening order: the default first, then the strategy's pick of the rest."""
+    if strategy not in STRATEGIES:
+        raise KprofError(f"unknown strategy {strategy!r}: use {', '.join(STRATEGIES)}")
+    rest = [c for c in candidates if c != default]
+    if strategy != "exhaustive":
+        random.Random(seed).shuffle(rest)
+    if max_configs is not None:
+        rest = rest[: max(0, max_configs - 1)]
+    return [default] + rest
+
+
+def _halving_survivors(records: list[CandidateRecord], keep: int) -> list[dict]:
+    ok = sorted((r for r in records if r.status == "ok"), key=lambda r: r.median_us)
+    return [r.config for r in ok[:keep]]
+
+
+def tune_launch(req: TuneRequest, launch: str, progress: Callable[[str, int, int], None]) -> LaunchOutcome:
+    method = get_method(req.method)
+    spaces = method.config_space()
+    if launch not in spaces:
+        raise KprofError(f"{req.method} has no launch {launch!r}: tunable launches are {', '.join(spaces) or 'none'}")
+    space = spaces[launch]
+    key = tune_key(req.method, launch, req.shape)
+    path = req.out_dir / key.filename
+    tf = load_tune_file(path, key) if path.exists() else TuneFile(key=key, default=space.default())
+    order = choose(list(space.candidates(req.shape)), space.default(), req.strategy, req.max_configs, req.seed)
+    todo = [c for c in order if tf.measured(c) is None]
+    spec = WorkerSpec(req.method, req.workload, req.device, launch, req.rounds, req.observations, req.warmup,
+                      req.evict_mib)
+    worker = CandidateWorker(spec, req.timeout_s)
+    t0 = time.perf_counter()
+    done = len(order) - len(todo)
+    try:
+        for cfg in todo:
+            if req.budget_s is not None and time.perf_counter() - t0 > req.budget_s:
+                break
+            progress(launch, done, len(order))
+            tf.candidates.append(worker.measure(cfg))
+            tf.save(req.out_dir)  # after every candidate: an interruption loses at most one
+            done += 1
+        progress(launch, done, len(order))
+        if req.strategy == "halving":
+            _halve(tf, worker, req)
+        _finalize(tf, worker, req)
+        tf.save(req.out_dir)
+    finally:
+        worker.close()
+    return LaunchOutcome(launch, path, tf, len(todo), time.perf_counter() - t0)
+
+
+def _halve(tf: TuneFile, worker: CandidateWorker, req: TuneRequest) -> None:
+    """Re-measure the better half repeatedly (more rounds for fewer candidates) down to the finalists."""
+    survivors = _halving_survivors(tf.candidates, max(req.finalists, len(tf.ok()) // 2))
+    while len(survivors) > req.finalists:
+        for cfg in survivors:
+            rec = tf.measured(cfg)
+            extra = worker.measure(cfg)
+            if extra.status == "ok":
+                rec.round_medians_us += extra.round_medians_us
+                rec.median_us = float(sorted(rec.round_medians_us)[len(rec.round_medians_us) // 2])
+        tf.save(req.out_dir)
+        survivors = _halving_survivors([tf.measured(c) for c in survivors], max(req.finalists, len(survivors) // 2))
+
+
+def _finalize(tf: TuneFile, worker: CandidateWorker, req: TuneRequest) -> None:
+    """Paired complete-operation comparison of the best candidates against the default."""
+    tf.finalists = []
+    best = None
+    for rec in [r for r in tf.ok() if r.config != tf.default][: req.finalists]:
+        got = worker.paired(rec.config, req.paired)
+        if isinstance(got, str):
+            tf.finalists.append({"config": rec.config, "status": "failed", "reason": got})
+            continue
+        iv = paired_bootstrap(got[0], got[1], resamples=2000, seed=req.seed)  # default / candidate
+        tf.finalists.append({"config": rec.config, "status": "ok", "speedup": iv.estimate, "low": iv.low,
+                             "high": iv.high})
+        if iv.low > 1.0 and (best is None or iv.estimate > best[1]):
+            best = (rec.config, iv.estimate)
+    tf.best = best[0] if best else tf.default

@@ -1,0 +1,124 @@
+"""kprof tune on the CPU: worker isolation, validation, resumable cache, key refusal, auto-pick."""
+
+import json
+import textwrap
+
+import pytest
+
+from kprof.errors import KprofError
+from kprof.tune_cache import TuneFile, load_tune_file
+from kprof.tuner import TuneRequest, tune_key, tune_launch
+from kprof.workloads import save
+
+PLUGIN = textwrap.dedent('''
+    import os, time
+    import torch
+    from kprof.config_space import LaunchSpace, Param
+    from kprof.methods.base import Method, Prepared, Stage
+    from kprof.methods.reference import dense_attention_fp64
+    from kprof.methods.registry import register
+
+    @register
+    class Faulty(Method):
+        """MODE 0 right, 1 wrong answer, 2 raises at prepare, 3 kills its process, 4 hangs."""
+        name = "test-faulty"
+        summary = "a method whose candidates fail in every way a kernel can"
+        def config_space(self):
+            return {"main": LaunchSpace("main", (Param("MODE", (0, 1, 2, 3, 4), 0),))}
+        def _prepare(self, w, config):
+            mode = config["main"]["MODE"]
+            if mode == 2:
+                raise RuntimeError("simulated compile error: out of resources")
+            ref = dense_attention_fp64(w).to(w.dtype)
+            out = torch.empty_like(ref)
+            def run():
+                if mode == 3:
+                    os._exit(7)
+                if mode == 4:
+                    time.sleep(60)
+                out.copy_(ref * (1.5 if mode == 1 else 1.0))
+                return out
+            return Prepared(method=self.name, config=config, run=run, stages=(Stage("main", run),),
+                            expected_kernels=(), output=out)
+''')
+
+
+@pytest.fixture
+def tiny(tmp_path, make_workload):
+    path = tmp_path / "tiny.safetensors"
+    w = make_workload(4, 2, 64, 16, seed=1, scale=2.0)
+    save(w, path)
+    return str(path), w.shape
+
+
+def _request(tiny, tmp_path, method="triton-dense", **kw):
+    path, shape = tiny
+    base = dict(method=method, workload=path, shape=shape, device="cpu", strategy="random", max_configs=3,
+                rounds=1, observations=1, warmup=0, evict_mib=1, timeout_s=60, finalists=1,
+                paired={"rounds": 2, "warmup_pairs": 0, "observations": 1, "evict_mib": 1}, out_dir=tmp_path / "tuned")
+    base.update(kw)
+    return TuneRequest(**base)
+
+
+def test_tune_writes_a_cache_and_resumes_without_remeasuring(tiny, tmp_path):
+    first = tune_launch(_request(tiny, tmp_path, max_configs=2), "combine", lambda *a: None)
+    assert first.path.exists() and first.measured_now == 2
+    before = {json.dumps(c.config, sort_keys=True): c.median_us for c in first.file.candidates}
+    assert all(c.status == "ok" for c in first.file.candidates)
+    assert first.file.candidates[0].config == first.file.default, "the default is always measured"
+    # "interrupted" after two candidates: asking for three measures only the missing one
+    again = tune_launch(_request(tiny, tmp_path, max_configs=3), "combine", lambda *a: None)
+    assert again.measured_now == 1
+    for c in again.file.candidates[:2]:
+        assert before[json.dumps(c.config, sort_keys=True)] == c.median_us
+    assert load_tune_file(again.path).best is not None
+
+
+def test_wrong_crashing_and_hanging_candidates_are_recorded_and_the_run_goes_on(tiny, tmp_path, monkeypatch):
+    (tmp_path / "faulty_plugin.py").write_text(PLUGIN)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    monkeypatch.setenv("KPROF_PLUGINS", "faulty_plugin")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    req = _request(tiny, tmp_path, method="test-faulty", strategy="exhaustive", max_configs=None, timeout_s=8)
+    out = tune_launch(req, "main", lambda *a: None)
+    status = {c.config["MODE"]: (c.status, c.reason) for c in out.file.candidates}
+    assert status[0][0] == "ok"
+    assert status[1][0] == "rejected" and "wrong answer" in status[1][1]
+    assert status[2][0] == "failed" and "simulated compile error" in status[2][1]
+    assert status[3][0] == "failed" and "died" in status[3][1]
+    assert status[4][0] == "failed" and "timeout" in status[4][1]
+    assert out.file.best == {"MODE": 0}
+
+
+def test_a_cache_from_another_setup_is_refused_and_not_overwritten(tiny, tmp_path):
+    req = _request(tiny, tmp_path, max_configs=1)
+    out = tune_launch(req, "combine", lambda *a: None)
+    doc = json.loads(out.path.read_text())
+    doc["key"]["triton"] = "0.0.1"
+    out.path.write_text(json.dumps(doc))
+    with pytest.raises(KprofError, match="another setup.*triton"):
+        tune_launch(req, "combine", lambda *a: None)
+    assert json.loads(out.path.read_text())["key"]["triton"] == "0.0.1"
+    out.path.write_text("{not json")
+    with pytest.raises(KprofError, match="corrupt"):
+        tune_launch(req, "combine", lambda *a: None)
+
+
+def test_measurements_pick_the_tuned_config_when_the_key_matches(tiny, tmp_path, monkeypatch):
+    from kprof.session import MeasurementSession
+
+    path, shape = tiny
+    key = tune_key("triton-dense", "partial", shape)
+    best = {"BLOCK_N": 32, "NUM_SPLITS": 8, "num_warps": 2, "num_stages": 1}
+    monkeypatch.chdir(tmp_path)
+    TuneFile(key=key, default={"BLOCK_N": 64, "NUM_SPLITS": 64, "num_warps": 4, "num_stages": 3}, best=best).save()
+    session = MeasurementSession.open("cpu", path, {"rounds": 1, "observations": 1, "warmup_pairs": 0})
+    pm = session.prepare("triton-dense", "triton-dense", "candidate")
+    assert pm.record.config["partial"] == best
+    assert any("using tuned config" in n for n in session.notes)
+    plain = MeasurementSession.open("cpu", path, {}, config_mode="default")
+    assert plain.prepare("triton-dense", "t", "candidate").record.config["partial"]["BLOCK_N"] == 64
+    config_file = tmp_path / "cfg.json"
+    config_file.write_text(json.dumps({"partial": {"BLOCK_N": 16}}))
+    given = MeasurementSession.open("cpu", path, {}, config_mode=str(config_file))
+    assert given.prepare("triton-dense", "t", "candidate").record.config["partial"]["BLOCK_N"] == 16
