@@ -55,6 +55,8 @@ if [ "$mode" != quick ]; then
   step compare_host kprof compare --method triton-dense --baseline flash --workload $W --host-bound --rounds 10 --out "$out/compare_host.json"
 fi
 [ "$mode" = quick ] || step probe_order "$py" scripts/probe_order_effect.py --workload $W
+[ "$mode" = quick ] || step ncu_flash kprof ncu --method flash --workload $W --captures 3 --out "$out/ncu_flash"
+[ "$mode" = quick ] || step ncu_santa kprof ncu --method santa --workload $W --captures 3 --out "$out/ncu_santa"
 step bench_dense "$py" scripts/bench_dense.py --workload $W --calls 1000
 echo "gpu_check: overall status $status (logs in $out)"
 exit $status

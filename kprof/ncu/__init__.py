@@ -1,5 +1,6 @@
-"""Nsight Compute integration: locating ncu (more arrives with `kprof ncu`)."""
+"""Nsight Compute integration: locate ncu, run it on the kprof target, parse its CSV into tables."""
 
 from kprof.ncu.locate import NcuBinary, find_ncu
+from kprof.ncu.parse import read_ncu_csv
 
-__all__ = ["NcuBinary", "find_ncu"]
+__all__ = ["NcuBinary", "find_ncu", "read_ncu_csv"]

@@ -1,0 +1,105 @@
+"""``kprof ncu``: profile a method with Nsight Compute, or import existing ncu output, into tables."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+import pandas as pd
+from rich.table import Table
+
+from kprof.cli.console import console, err_console
+from kprof.errors import KprofError
+from kprof.ncu.metrics import METRIC_SETS, TABLE14, resolve_metrics
+from kprof.ncu.parse import medians_over_captures, read_ncu_csv
+
+_HEADERS = {"kernel": "kernel", "ctas": "CTAs", "duration_us": "NCU duration (us)", "occupancy_pct": "occ. (%)",
+            "eligible_warps": "elig. warps/sched", "dram_pct": "DRAM (% peak)", "registers_per_thread": "reg./thr."}
+
+
+def _emit(df: pd.DataFrame, fmt: str, title: str, extra: list[str]) -> None:
+    cols = ["kernel", *TABLE14.keys(), *[m for m in extra if m in df.columns and m not in TABLE14.values()]]
+    view = df[cols]
+    if fmt == "json":
+        click.echo(json.dumps(json.loads(view.to_json(orient="records")), indent=2))
+    elif fmt == "csv":
+        click.echo(view.to_csv(index=False), nl=False)
+    elif fmt == "markdown":
+        head = [_HEADERS.get(c, c) for c in cols]
+        click.echo("| " + " | ".join(head) + " |")
+        click.echo("|" + "---|" * len(head))
+        for _, row in view.iterrows():
+            click.echo("| " + " | ".join(_fmt(row[c]) for c in cols) + " |")
+    else:
+        t = Table(title=title)
+        for c in cols:
+            t.add_column(_HEADERS.get(c, c), justify="left" if c == "kernel" else "right")
+        for _, row in view.iterrows():
+            t.add_row(*(_fmt(row[c]) for c in cols))
+        console.print(t)
+        console.print(f"sum of NCU durations: {df['duration_us'].sum():.2f} us (kernel replay, caches flushed; "
+                      "not a replacement for event-timed latency)")
+
+
+def _fmt(v) -> str:
+    if v is None or (isinstance(v, float) and pd.isna(v)) or v is pd.NA:
+        return "n/a"
+    if isinstance(v, float):
+        return f"{v:.2f}"
+    return str(v)
+
+
+def _format_options(fn):
+    fn = click.option("--markdown", "fmt", flag_value="markdown", help="Markdown table.")(fn)
+    fn = click.option("--csv", "fmt", flag_value="csv", help="CSV.")(fn)
+    fn = click.option("--json", "fmt", flag_value="json", help="JSON records (kernel, ctas, duration_us, ...).")(fn)
+    return fn
+
+
+@click.group(invoke_without_command=True)
+@click.option("--method", default=None, help="Method to profile (its own launches only).")
+@click.option("--workload", default="qwen2.5-7b-l14-32k", show_default=True, help="Spec name or workload file.")
+@click.option("--captures", type=int, default=3, show_default=True, help="ncu runs; the table shows per-metric medians.")
+@click.option("--metrics", "metric_sets", multiple=True,
+              help=f"Extra metric set ({', '.join(METRIC_SETS)}) or any ncu metric name (repeatable).")
+@click.option("--config", "config_mode", default="auto", show_default=True, help="Launch configs: auto, default or FILE.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="runs/ncu", show_default=True,
+              help="Where .ncu-rep and CSV files are kept.")
+@_format_options
+@click.pass_context
+def ncu(ctx, method, workload, captures, metric_sets, config_mode, out_dir, fmt) -> None:
+    """Nsight Compute tables (SANTA++ Table 14 columns): run ncu on a method, or `kprof ncu import FILE...`.
+
+    Profiling uses kernel replay, --cache-control all, --clock-control none, and an NVTX range so
+    only the method's own launches are measured (no warm-up, eviction or setup kernels).
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    if method is None:
+        click.echo(ctx.get_help())
+        return
+    from kprof.ncu.run import capture
+
+    metrics = resolve_metrics(metric_sets)
+    target = ["--method", method, "--workload", workload, "--config", config_mode]
+    frames = []
+    for i in range(captures):
+        err_console.print(f"[dim]• ncu capture {i + 1}/{captures} of {method}[/]")
+        frames.append(capture(metrics, target, Path(out_dir), i)[1])
+    if len({len(f) for f in frames}) != 1:
+        raise KprofError("captures profiled different numbers of launches: the method is not deterministic in its launches")
+    _emit(medians_over_captures(frames), fmt, f"{method} on {workload}: medians of {captures} ncu captures", metrics)
+
+
+@ncu.command("import")
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--metric", "extra", multiple=True, help="Extra metric column to show (repeatable).")
+@_format_options
+def import_(files, extra, fmt) -> None:
+    """Read ncu output made elsewhere: CSV (--page raw or details) or .ncu-rep (needs ncu here)."""
+    from kprof.ncu.run import import_report
+
+    for f in files:
+        df = import_report(Path(f)) if f.endswith(".ncu-rep") else read_ncu_csv(f)
+        _emit(df, fmt, f, list(extra))

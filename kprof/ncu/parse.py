@@ -1,0 +1,150 @@
+"""Nsight Compute CSV (``--page raw`` or ``--page details``, base or auto units) -> a pandas DataFrame.
+
+One row per kernel launch with typed, unit-normalised columns: ``id``, ``kernel`` (short name),
+``kernel_full``, the Table 14 columns (``ctas``, ``duration_us``, ``occupancy_pct``,
+``eligible_warps``, ``dram_pct``, ``registers_per_thread``) and every other metric under its
+ncu name (durations in us, percentages as numbers). Tolerates ``==PROF==``/``==WARNING==``
+lines and program output around the table, thousands separators, ``n/a`` and quoted commas.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import re
+from pathlib import Path
+
+import pandas as pd
+
+from kprof.errors import KprofError
+from kprof.ncu.metrics import TABLE14
+
+_TIME_UNITS = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3,
+               "s": 1e6, "second": 1e6}
+_BYTE_UNITS = {"byte": 1, "kbyte": 1e3, "mbyte": 1e6, "gbyte": 1e9, "tbyte": 1e12}
+_NUMBER = re.compile(r"^[+-]?(\d{1,3}(,\d{3})+|\d+)(\.\d+)?([eE][+-]?\d+)?$")
+
+
+def short_kernel_name(name: str) -> str:
+    """``void ns::kern<T, 4>(Params)`` -> ``kern``."""
+    s = name.strip().replace("<unnamed>", "unnamed").replace("(anonymous namespace)", "anonymous")
+    if s.startswith("void "):
+        s = s[5:]
+    depth, cut = 0, len(s)
+    for i, ch in enumerate(s):  # drop template arguments and the parameter list at depth 0
+        if ch in "<(" and depth == 0:
+            cut = i
+            break
+    s = s[:cut]
+    return s.rsplit("::", 1)[-1] or name
+
+
+def parse_number(text: str) -> float | None:
+    t = text.strip()
+    if t in ("", "n/a", "N/A", "-"):
+        return None
+    if _NUMBER.match(t):
+        return float(t.replace(",", ""))
+    return None
+
+
+def _normalise(value: float | None, unit: str) -> tuple[float | None, str]:
+    u = unit.strip().lower()
+    if value is None:
+        return None, u
+    if u in _TIME_UNITS:
+        return value * _TIME_UNITS[u], "us"
+    if u in _BYTE_UNITS:
+        return value * _BYTE_UNITS[u], "byte"
+    return value, u
+
+
+def _table_lines(text: str, source: str) -> list[str]:
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith('"ID"'):
+            return [ln for ln in lines[i:] if ln.startswith('"')]
+    raise KprofError(f"{source} is not Nsight Compute CSV (no \"ID\" header line): export with `ncu --csv --page raw` "
+                     "or `--page details`")
+
+
+def _from_raw(rows: list[list[str]]) -> pd.DataFrame:
+    header = rows[0]
+    units = rows[1] if len(rows) > 1 and rows[1] and rows[1][0] == "" else [""] * len(header)
+    body = rows[2:] if units is not rows[0] and len(rows) > 1 and rows[1] and rows[1][0] == "" else rows[1:]
+    records = []
+    for r in body:
+        if len(r) != len(header):
+            continue
+        rec = {"id": int(r[0]), "kernel_full": r[header.index("Kernel Name")]}
+        for col, unit, raw in zip(header, units, r):
+            if "__" not in col:
+                continue
+            value, _ = _normalise(parse_number(raw), unit)
+            rec[col] = value if value is not None else (math.nan if raw.strip() in ("", "n/a") else raw)
+        records.append(rec)
+    return pd.DataFrame.from_records(records)
+
+
+def _from_details(rows: list[list[str]]) -> pd.DataFrame:
+    header = rows[0]
+    ix = {name: header.index(name) for name in ("ID", "Kernel Name", "Metric Name", "Metric Unit", "Metric Value")}
+    per_launch: dict[int, dict] = {}
+    for r in rows[1:]:
+        if len(r) != len(header):
+            continue
+        rec = per_launch.setdefault(int(r[ix["ID"]]), {"id": int(r[ix["ID"]]), "kernel_full": r[ix["Kernel Name"]]})
+        value, _ = _normalise(parse_number(r[ix["Metric Value"]]), r[ix["Metric Unit"]])
+        rec[r[ix["Metric Name"]]] = value if value is not None else r[ix["Metric Value"]]
+    return pd.DataFrame.from_records(list(per_launch.values()))
+
+
+_DETAILS_ALIASES = {  # details-page display names -> raw metric names of the Table 14 columns
+    "Grid Size": "launch__grid_size", "Duration": "gpu__time_duration.sum",
+    "Achieved Occupancy": "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "Eligible Warps Per Scheduler": "smsp__warps_eligible.avg.per_cycle_active",
+    "DRAM Throughput": "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+    "Registers Per Thread": "launch__registers_per_thread",
+}
+
+
+def read_ncu_csv(source: str | Path, text: str | None = None) -> pd.DataFrame:
+    """Parse ncu CSV (a path, or ``text`` named ``source``) into the canonical per-launch frame."""
+    if text is None:
+        try:
+            text = Path(source).read_text(errors="replace")
+        except OSError as exc:
+            raise KprofError(f"cannot read {source} ({exc.strerror}): check the path") from None
+    lines = _table_lines(text, str(source))
+    rows = list(csv.reader(io.StringIO("\n".join(lines))))
+    if "Metric Name" in rows[0]:
+        df = _from_details(rows).rename(columns=_DETAILS_ALIASES)
+    else:
+        df = _from_raw(rows)
+    if df.empty:
+        raise KprofError(f"{source} holds no kernel rows: was anything profiled? check ncu's filters")
+    df.insert(1, "kernel", df["kernel_full"].map(short_kernel_name))
+    for column, metric in TABLE14.items():
+        df[column] = pd.to_numeric(df[metric], errors="coerce") if metric in df else math.nan
+    for column in ("ctas", "registers_per_thread"):
+        df[column] = df[column].astype("Int64")
+    return df.sort_values("id").reset_index(drop=True)
+
+
+def table14(df: pd.DataFrame) -> pd.DataFrame:
+    """The Table 14 view: kernel and the six columns, one row per launch."""
+    return df[["id", "kernel", *TABLE14.keys()]]
+
+
+def medians_over_captures(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """Per-metric medians over captures of the same launches (matched by launch order)."""
+    stacked = pd.concat([f.assign(launch=range(len(f))) for f in frames])
+    numeric = stacked.select_dtypes("number").columns.difference(["id", "launch"])
+    med = stacked.groupby("launch")[list(numeric)].median()
+    names = frames[0][["kernel", "kernel_full"]].reset_index(drop=True)
+    out = pd.concat([names, med.reset_index(drop=True)], axis=1)
+    for column in ("ctas", "registers_per_thread"):
+        if column in out:
+            out[column] = out[column].round().astype("Int64")
+    return out

@@ -1,0 +1,44 @@
+"""The program ncu profiles: prepare a method, warm up, then one operation inside an NVTX range.
+
+``python -m kprof.ncu.target --method M --workload W [--config auto|default|FILE]``. Only the
+launches inside the ``kprof`` range are profiled (ncu ``--nvtx-include kprof/``), so setup,
+warm-up and eviction kernels stay out of the report.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import torch
+
+RANGE = "kprof"
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--method", required=True)
+    ap.add_argument("--workload", required=True)
+    ap.add_argument("--config", default="auto")
+    ap.add_argument("--warmup", type=int, default=10)
+    args = ap.parse_args(argv)
+
+    import kprof.kernels  # noqa: F401
+    from kprof.methods import get_method
+    from kprof.methods.registry import load_plugins
+    from kprof.session import MeasurementSession
+
+    load_plugins()
+    session = MeasurementSession.open("cuda", args.workload, {}, config_mode=args.config)
+    method = get_method(args.method)
+    prepared = method.prepare(session.workload, session.target, session.launch_config(args.method))
+    for _ in range(args.warmup):
+        prepared.run()
+    torch.cuda.synchronize()
+    torch.cuda.nvtx.range_push(RANGE)
+    prepared.run()
+    torch.cuda.nvtx.range_pop()
+    torch.cuda.synchronize()
+
+
+if __name__ == "__main__":
+    main()
