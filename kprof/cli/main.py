@@ -31,7 +31,8 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from kprof.cli import capture_cmd, env_cmd, measure_cmds, methods_cmd, ncu_cmd, santa_cmd, tune_cmd, workload_cmd
+    from kprof.cli import (capture_cmd, env_cmd, gate_cmd, measure_cmds, methods_cmd, ncu_cmd, report_cmd, santa_cmd,
+                           tune_cmd, workload_cmd)
 
     cli.add_command(capture_cmd.capture)
     cli.add_command(santa_cmd.santa)
@@ -39,6 +40,8 @@ def _register() -> None:
     cli.add_command(measure_cmds.stages)
     cli.add_command(tune_cmd.tune)
     cli.add_command(ncu_cmd.ncu)
+    cli.add_command(gate_cmd.gate_cmd)
+    cli.add_command(report_cmd.report)
     cli.add_command(env_cmd.env)
     cli.add_command(workload_cmd.workload)
     cli.add_command(methods_cmd.methods)

@@ -1,0 +1,73 @@
+"""``kprof report``: render stored Results as tables, markdown, CSV or plots."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import click
+
+from kprof.cli.console import console
+from kprof.render import compare_table, stages_table
+from kprof.results import Result, load_result
+
+
+def result_rows(res: Result) -> list[dict]:
+    """One flat record per timed row of a Result (what markdown and CSV show)."""
+    speed = {s.candidate: s.interval for s in res.speedups}
+    rows = []
+    for label, s in res.summaries.items():
+        iv = speed.get(label)
+        rec = next((m for m in res.methods if m.label == label), None)
+        rows.append({
+            "workload": res.workload.get("name"), "kind": res.kind, "row": label, "mode": res.mode,
+            "median_us": round(s.median_us.estimate, 3), "ci_low_us": round(s.median_us.low, 3),
+            "ci_high_us": round(s.median_us.high, 3), "round_min_us": round(s.round_median_min_us, 3),
+            "round_max_us": round(s.round_median_max_us, 3),
+            "speedup": round(iv.estimate, 4) if iv else "", "speedup_low": round(iv.low, 4) if iv else "",
+            "speedup_high": round(iv.high, 4) if iv else "",
+            "launches": rec.catalog.launches_per_call if rec and rec.catalog.launches_per_call else "",
+            "valid": rec.validation.passed if rec else "",
+            "device": (res.environment.get("gpu") or {}).get("name", res.environment.get("execution")),
+        })
+    return rows
+
+
+def to_markdown(res: Result) -> str:
+    rows = result_rows(res)
+    cols = ["row", "median_us", "round_min_us", "round_max_us", "speedup", "speedup_low", "speedup_high", "launches", "valid"]
+    out = [f"**{res.workload.get('name')}** ({res.kind}, {res.mode}, {rows[0]['device']}, "
+           f"{res.protocol.get('rounds')} rounds x {res.protocol.get('observations')} obs)", "",
+           "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    out += ["| " + " | ".join(str(r[c]) for c in cols) + " |" for r in rows]
+    out += [f"- note: {n}" for n in res.notes]
+    return "\n".join(out) + "\n"
+
+
+@click.command()
+@click.argument("results", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--markdown", "fmt", flag_value="markdown", help="Markdown tables (paper/PR ready).")
+@click.option("--csv", "fmt", flag_value="csv", help="CSV, one row per timed row of every Result.")
+@click.option("--plot", type=click.Path(dir_okay=False), default=None,
+              help="Also write a PNG: round medians (drift) and speedups with intervals, or stage medians.")
+def report(results, fmt, plot) -> None:
+    """Render stored Results (runs/*.json): terminal tables by default."""
+    loaded = [load_result(p) for p in results]
+    if fmt == "markdown":
+        click.echo("\n".join(to_markdown(r) for r in loaded))
+    elif fmt == "csv":
+        buf = io.StringIO()
+        rows = [row for r in loaded for row in result_rows(r)]
+        writer = csv.DictWriter(buf, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+        click.echo(buf.getvalue(), nl=False)
+    else:
+        for r in loaded:
+            console.print(compare_table(r) if r.kind == "compare" else stages_table(r))
+            for n in r.notes:
+                console.print(f"[yellow]note:[/] {n}")
+    if plot:
+        from kprof.plots import plot_results
+
+        console.print(f"plot written to {plot_results(loaded, plot)}")
