@@ -10,17 +10,9 @@ mkdir -p "$out"
 cd "$(dirname "$0")/.."
 export PYTHONUNBUFFERED=1 COLUMNS=160
 py=${PYTHON:-python3}
-kprof() { "$py" -m kprof "$@"; }
 status=0
-step() {
-  local name=$1; shift
-  echo "=== $name: $*"
-  local t0=$SECONDS
-  "$@" 2>&1 | tee "$out/$name.log"
-  local rc=${PIPESTATUS[0]}
-  echo "=== $name: rc=$rc ($((SECONDS - t0)) s)"
-  [ "$rc" -eq 0 ] || status=1
-}
+# shellcheck source=scripts/lib.sh
+. scripts/lib.sh
 W=/tmp/kprof_qwen32k.safetensors
 [ -f $W ] || kprof capture --synthetic qwen2.5-7b-l14-32k --out $W > "$out/capture.log" 2>&1 || status=1
 step santa_prepare kprof santa prepare --workload $W

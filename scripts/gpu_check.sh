@@ -6,23 +6,15 @@
 # `quick` skips the full-protocol runs; `santa` / `fathom` run only that method's checks and benchmarks.
 # Exits non-zero if any step failed (all steps still run).
 set -u
-out=${1:?usage: scripts/gpu_check.sh OUTDIR [quick]}
+out=${1:?usage: scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom]}
 mode=${2:-full}
 mkdir -p "$out"
 cd "$(dirname "$0")/.."
 export PYTHONUNBUFFERED=1 COLUMNS=160
 py=${PYTHON:-python3}
-kprof() { "$py" -m kprof "$@"; }
 status=0
-step() {  # step NAME CMD...: run, tee to $out/NAME.log, remember failures
-  local name=$1; shift
-  echo "=== $name: $*"
-  local t0=$SECONDS
-  "$@" 2>&1 | tee "$out/$name.log"
-  local rc=${PIPESTATUS[0]}
-  echo "=== $name: rc=$rc ($((SECONDS - t0)) s)"
-  [ "$rc" -eq 0 ] || status=1
-}
+# shellcheck source=scripts/lib.sh
+. scripts/lib.sh
 W=qwen2.5-7b-l14-32k
 step install "$py" -m pip install -q --no-deps --no-build-isolation -e .
 step env kprof env

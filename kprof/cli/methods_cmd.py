@@ -14,6 +14,15 @@ from kprof.methods import METHODS, get_method
 from kprof.session import MeasurementSession
 
 
+def _target_options(fn):
+    """--method, --workload and --device, shared by check and validate."""
+    fn = click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
+                      help="Where to run; cpu uses the Triton interpreter.")(fn)
+    fn = click.option("--workload", "workload_name", default=None,
+                      help="Spec name or .safetensors file [default: qwen2.5-7b-l14-32k on GPU, cpu-smoke on CPU].")(fn)
+    return click.option("--method", "method_name", required=True, help="Method spec (see `kprof methods`).")(fn)
+
+
 @click.command()
 def methods() -> None:
     """List registered methods, their launches and tunable launch parameters (defaults in bold)."""
@@ -35,11 +44,7 @@ def methods() -> None:
 
 
 @click.command()
-@click.option("--method", "method_name", required=True, help="Method to check (see `kprof methods`).")
-@click.option("--workload", "workload_name", default=None,
-              help="Spec name or .safetensors file [default: qwen2.5-7b-l14-32k on GPU, cpu-smoke on CPU].")
-@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
-              help="Where to run; cpu uses the Triton interpreter.")
+@_target_options
 @click.option("--set", "overrides", multiple=True, metavar="LAUNCH.PARAM=V",
               help="Override a launch parameter, e.g. --set partial.BLOCK_N=128 (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print the validation report as JSON.")
@@ -72,11 +77,7 @@ def check(method_name: str, workload_name: str | None, device: str, overrides: t
 
 
 @click.command()
-@click.option("--method", "method_name", required=True, help="Method to validate (see `kprof methods`).")
-@click.option("--workload", "workload_name", default=None,
-              help="Spec name or .safetensors file [default: qwen2.5-7b-l14-32k on GPU, cpu-smoke on CPU].")
-@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
-              help="Where to run; cpu uses the Triton interpreter.")
+@_target_options
 @click.option("--realisations", type=int, default=3, show_default=True,
               help="Sampling realisations (noise seeds 0..n-1) for sampling methods; 1 run otherwise.")
 @click.option("--json", "as_json", is_flag=True, help="Print one record per realisation as JSON.")

@@ -50,8 +50,15 @@ class _FathomFamily(Method):
                 raise ConfigError(f"unknown {cls.name} option {key!r}: use {', '.join(allowed)}")
         return cls(**kw)
 
+    fixed_channels: ClassVar[int | None] = None  # baselines: channels read at 4 bits (None: all)
+
     def policy(self):
-        raise NotImplementedError
+        """Water-filling for Fathom; the fixed-channel rule of the baselines otherwise."""
+        from kprof.kernels.fathom.operator import ALL_CHANNELS, top_q, water
+
+        if self.takes_budget:
+            return water(self.budget)
+        return top_q(self.fixed_channels) if self.fixed_channels else ALL_CHANNELS
 
     def config_space(self):
         from kprof.kernels.fathom.decode import LAUNCH_SPACES
@@ -96,40 +103,22 @@ class Fathom(_FathomFamily):
     summary = "Fathom: per-query water-filled read depth over 4-bit bit planes (budget = code bits/token)"
     takes_budget = True
 
-    def policy(self):
-        from kprof.kernels.fathom.operator import water
-
-        return water(self.budget)
-
 
 @register
 class Scan32(_FathomFamily):
     name = "scan32"
     summary = "32 channels by group |q| at 4 bits (SparQ r=32 / Double Sparsity / Loki byte count, 136 bits)"
-
-    def policy(self):
-        from kprof.kernels.fathom.operator import top_q
-
-        return top_q(32)
+    fixed_channels = 32
 
 
 @register
 class Sparq16(_FathomFamily):
     name = "sparq16"
     summary = "SparQ r=16: 16 channels by group |q| at 4 bits (68 bits)"
-
-    def policy(self):
-        from kprof.kernels.fathom.operator import top_q
-
-        return top_q(16)
+    fixed_channels = 16
 
 
 @register
 class ScanFull(_FathomFamily):
     name = "scan-full"
     summary = "every channel at 4 bits (544 bits)"
-
-    def policy(self):
-        from kprof.kernels.fathom.operator import ALL_CHANNELS
-
-        return ALL_CHANNELS
