@@ -21,10 +21,11 @@ for seed in 0 1 2; do
 done
 step santa_check_k_eq_m kprof check --method santa:k=1000000 --workload $W
 step santa_stages kprof stages --method santa --workload $W --rounds "$rounds" --out "$out/santa_stages.json"
-step santa_stages_wide kprof stages --method santa --workload $W --rounds "$rounds" \
-  --set topk.BLOCK_T=1024 --set attend.NUM_SPLITS=64 --out "$out/santa_stages_wide.json"
-step santa_compare kprof compare --method santa --method santa:topk.BLOCK_T=1024,attend.NUM_SPLITS=64 \
-  --method santa:topk.BLOCK_T=2048,attend.NUM_SPLITS=64 --method cudnn --baseline flash --workload $W \
+variants=(--method santa --method santa:topk.BLOCK_T=2048)
+if "$py" -c "import sys, triton.language as tl; sys.exit(0 if hasattr(tl, 'topk') else 1)"; then
+  variants+=(--method santa:topk.SELECT=1,merge.SELECT=1)  # tl.topk selection (newer Triton)
+fi
+step santa_compare kprof compare "${variants[@]}" --method cudnn --baseline flash --workload $W \
   --rounds "$rounds" --out "$out/santa_compare.json"
 echo "bench_santa: overall status $status (logs in $out)"
 exit $status

@@ -13,11 +13,15 @@ import triton
 
 from kprof.errors import ConfigError
 
-from kprof.config_space import LaunchConfig, LaunchSpace, Param
+from kprof.config_space import Constraint, LaunchConfig, LaunchSpace, Param
 from kprof.kernels.dense.split_kv import _split_kv_combine
 from kprof.kernels.santa.preparation import SantaArtifacts
+from kprof.kernels.santa import triton_kernels
 from kprof.kernels.santa.triton_kernels import (LOG2E, santa_attend, santa_block_topk, santa_gumbel_dump,
                                                 santa_merge_union, santa_score)
+
+_TOPK_AVAILABLE = Constraint("SELECT=1 needs tl.topk, which this Triton lacks",
+                             lambda c, s: c["SELECT"] == 0 or triton_kernels.HAS_TOPK)
 
 # Defaults are the best of a small H200 sweep at qwen2.5-7b-l14-32k (K=31): BLOCK_T 512/1024/2048
 # and NUM_SPLITS 16/64 gave 104 / 67 / 89 us for the complete operator (scripts/bench_santa.sh).
@@ -29,9 +33,13 @@ LAUNCH_SPACES = {
     )),
     "topk": LaunchSpace("topk", (
         Param("BLOCK_T", (16, 32, 64, 128, 256, 512, 1024, 2048), 1024, "teams per block (>= K+1)"),
+        Param("SELECT", (0, 1), 0, "0: full bitonic sort; 1: tl.topk (newer Triton only)"),
         Param("num_warps", (1, 2, 4, 8, 16), 4),
-    )),
-    "merge": LaunchSpace("merge", (Param("num_warps", (1, 2, 4, 8, 16), 8),)),
+    ), (_TOPK_AVAILABLE,)),
+    "merge": LaunchSpace("merge", (
+        Param("SELECT", (0, 1), 0, "0: full bitonic sort; 1: tl.topk (newer Triton only)"),
+        Param("num_warps", (1, 2, 4, 8, 16), 8),
+    ), (_TOPK_AVAILABLE,)),
     "attend": LaunchSpace("attend", (
         Param("BLOCK_R", (16, 32, 64), 32, "virtual rows per tile"),
         Param("NUM_SPLITS", (1, 2, 4, 8, 16, 32, 64, 128), 64, "row ranges per KV head"),
@@ -126,6 +134,7 @@ class SantaDecode:
             self.m_max, self.inv_sqrt_d,
             self.scores.stride(0), a.team_len.stride(0), self.cand.stride(0), self.cand.stride(1),
             GROUP=self.group, BLOCK_T=c["BLOCK_T"], KPAD=self.kpad, NOISE=not self.all_teams,
+            USE_TOPK=bool(c["SELECT"]),
             num_warps=c["num_warps"],
         )
 
@@ -139,7 +148,8 @@ class SantaDecode:
             self.cand.stride(0), self.scores.stride(0), a.team_len.stride(0), self.sel_team.stride(0),
             self.u_mask.stride(0), self.u_mask.stride(1),
             GROUP=self.group, BLOCK_G=self.merge_g, NCP=self.ncp, NCAND=self.ncand, KPAD=self.kpad,
-            UMAX=self.umax, FRESH=self.fresh, num_warps=self.cfg["merge"]["num_warps"],
+            UMAX=self.umax, FRESH=self.fresh, USE_TOPK=bool(self.cfg["merge"]["SELECT"]),
+            num_warps=self.cfg["merge"]["num_warps"],
         )
 
     def launch_attend(self) -> None:

@@ -13,6 +13,10 @@ import triton
 import triton.language as tl
 
 LOG2E = 1.4426950408889634
+# tl.topk (a bitonic top-k: log2(k) sort stages then shrinking merges) exists in newer Triton.
+# Launches choose it with the SELECT launch parameter (a constexpr, so only one path compiles);
+# the default full sort is the path measured on the H200.
+HAS_TOPK = hasattr(tl, "topk")
 
 
 @triton.jit
@@ -90,7 +94,7 @@ def santa_block_topk(
     Scores, Lengths, NumTeams, SeedPtr, Cand,
     m_max, inv_sqrt_d,
     stride_sh, stride_lh, stride_ch, stride_cb,
-    GROUP: tl.constexpr, BLOCK_T: tl.constexpr, KPAD: tl.constexpr, NOISE: tl.constexpr,
+    GROUP: tl.constexpr, BLOCK_T: tl.constexpr, KPAD: tl.constexpr, NOISE: tl.constexpr, USE_TOPK: tl.constexpr,
 ):
     """Launch 2, grid (Hq, cdiv(M_max, BLOCK_T)): routing logits, Gumbel noise, local top-(K+1).
 
@@ -109,9 +113,12 @@ def santa_block_topk(
     if NOISE:
         y = y + _gumbel(tl.load(SeedPtr), h * m_max + offs)
     y = tl.where(valid, y, float("-inf"))
-    keys = tl.sort(_to_key(y, offs), descending=True)
-    rank = tl.arange(0, BLOCK_T)
-    tl.store(Cand + h * stride_ch + blk * stride_cb + rank, keys, mask=rank < KPAD)
+    if USE_TOPK:
+        tl.store(Cand + h * stride_ch + blk * stride_cb + tl.arange(0, KPAD), tl.topk(_to_key(y, offs), KPAD))
+    else:
+        keys = tl.sort(_to_key(y, offs), descending=True)
+        rank = tl.arange(0, BLOCK_T)
+        tl.store(Cand + h * stride_ch + blk * stride_cb + rank, keys, mask=rank < KPAD)
 
 
 @triton.jit
@@ -121,7 +128,7 @@ def santa_merge_union(
     inv_sqrt_d, k_sel, m_max,
     stride_ch, stride_sh, stride_lh, stride_selh, stride_uh, stride_um,
     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, NCP: tl.constexpr, NCAND: tl.constexpr, KPAD: tl.constexpr,
-    UMAX: tl.constexpr, FRESH: tl.constexpr,
+    UMAX: tl.constexpr, FRESH: tl.constexpr, USE_TOPK: tl.constexpr,
 ):
     """Launch 3, grid (Hkv,): global top-K and tau per head, corrections, GQA union.
 
@@ -139,14 +146,16 @@ def santa_merge_union(
     offs_c = tl.arange(0, NCP)
     cand = tl.load(Cand + heads[:, None] * stride_ch + offs_c[None, :],
                    mask=g_mask[:, None] & (offs_c[None, :] < NCAND), other=-9223372036854775807)
-    cand = tl.sort(cand, dim=1, descending=True)
-    # tau: the (K+1)-th key of each head
-    tau_key = tl.sum(tl.where(offs_c[None, :] == k_sel, cand, 0), axis=1)
-    tau = _key_score(tau_key)
-    # the first KPAD columns hold the selection (rank < K) and tau; fold to [BLOCK_G, KPAD]
     offs_k = tl.arange(0, KPAD)
-    top = tl.reshape(cand, (BLOCK_G, NCP // KPAD, KPAD))
-    top = tl.sum(tl.where(tl.arange(0, NCP // KPAD)[None, :, None] == 0, top, 0), axis=1)
+    if USE_TOPK:
+        top = tl.topk(cand, KPAD, dim=1)  # [BLOCK_G, KPAD], best first
+    else:
+        cand = tl.sort(cand, dim=1, descending=True)
+        # keep the first KPAD columns: fold [BLOCK_G, NCP] to [BLOCK_G, KPAD]
+        top = tl.reshape(cand, (BLOCK_G, NCP // KPAD, KPAD))
+        top = tl.sum(tl.where(tl.arange(0, NCP // KPAD)[None, :, None] == 0, top, 0), axis=1)
+    # tau: the (K+1)-th key of each head
+    tau = _key_score(tl.sum(tl.where(offs_k[None, :] == k_sel, top, 0), axis=1))
     team = _key_index(top)
     chosen = g_mask[:, None] & (offs_k[None, :] < k_sel)
     s = tl.load(Scores + heads[:, None] * stride_sh + team, mask=chosen, other=0.0)

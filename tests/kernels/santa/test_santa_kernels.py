@@ -171,3 +171,18 @@ def test_union_bookkeeping_is_restored_between_calls(make_workload, target):
         c = int(count[kvh])
         assert torch.equal(op.u_team[kvh, :c], first[1][kvh, :c])
         assert torch.equal(op.u_mask[kvh, :c], first[2][kvh, :c])
+
+
+@pytest.mark.parametrize("select", [0, 1])
+def test_topk_and_sort_paths_select_identically(make_workload, target, select):
+    """Both selection paths (full tl.sort, or tl.topk where Triton has it) must agree with the reference."""
+    from kprof.kernels.santa import triton_kernels
+
+    if select and not triton_kernels.HAS_TOPK:
+        pytest.skip("this Triton has no tl.topk")
+    w, layout, op = _setup(make_workload, target, seed=21)
+    op.cfg["topk"]["SELECT"] = op.cfg["merge"]["SELECT"] = select
+    op.run()
+    noise = op.gumbel_noise().cpu()
+    for h in range(op.hq):
+        assert op.sel_team[h, : op.k].cpu().tolist() == _ref_selection(w, layout, op, h, noise)[1].teams.tolist()
