@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Run every GPU check in one go on a CUDA machine; all logs go to OUTDIR.
-#   bash scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom]
+#   bash scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu]
 # Installs kprof without touching the machine's torch/triton, prints `kprof env`, runs the
-# `-m gpu` tests, the full-protocol comparisons and stage timings, and the dense benchmark.
-# `quick` skips the full-protocol runs; `santa` / `fathom` run only that method's checks and benchmarks.
-# Exits non-zero if any step failed (all steps still run).
+# `-m gpu` tests, then by mode: full = dense baselines and the timing protocol (full-protocol
+# comparisons, A/A checks, stages, graph and host-bound modes, order probe, dense benchmark;
+# about 5 minutes); quick = the same without full-protocol runs; santa / fathom / ncu = that
+# part only (each fits one 10-minute device call). Exits non-zero if any step failed (all
+# steps still run).
 set -u
 out=${1:?usage: scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom]}
 mode=${2:-full}
@@ -20,10 +22,10 @@ step install "$py" -m pip install -q --no-deps --no-build-isolation -e .
 step env kprof env
 kprof env --json > "$out/env.json" 2>&1 || status=1
 step pytest_gpu "$py" -m pytest -m gpu -q -p no:cacheprovider tests
-if [ "$mode" = santa ] || [ "$mode" = full ]; then
+if [ "$mode" = santa ]; then
   bash scripts/bench_santa.sh "$out/santa" || status=1
 fi
-if [ "$mode" = fathom ] || [ "$mode" = full ]; then
+if [ "$mode" = fathom ]; then
   F=qwen3-8b-1m
   step fathom_gather "$py" scripts/bench_gather.py
   kprof capture --synthetic $F --out /tmp/kprof_f1m.safetensors > "$out/capture_f1m.log" 2>&1 || status=1
@@ -35,6 +37,12 @@ if [ "$mode" = fathom ] || [ "$mode" = full ]; then
   step fathom_stages kprof stages --method fathom --workload /tmp/kprof_f1m.safetensors --rounds 5 --stage-observations 50
 fi
 [ "$mode" = fathom ] && { echo "gpu_check: overall status $status (logs in $out)"; exit $status; }
+if [ "$mode" = ncu ]; then
+  step ncu_flash kprof ncu --method flash --workload $W --captures 3 --out "$out/ncu_flash"
+  step ncu_santa kprof ncu --method santa --workload $W --captures 3 --out "$out/ncu_santa"
+  step ncu_dense kprof ncu --method triton-dense --workload $W --captures 3 --out "$out/ncu_dense"
+  echo "gpu_check: overall status $status (logs in $out)"; exit $status
+fi
 [ "$mode" = santa ] && { echo "gpu_check: overall status $status (logs in $out)"; exit $status; }
 step check_dense kprof check --method triton-dense --workload $W
 if [ "$mode" != quick ]; then
@@ -47,8 +55,6 @@ if [ "$mode" != quick ]; then
   step compare_host kprof compare --method triton-dense --baseline flash --workload $W --host-bound --rounds 10 --out "$out/compare_host.json"
 fi
 [ "$mode" = quick ] || step probe_order "$py" scripts/probe_order_effect.py --workload $W
-[ "$mode" = quick ] || step ncu_flash kprof ncu --method flash --workload $W --captures 3 --out "$out/ncu_flash"
-[ "$mode" = quick ] || step ncu_santa kprof ncu --method santa --workload $W --captures 3 --out "$out/ncu_santa"
 step bench_dense "$py" scripts/bench_dense.py --workload $W --calls 1000
 echo "gpu_check: overall status $status (logs in $out)"
 exit $status
