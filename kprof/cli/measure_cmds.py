@@ -16,6 +16,10 @@ from kprof.progress import Progress
 from kprof.render import compare_table, stages_table
 from kprof.results import Result, save_result
 from kprof.session import MeasurementSession
+
+# Three methods per run on a GPU: two-method runs show a start-order artifact (README).
+GPU_DEFAULT_CANDIDATES = ("santa", "triton-dense")
+CPU_DEFAULT_CANDIDATES = ("triton-dense",)  # santa's sorts are slow in the Triton interpreter
 from kprof.stages import run_stages
 
 
@@ -58,7 +62,7 @@ def _finish(result: Result, out: str | None, as_json: bool, table) -> None:
 
 @click.command()
 @click.option("--method", "methods", multiple=True,
-              help="Candidate method (repeatable). [default: triton-dense]")
+              help="Candidate method spec (repeatable). [default: santa and triton-dense on GPU, triton-dense on CPU]")
 @click.option("--baseline", default="flash", show_default=True,
               help="Baseline every candidate is paired against (math substitutes for GPU-only ones on CPU).")
 @protocol_options
@@ -74,7 +78,8 @@ def compare(methods: tuple[str, ...], baseline: str, workload, device, config_mo
     overrides = protocol_overrides(kw)
     with _progress(as_json) as progress:
         session = MeasurementSession.open(device, workload, overrides, progress.status, config_mode)
-        result = run_compare(session, baseline, list(methods) or ["triton-dense"], progress)
+        defaults = GPU_DEFAULT_CANDIDATES if session.target.is_gpu else CPU_DEFAULT_CANDIDATES
+        result = run_compare(session, baseline, list(methods) or list(defaults), progress)
     _finish(result, out, as_json, compare_table)
 
 
