@@ -106,8 +106,7 @@ def importance(q_group: torch.Tensor, var: torch.Tensor) -> torch.Tensor:
 
 def depths_at(g: torch.Tensor, theta: float) -> torch.Tensor:
     """Equation 4's depths at water line ``theta``: clip(round(log4(g/theta)), 0, 4), half rounding up."""
-    with np.errstate(divide="ignore"):
-        x = torch.log(g.to(torch.float64) / theta) / math.log(4.0)
+    x = torch.log(g.to(torch.float64) / theta) / math.log(4.0)  # g = 0 gives -inf: depth 0
     return torch.floor(x + 0.5).clamp(0, PLANES).nan_to_num(0).to(torch.int64)
 
 
