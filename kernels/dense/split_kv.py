@@ -16,6 +16,8 @@ import torch
 import triton
 import triton.language as tl
 
+from kprof.kernels.matmul import dot
+
 from kprof.config_space import Constraint, LaunchConfig, LaunchSpace, Param
 
 _SMEM_BYTES = 227 * 1024  # H100/H200 per-block maximum; Triton reports OutOfResources beyond it
@@ -75,14 +77,14 @@ def _split_kv_partial(
         offs_n = n0 + tl.arange(0, BLOCK_N)
         n_mask = offs_n < end
         k = tl.load(k_base + offs_n[:, None] * stride_kn + offs_d[None, :], mask=n_mask[:, None], other=0.0)
-        s = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION) * qk_scale_log2
+        s = dot(q, tl.trans(k), DOT_PRECISION) * qk_scale_log2
         s = tl.where(n_mask[None, :], s, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(s, axis=1))
         alpha = tl.exp2(m_i - m_new)
         p = tl.exp2(s - m_new[:, None])
         l_i = l_i * alpha + tl.sum(p, axis=1)
         v = tl.load(v_base + offs_n[:, None] * stride_vn + offs_d[None, :], mask=n_mask[:, None], other=0.0)
-        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)
+        acc = acc * alpha[:, None] + dot(p.to(v.dtype), v, DOT_PRECISION)
         m_i = m_new
 
     tl.store(M_out + heads * stride_mh + split, m_i, mask=head_mask)

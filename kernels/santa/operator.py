@@ -20,8 +20,9 @@ from kprof.kernels.santa import triton_kernels
 from kprof.kernels.santa.triton_kernels import (LOG2E, santa_attend, santa_block_topk, santa_gumbel_dump,
                                                 santa_merge_union, santa_score)
 
+SELECT_HELP = "0: full bitonic sort; 1: tl.topk (newer Triton only); 2: radix select (one count per bit)"
 _TOPK_AVAILABLE = Constraint("SELECT=1 needs tl.topk, which this Triton lacks",
-                             lambda c, s: c["SELECT"] == 0 or triton_kernels.HAS_TOPK)
+                             lambda c, s: c["SELECT"] != 1 or triton_kernels.HAS_TOPK)
 
 # Defaults are the best of a small H200 sweep at qwen2.5-7b-l14-32k (K=31): BLOCK_T 512/1024/2048
 # and NUM_SPLITS 16/64 gave 104 / 67 / 89 us for the complete operator (scripts/bench_santa.sh).
@@ -32,12 +33,12 @@ LAUNCH_SPACES = {
         Param("num_stages", (1, 2, 3), 2),
     )),
     "topk": LaunchSpace("topk", (
-        Param("BLOCK_T", (16, 32, 64, 128, 256, 512, 1024, 2048), 1024, "teams per block (>= K+1)"),
-        Param("SELECT", (0, 1), 0, "0: full bitonic sort; 1: tl.topk (newer Triton only)"),
+        Param("BLOCK_T", (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192), 1024, "teams per block (>= K+1)"),
+        Param("SELECT", (0, 1, 2), 2, SELECT_HELP),
         Param("num_warps", (1, 2, 4, 8, 16), 4),
     ), (_TOPK_AVAILABLE,)),
     "merge": LaunchSpace("merge", (
-        Param("SELECT", (0, 1), 0, "0: full bitonic sort; 1: tl.topk (newer Triton only)"),
+        Param("SELECT", (0, 1, 2), 2, SELECT_HELP),
         Param("num_warps", (1, 2, 4, 8, 16), 8),
     ), (_TOPK_AVAILABLE,)),
     "attend": LaunchSpace("attend", (
@@ -57,7 +58,7 @@ class SantaDecode:
 
     def __init__(self, q: torch.Tensor, arts: SantaArtifacts, k_teams: int, config: dict[str, LaunchConfig],
                  seed: int = 0, fresh: bool = False, suffix_k: torch.Tensor | None = None,
-                 suffix_v: torch.Tensor | None = None):
+                 suffix_v: torch.Tensor | None = None, out_dtype: torch.dtype | None = None):
         dev = q.device
         hq, d = q.shape
         hkv, n, _ = arts.packed_k.shape
@@ -96,6 +97,7 @@ class SantaDecode:
         self.cand = torch.empty(hq, self.n_blocks, self.kpad, dtype=torch.int64, device=dev)
         self.sel_team = torch.empty(hq, self.kpad, dtype=i32, device=dev)
         self.sel_logc = torch.empty(hq, self.kpad, dtype=f32, device=dev)
+        self.sel_key = torch.empty(hq, self.kpad, dtype=torch.int64, device=dev)  # merge's SELECT=2 scratch
         self.u_team = torch.empty(hkv, self.umax, dtype=i32, device=dev)
         self.u_start = torch.empty(hkv, self.umax, dtype=i32, device=dev)
         self.u_rowpre = torch.empty(hkv, self.umax + 1, dtype=i32, device=dev)
@@ -108,7 +110,9 @@ class SantaDecode:
         self.m_part = torch.empty(hq, self.splits, dtype=f32, device=dev)
         self.l_part = torch.empty_like(self.m_part)
         self.acc = torch.empty(hq, self.splits, d, dtype=f32, device=dev)
-        self.out = torch.empty(hq, d, dtype=q.dtype, device=dev)
+        # out_dtype=float32 keeps P.V and the output in fp32: the accumulation error on its own
+        self.out = torch.empty(hq, d, dtype=out_dtype or q.dtype, device=dev)
+        self.pv_fp32 = self.out.dtype == torch.float32 and q.dtype != torch.float32
         e = 0 if suffix_k is None else suffix_k.shape[1]
         self.n_suffix = e
         self.suffix_k = (suffix_k if e else torch.zeros(hkv, 1, d, dtype=q.dtype, device=dev)).contiguous()
@@ -134,21 +138,21 @@ class SantaDecode:
             self.m_max, self.inv_sqrt_d,
             self.scores.stride(0), a.team_len.stride(0), self.cand.stride(0), self.cand.stride(1),
             GROUP=self.group, BLOCK_T=c["BLOCK_T"], KPAD=self.kpad, NOISE=not self.all_teams,
-            USE_TOPK=bool(c["SELECT"]),
+            SELECT=c["SELECT"],
             num_warps=c["num_warps"],
         )
 
     def launch_merge(self) -> None:
         a = self.arts
         santa_merge_union[(self.hkv,)](
-            self.cand, self.scores, a.team_len, a.team_start, self.sel_team, self.sel_logc,
+            self.cand, self.scores, a.team_len, a.team_start, self.sel_team, self.sel_logc, self.sel_key,
             self.u_team, self.u_start, self.u_rowpre, self.u_count, self.u_mask, self.u_logc,
             self.owner, self.pos, self.seed,
             self.inv_sqrt_d, self.k, self.m_max,
             self.cand.stride(0), self.scores.stride(0), a.team_len.stride(0), self.sel_team.stride(0),
             self.u_mask.stride(0), self.u_mask.stride(1),
             GROUP=self.group, BLOCK_G=self.merge_g, NCP=self.ncp, NCAND=self.ncand, KPAD=self.kpad,
-            UMAX=self.umax, FRESH=self.fresh, USE_TOPK=bool(self.cfg["merge"]["SELECT"]),
+            UMAX=self.umax, FRESH=self.fresh, SELECT=self.cfg["merge"]["SELECT"],
             num_warps=self.cfg["merge"]["num_warps"],
         )
 
@@ -157,14 +161,14 @@ class SantaDecode:
         a = self.arts
         santa_attend[(self.hkv, self.splits)](
             self.q, a.packed_k, a.packed_v, self.suffix_k, self.suffix_v,
-            self.u_start, self.u_rowpre, self.u_count, self.u_mask, self.u_logc,
+            self.u_start, self.u_rowpre, self.u_logc,
             self.m_part, self.l_part, self.acc,
             self.n, self.n_suffix, self.inv_sqrt_d * LOG2E,
             self.q.stride(0), a.packed_k.stride(0), a.packed_k.stride(1),
             self.suffix_k.stride(0), self.suffix_k.stride(1), self.u_mask.stride(0), self.u_mask.stride(1),
             self.m_part.stride(0), self.acc.stride(0), self.acc.stride(1),
             GROUP=self.group, BLOCK_G=self.block_g, BLOCK_R=c["BLOCK_R"], HEAD_D=self.d, UMAX=self.umax,
-            NUM_SPLITS=self.splits, ALL_TEAMS=self.all_teams, DOT_PRECISION=self.precision,
+            NUM_SPLITS=self.splits, ALL_TEAMS=self.all_teams, DOT_PRECISION=self.precision, PV_FP32=self.pv_fp32,
             num_warps=c["num_warps"], num_stages=c["num_stages"],
         )
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from kprof.kernels.matmul import dot
+
 LOG2E = 1.4426950408889634
 # tl.topk (a bitonic top-k: log2(k) sort stages then shrinking merges) exists in newer Triton.
 # Launches choose it with the SELECT launch parameter (a constexpr, so only one path compiles);
@@ -37,6 +39,43 @@ def _key_score(key):
 @triton.jit
 def _key_index(key):
     return (key & 0xFFFFFFFF).to(tl.int32)
+
+
+@triton.jit
+def _kth_prefix(v, k, valid, prefix, NBITS: tl.constexpr):
+    """Per row, the largest t (int32, on the bits below NBITS over ``prefix``) with #(v >= t) >= k.
+
+    Binary radix select: one masked count per bit, no sort. ``v`` is [R, C] int32, ``k`` [R].
+    """
+    for i in tl.static_range(NBITS):
+        cand = prefix | (1 << (NBITS - 1 - i))
+        cnt = tl.sum((valid & (v >= cand[:, None])).to(tl.int32), axis=1)
+        prefix = tl.where(cnt >= k, cand, prefix)
+    return prefix
+
+
+@triton.jit
+def _select_top(keys, k, ROWS: tl.constexpr):
+    """Mask of the k largest int64 sort keys in each row of ``keys`` [ROWS, C] (keys unique per row).
+
+    The high word (the score image, signed int32) is selected bit by bit, sign first; only if a
+    row has ties on it (rare: Gumbel-perturbed scores) does a second pass break them by the low
+    word (the team index), so the set equals "sort descending, keep k" exactly.
+    """
+    hi = (keys >> 32).to(tl.int32)
+    lo = (keys & 0x7FFFFFFF).to(tl.int32)
+    everywhere = hi == hi
+    k = tl.zeros([ROWS], dtype=tl.int32) + k
+    nonneg = tl.sum((hi >= 0).to(tl.int32), axis=1)
+    prefix = tl.where(nonneg >= k, 0, tl.full([ROWS], -2147483648, tl.int32))
+    prefix = _kth_prefix(hi, k, everywhere, prefix, 31)
+    above = hi > prefix[:, None]
+    tie = hi == prefix[:, None]
+    need = k - tl.sum(above.to(tl.int32), axis=1)
+    lo_min = tl.zeros([ROWS], dtype=tl.int32)
+    if tl.max(tl.sum(tie.to(tl.int32), axis=1) - need, axis=0) > 0:
+        lo_min = _kth_prefix(lo, need, tie, lo_min, 31)
+    return above | (tie & (lo >= lo_min[:, None]))
 
 
 @triton.jit
@@ -85,7 +124,7 @@ def santa_score(
     q = tl.load(Q + heads[:, None] * stride_qh + offs_d[None, :], mask=g_mask[:, None], other=0.0)
     rep = tl.load(Rep + kvh * stride_rh + offs_m[:, None] * stride_rm + offs_d[None, :], mask=m_mask[:, None],
                   other=0.0)
-    s = tl.dot(q, tl.trans(rep), input_precision=DOT_PRECISION)
+    s = dot(q, tl.trans(rep), DOT_PRECISION)
     tl.store(Scores + heads[:, None] * stride_sh + offs_m[None, :], s, mask=g_mask[:, None] & m_mask[None, :])
 
 
@@ -94,12 +133,13 @@ def santa_block_topk(
     Scores, Lengths, NumTeams, SeedPtr, Cand,
     m_max, inv_sqrt_d,
     stride_sh, stride_lh, stride_ch, stride_cb,
-    GROUP: tl.constexpr, BLOCK_T: tl.constexpr, KPAD: tl.constexpr, NOISE: tl.constexpr, USE_TOPK: tl.constexpr,
+    GROUP: tl.constexpr, BLOCK_T: tl.constexpr, KPAD: tl.constexpr, NOISE: tl.constexpr, SELECT: tl.constexpr,
 ):
     """Launch 2, grid (Hq, cdiv(M_max, BLOCK_T)): routing logits, Gumbel noise, local top-(K+1).
 
     phi = score/sqrt(d) + log n_g; Y = phi + Gumbel from Philox(seed, h * M_max + g); the block's
-    KPAD (>= K+1) best keys are written, padding teams score -inf.
+    KPAD (>= K+1) best keys are written, padding teams score -inf. SELECT 0 sorts the block, 1
+    uses tl.topk (both write best first), 2 radix-selects and writes the set in team order.
     """
     h = tl.program_id(0)
     blk = tl.program_id(1)
@@ -113,7 +153,12 @@ def santa_block_topk(
     if NOISE:
         y = y + _gumbel(tl.load(SeedPtr), h * m_max + offs)
     y = tl.where(valid, y, float("-inf"))
-    if USE_TOPK:
+    if SELECT == 2:
+        keys = tl.reshape(_to_key(y, offs), (1, BLOCK_T))
+        keep = _select_top(keys, KPAD, 1)
+        slot = tl.cumsum(keep.to(tl.int32), axis=1) - 1
+        tl.store(Cand + h * stride_ch + blk * stride_cb + slot, keys, mask=keep)
+    elif SELECT == 1:
         tl.store(Cand + h * stride_ch + blk * stride_cb + tl.arange(0, KPAD), tl.topk(_to_key(y, offs), KPAD))
     else:
         keys = tl.sort(_to_key(y, offs), descending=True)
@@ -123,12 +168,12 @@ def santa_block_topk(
 
 @triton.jit
 def santa_merge_union(
-    Cand, Scores, Lengths, Starts, SelTeam, SelLogC,
+    Cand, Scores, Lengths, Starts, SelTeam, SelLogC, SelKey,
     UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos, SeedPtr,
     inv_sqrt_d, k_sel, m_max,
     stride_ch, stride_sh, stride_lh, stride_selh, stride_uh, stride_um,
     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, NCP: tl.constexpr, NCAND: tl.constexpr, KPAD: tl.constexpr,
-    UMAX: tl.constexpr, FRESH: tl.constexpr, USE_TOPK: tl.constexpr,
+    UMAX: tl.constexpr, FRESH: tl.constexpr, SELECT: tl.constexpr,
 ):
     """Launch 3, grid (Hkv,): global top-K and tau per head, corrections, GQA union.
 
@@ -144,10 +189,22 @@ def santa_merge_union(
     heads = kvh * GROUP + offs_g
     g_mask = offs_g < GROUP
     offs_c = tl.arange(0, NCP)
+    # padding keys sit below every real key and stay unique within a row (low word = column)
+    pad = tl.full([BLOCK_G, NCP], -9223372036854775807, tl.int64) + offs_c[None, :]
     cand = tl.load(Cand + heads[:, None] * stride_ch + offs_c[None, :],
-                   mask=g_mask[:, None] & (offs_c[None, :] < NCAND), other=-9223372036854775807)
+                   mask=g_mask[:, None] & (offs_c[None, :] < NCAND), other=0)
+    cand = tl.where(g_mask[:, None] & (offs_c[None, :] < NCAND), cand, pad)
     offs_k = tl.arange(0, KPAD)
-    if USE_TOPK:
+    if SELECT == 2:
+        # radix-select the K+1 best, compact them through SelKey, then order those few
+        keep = _select_top(cand, k_sel + 1, BLOCK_G)
+        slot = tl.cumsum(keep.to(tl.int32), axis=1) - 1
+        tl.store(SelKey + heads[:, None] * KPAD + slot, cand, mask=keep & g_mask[:, None])
+        tl.debug_barrier()
+        top = tl.load(SelKey + heads[:, None] * KPAD + offs_k[None, :],
+                      mask=g_mask[:, None] & (offs_k[None, :] <= k_sel), other=-9223372036854775807)
+        top = tl.sort(top, dim=1, descending=True)
+    elif SELECT == 1:
         top = tl.topk(cand, KPAD, dim=1)  # [BLOCK_G, KPAD], best first
     else:
         cand = tl.sort(cand, dim=1, descending=True)
@@ -171,7 +228,8 @@ def santa_merge_union(
     tl.atomic_min(Owner + slot, code, mask=chosen)
     offs_u = tl.arange(0, UMAX)
     tl.store(UMask + kvh * stride_uh + offs_u[:, None] * stride_um + offs_g[None, :], 0)
-    tl.store(ULogC + kvh * stride_uh + offs_u[:, None] * stride_um + offs_g[None, :], 0.0)
+    # +inf log c_g for a head that did not select the team: attend's logit - log c_g is -inf
+    tl.store(ULogC + kvh * stride_uh + offs_u[:, None] * stride_um + offs_g[None, :], float("inf"))
     tl.debug_barrier()
     first = chosen & (tl.load(Owner + slot, mask=chosen, other=-1) == code)
     first_flat = tl.reshape(first.to(tl.int32), (BLOCK_G * KPAD,))
@@ -198,19 +256,23 @@ def santa_merge_union(
 
 @triton.jit
 def santa_attend(
-    Q, PK, PV, SK, SV, UStart, URowPre, UCount, UMask, ULogC, M_out, L_out, Acc_out,
+    Q, PK, PV, SK, SV, UStart, URowPre, ULogC, M_out, L_out, Acc_out,
     n_prompt, n_suffix, qk_scale_log2,
     stride_qh, stride_kh, stride_kn, stride_sk_h, stride_sk_n, stride_uh, stride_um,
     stride_mh, stride_ah, stride_as,
     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_R: tl.constexpr, HEAD_D: tl.constexpr,
     UMAX: tl.constexpr, NUM_SPLITS: tl.constexpr, ALL_TEAMS: tl.constexpr, DOT_PRECISION: tl.constexpr,
+    PV_FP32: tl.constexpr,
 ):
     """Launch 4, grid (Hkv, NUM_SPLITS): exact attention over the union's rows, per-head masks.
 
     Virtual rows are the union's member rows (packed, contiguous per team) followed by the exact
     suffix. Each program takes one contiguous range of virtual rows, reads each K/V row once for
-    all G heads, and adds a row to head j only if j selected its team, with logit - log c_g.
-    With ALL_TEAMS (K = M) every packed row counts for every head with c = 1.
+    all G heads, and adds a row to head j only if j selected its team, with logit - log c_g
+    (ULogC holds +inf where j did not select it, so the mask costs no extra load).
+    With ALL_TEAMS (K = M) every packed row counts for every head with c = 1. Dependent loads
+    are kept to three levels (union ends -> entry start, base, log c -> K/V rows): after the
+    upstream eviction each level is a DRAM round trip.
     """
     kvh = tl.program_id(0)
     split = tl.program_id(1)
@@ -223,10 +285,10 @@ def santa_attend(
     if ALL_TEAMS:
         union_rows = n_prompt
     else:
-        count = tl.load(UCount + kvh)
-        union_rows = tl.load(URowPre + kvh * (UMAX + 1) + count)
-        # end of each union entry's rows (URowPre[1..count]); padding entries never match
-        ends = tl.load(URowPre + kvh * (UMAX + 1) + 1 + offs_u, mask=offs_u < count, other=2147483647)
+        # end of each union entry's rows (URowPre[1..UMAX]; entries past the count repeat the
+        # total, so no row maps to them and the count itself is never needed)
+        ends = tl.load(URowPre + kvh * (UMAX + 1) + 1 + offs_u)
+        union_rows = tl.max(ends, axis=0)
     total = union_rows + n_suffix
     per_split = tl.cdiv(tl.cdiv(total, NUM_SPLITS), BLOCK_R) * BLOCK_R
     lo = split * per_split
@@ -251,8 +313,7 @@ def santa_attend(
             base = tl.load(URowPre + kvh * (UMAX + 1) + u, mask=in_union, other=0)
             packed = start + rows - base
             m_ptr = kvh * stride_uh + u[None, :] * stride_um + offs_g[:, None]
-            chosen = tl.load(UMask + m_ptr, mask=g_mask[:, None] & in_union[None, :], other=0) != 0
-            sel = (chosen & in_union[None, :]) | (g_mask[:, None] & in_suffix[None, :])
+            sel = g_mask[:, None] & live[None, :]
             bias = tl.load(ULogC + m_ptr, mask=g_mask[:, None] & in_union[None, :], other=0.0) * 1.4426950408889634
         srow = tl.where(in_suffix, rows - union_rows, 0)
         k_u = tl.load(PK + kvh * stride_kh + packed[:, None] * stride_kn + offs_d[None, :],
@@ -260,19 +321,24 @@ def santa_attend(
         k_s = tl.load(SK + kvh * stride_sk_h + srow[:, None] * stride_sk_n + offs_d[None, :],
                       mask=in_suffix[:, None], other=0.0)
         k = k_u + k_s
-        s = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION) * qk_scale_log2 - bias
+        # V rows are issued with K so both DRAM round trips overlap
+        v_u = tl.load(PV + kvh * stride_kh + packed[:, None] * stride_kn + offs_d[None, :],
+                      mask=in_union[:, None], other=0.0)
+        v_s = tl.load(SV + kvh * stride_sk_h + srow[:, None] * stride_sk_n + offs_d[None, :],
+                      mask=in_suffix[:, None], other=0.0)
+        v = v_u + v_s
+        s = dot(q, tl.trans(k), DOT_PRECISION) * qk_scale_log2 - bias
         s = tl.where(sel, s, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(s, axis=1))
         m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
         alpha = tl.exp2(m_i - m_safe)
         p = tl.exp2(s - m_safe[:, None])
         l_i = l_i * alpha + tl.sum(p, axis=1)
-        v_u = tl.load(PV + kvh * stride_kh + packed[:, None] * stride_kn + offs_d[None, :],
-                      mask=in_union[:, None], other=0.0)
-        v_s = tl.load(SV + kvh * stride_sk_h + srow[:, None] * stride_sk_n + offs_d[None, :],
-                      mask=in_suffix[:, None], other=0.0)
-        v = v_u + v_s
-        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)
+        if PV_FP32:  # validation mode: probabilities stay fp32 (no fp16 rounding of p)
+            pv = dot(p, v.to(tl.float32), "ieee")
+        else:
+            pv = dot(p.to(v.dtype), v, DOT_PRECISION)
+        acc = acc * alpha[:, None] + pv
         m_i = m_new
     tl.store(M_out + heads * stride_mh + split, m_i, mask=g_mask)
     tl.store(L_out + heads * stride_mh + split, l_i, mask=g_mask)

@@ -1,8 +1,9 @@
 """``santa``: SANTA++ (representative-key team sampling) as five Triton launches.
 
 Options are given with the method name: ``santa:p=16,r=4,s=124,parents=kmeans,seed=0`` (or
-``k=`` instead of ``s=``; ``seed`` seeds k-means, ``noise_seed`` the Gumbel noise, and ``fresh=1``
-draws new noise on every call). Preparation (teams,
+``k=`` instead of ``s=``; ``seed`` seeds k-means, ``noise_seed`` the Gumbel noise, ``fresh=1``
+draws new noise on every call, and ``out=fp32`` keeps P.V and the output in fp32 so validation
+sees the accumulation error without the final fp16/bf16 rounding). Preparation (teams,
 packing, workspaces) happens in ``prepare``; ``run`` is the five launches.
 """
 
@@ -33,19 +34,22 @@ class Santa(Method):
     kernel_modules = ("kprof.kernels.santa.triton_kernels", "kprof.kernels.santa.operator")
 
     def __init__(self, p: int = 16, r: int = 4, s: int = 124, k: int | None = None, parents: str = "kmeans",
-                 seed: int = 0, noise_seed: int = 0, fresh: int = 0):
+                 seed: int = 0, noise_seed: int = 0, fresh: int = 0, out: str = "native"):
         from kprof.kernels.santa import SantaSettings
 
         self.settings = SantaSettings(p=p, r=r, s=s, parents=parents, seed=seed)
         self.k_override = k
         self.noise_seed = noise_seed
         self.fresh = bool(fresh)
+        if out not in ("native", "fp32"):
+            raise ConfigError(f"santa option out={out!r}: use out=native (the input dtype) or out=fp32")
+        self.out = out
 
     @classmethod
     def from_options(cls, options: dict[str, str]) -> "Santa":
         kw = {}
         for key, value in options.items():
-            if key == "parents":
+            if key in ("parents", "out"):
                 kw[key] = value
             elif key in _INT_OPTIONS:
                 try:
@@ -53,7 +57,7 @@ class Santa(Method):
                 except ValueError:
                     raise ConfigError(f"santa option {key}={value!r} must be an integer") from None
             else:
-                raise ConfigError(f"unknown santa option {key!r}: use {', '.join(_INT_OPTIONS + ('parents',))}")
+                raise ConfigError(f"unknown santa option {key!r}: use {', '.join(_INT_OPTIONS + ('parents', 'out'))}")
         return cls(**kw)
 
     def config_space(self):
@@ -75,7 +79,8 @@ class Santa(Method):
         arts = pack(workload.k, workload.v, layout)
         m_min, m_max = int(layout.num_teams.min()), int(layout.num_teams.max())
         k = self.k_override if self.k_override is not None else self.settings.budget(m_min)
-        op = SantaDecode(workload.q, arts, k, config, seed=self.noise_seed, fresh=self.fresh)
+        op = SantaDecode(workload.q, arts, k, config, seed=self.noise_seed, fresh=self.fresh,
+                         out_dtype=torch.float32 if self.out == "fp32" else None)
         mem = arts.memory()
         return Prepared(
             method=self.name,
@@ -85,7 +90,7 @@ class Santa(Method):
             expected_kernels=KERNEL_NAMES,
             output=op.out,
             details={
-                "settings": self.settings.__dict__, "noise_seed": self.noise_seed, "k": op.k, "all_teams": op.all_teams,
+                "settings": self.settings.__dict__, "noise_seed": self.noise_seed, "out": self.out, "k": op.k, "all_teams": op.all_teams,
                 "teams_per_kv_head": layout.num_teams.tolist(), "teams_min_max": [m_min, m_max],
                 "memory_bytes": mem, "team_cache": outcome.status, "prepare_seconds": time.perf_counter() - t0,
             },

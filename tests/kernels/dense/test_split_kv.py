@@ -39,9 +39,10 @@ def test_peaked_synthetic_workload(target):
     _check(synthesize("cpu-smoke"), target, tol=1e-5)
 
 
-def test_fp16_inputs(target, make_workload):
-    w = make_workload(14, 2, 257, 64, torch.float16, seed=11, scale=2.0)
-    _check(w, target, tol=1e-2)
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_inputs(target, make_workload, dtype):
+    w = make_workload(14, 2, 257, 64, dtype, seed=11, scale=2.0)
+    _check(w, target, tol=1e-2 if dtype == torch.float16 else 2e-2)
 
 
 def test_a_wrong_kernel_would_be_caught(target, make_workload):

@@ -59,14 +59,14 @@ def test_topk_and_merge_match_the_reference_sampler_with_identical_noise(make_wo
         assert got.tolist() == sel.teams.tolist(), f"head {h}: top-K order differs"
         c = torch.exp(op.sel_logc[h, : op.k].cpu().double())
         assert torch.allclose(c, sel.corrections, rtol=2e-4, atol=1e-7)
-        # each block's candidates are that block's best K+1 perturbed scores
+        # each block's candidates are that block's best K+1 perturbed scores (in any order:
+        # the radix-select path writes them in team order)
         y = phi + noise[h, : phi.numel()].double()
         for b in range(op.n_blocks):
             lo, hi = b * 16, min((b + 1) * 16, phi.numel())
             want = torch.topk(y[lo:hi], min(op.k + 1, hi - lo)).indices + lo
-            keys = op.cand[h, b].cpu()
-            idx = (keys & 0xFFFFFFFF)[: want.numel()]
-            assert idx.tolist() == want.tolist()
+            idx = (op.cand[h, b].cpu() & 0xFFFFFFFF).tolist()
+            assert set(want.tolist()) <= set(idx), f"head {h} block {b}: a best-K+1 team is missing"
 
 
 def test_union_masks_and_corrections(make_workload, target):
@@ -173,9 +173,10 @@ def test_union_bookkeeping_is_restored_between_calls(make_workload, target):
         assert torch.equal(op.u_mask[kvh, :c], first[2][kvh, :c])
 
 
-@pytest.mark.parametrize("select", [0, 1])
+@pytest.mark.parametrize("select", [0, 1, 2])
 def test_topk_and_sort_paths_select_identically(make_workload, target, select):
-    """Both selection paths (full tl.sort, or tl.topk where Triton has it) must agree with the reference."""
+    """Every selection path (full tl.sort, tl.topk where Triton has it, radix select) must agree
+    with the reference."""
     from kprof.kernels.santa import triton_kernels
 
     if select and not triton_kernels.HAS_TOPK:
@@ -186,3 +187,19 @@ def test_topk_and_sort_paths_select_identically(make_workload, target, select):
     noise = op.gumbel_noise().cpu()
     for h in range(op.hq):
         assert op.sel_team[h, : op.k].cpu().tolist() == _ref_selection(w, layout, op, h, noise)[1].teams.tolist()
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_fp32_output_isolates_the_accumulation_error(make_workload, target, dtype):
+    """out_dtype=float32 (``santa:out=fp32``): P.V in fp32, no final rounding, error far below fp16's."""
+    w = make_workload(7, 1, 96, 32, dtype, seed=4, scale=2.0)
+    layout = build_layout(w.k, SantaSettings(p=8, r=2, s=8))
+    arts = pack(w.k.to(target.device), w.v.to(target.device), layout)
+    cfg = resolve_method_config(LAUNCH_SPACES, SMALL, w.shape)
+    op = SantaDecode(w.q.to(target.device), arts, 4, cfg, seed=2, out_dtype=torch.float32)
+    assert op.pv_fp32 and op.out.dtype == torch.float32
+    op.out.fill_(float("nan"))
+    out = op.run().cpu().double()
+    teams, corr = op.selections()
+    ref = attention_with_selection(w.q, w.k, w.v, layout.teams(), [Selection(t, c) for t, c in zip(teams, corr)])
+    assert (out - ref).abs().max() < 1e-5

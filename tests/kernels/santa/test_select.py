@@ -1,0 +1,50 @@
+"""The radix select behind SELECT=2 against a plain sort, including heavy ties on the score word."""
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+from kprof.kernels.santa.triton_kernels import _select_top
+
+
+@triton.jit
+def _select_rows(Keys, Out, k, ROWS: tl.constexpr, COLS: tl.constexpr):
+    offs = tl.arange(0, ROWS)[:, None] * COLS + tl.arange(0, COLS)[None, :]
+    keep = _select_top(tl.load(Keys + offs), k, ROWS)
+    tl.store(Out + offs, keep.to(tl.int8))
+
+
+def _keys(hi: torch.Tensor) -> torch.Tensor:
+    """int64 sort keys from int32 high words, low word = column (unique within a row)."""
+    cols = torch.arange(hi.shape[1], dtype=torch.int64).expand_as(hi)
+    return (hi.to(torch.int64) << 32) | cols
+
+
+def _run(keys: torch.Tensor, k: int, device) -> torch.Tensor:
+    out = torch.full(keys.shape, 7, dtype=torch.int8, device=device)  # poisoned
+    _select_rows[(1,)](keys.to(device), out, k, ROWS=keys.shape[0], COLS=keys.shape[1])
+    return out.cpu().bool()
+
+
+def _expected(keys: torch.Tensor, k: int) -> torch.Tensor:
+    want = torch.zeros(keys.shape, dtype=torch.bool)
+    want.scatter_(1, torch.sort(keys, dim=1, descending=True).indices[:, :k], True)
+    return want
+
+
+@pytest.mark.parametrize("k", [1, 5, 32, 63])
+def test_random_scores_of_both_signs(target, rng, k):
+    hi = torch.randint(-(2**31), 2**31 - 1, (4, 64), generator=rng, dtype=torch.int64).to(torch.int32)
+    keys = _keys(hi)
+    assert torch.equal(_run(keys, k, target.device), _expected(keys, k))
+
+
+@pytest.mark.parametrize("k", [3, 17])
+def test_ties_on_the_score_word_break_by_index(target, rng, k):
+    hi = torch.randint(-3, 3, (4, 32), generator=rng, dtype=torch.int32)  # few distinct scores
+    hi[1] = 5  # a row that is one big tie
+    keys = _keys(hi)
+    got = _run(keys, k, target.device)
+    assert torch.equal(got, _expected(keys, k))
+    assert torch.all(got.sum(dim=1) == k)
