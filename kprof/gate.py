@@ -6,6 +6,10 @@ per method; for speedup it is the baseline run's speedup / the candidate run's s
 way a ratio above 1 is a regression. With threshold t: SLOWER when the whole interval is above
 1 + t, FASTER when it is below 1 - t, SAME when it lies within [1 - t, 1 + t], UNCERTAIN
 otherwise.
+
+Runs on different devices, workloads or protocols are incomparable. A method's launch config
+may differ between the runs (a new tuned profile, a changed default): that is exactly the kind of
+change the gate exists to judge, so it is compared and the difference is named in the row.
 """
 
 from __future__ import annotations
@@ -49,6 +53,15 @@ def incomparable(base: Result, cand: Result) -> list[str]:
     return why
 
 
+def config_difference(base: dict, cand: dict) -> str:
+    """'launch config: partial.BLOCK_N 64->16, ...' for the launch parameters that differ, else ''."""
+    diffs = []
+    for launch in sorted(set(base) | set(cand)):
+        b, c = base.get(launch) or {}, cand.get(launch) or {}
+        diffs += [f"{launch}.{k} {b.get(k, '-')}->{c.get(k, '-')}" for k in sorted(set(b) | set(c)) if b.get(k) != c.get(k)]
+    return "launch config: " + ", ".join(diffs) if diffs else ""
+
+
 def verdict(iv: Interval, threshold: float) -> str:
     if iv.low > 1 + threshold:
         return "SLOWER"
@@ -71,9 +84,7 @@ def gate(base: Result, cand: Result, threshold: float = 0.03, metric: str = "lat
         b = base_methods.get(m.label)
         if b is None:
             continue
-        if b.config != m.config:
-            rows.append(GateRow(m.label, "INCOMPARABLE", None, None, None, "launch config differs"))
-            continue
+        note = config_difference(b.config, m.config)
         if metric == "latency":
             iv = unpaired_bootstrap(cand.observations[m.label], base.observations[m.label], resamples, seed=seed)
         else:
@@ -84,7 +95,7 @@ def gate(base: Result, cand: Result, threshold: float = 0.03, metric: str = "lat
             s_cand = unpaired_bootstrap(cand.observations[ref], cand.observations[m.label], resamples, seed=seed + 1)
             iv = Interval(s_base.estimate / s_cand.estimate, s_base.low / s_cand.high, s_base.high / s_cand.low)
         rows.append(GateRow(m.label, verdict(iv, threshold), iv, base.summaries[m.label].median_us.estimate,
-                            cand.summaries[m.label].median_us.estimate))
+                            cand.summaries[m.label].median_us.estimate, note))
     if not rows:
         return "INCOMPARABLE", rows, ["no method appears in both results"]
     order = ["INCOMPARABLE", "SLOWER", "UNCERTAIN", "SAME", "FASTER"]
@@ -97,14 +108,14 @@ def summary_markdown(overall: str, rows: list[GateRow], reasons: list[str], thre
     if reasons:
         lines += [f"- {r}" for r in reasons]
         return "\n".join(lines) + "\n"
-    lines += ["| method | baseline us | candidate us | ratio (cand/base) | 95% CI | verdict |",
-              "|---|---|---|---|---|---|"]
+    lines += ["| method | baseline us | candidate us | ratio (cand/base) | 95% CI | verdict | note |",
+              "|---|---|---|---|---|---|---|"]
     for r in rows:
         if r.ratio is None:
-            lines.append(f"| {r.method} | | | | | {r.verdict} ({r.note}) |")
+            lines.append(f"| {r.method} | | | | | {r.verdict} | {r.note} |")
             continue
         lines.append(f"| {r.method} | {r.baseline_us:.2f} | {r.candidate_us:.2f} | {r.ratio.estimate:.4f} | "
-                     f"[{r.ratio.low:.4f}, {r.ratio.high:.4f}] | {r.verdict} |")
+                     f"[{r.ratio.low:.4f}, {r.ratio.high:.4f}] | {r.verdict} | {r.note} |")
     return "\n".join(lines) + "\n"
 
 

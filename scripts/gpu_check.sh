@@ -4,9 +4,10 @@
 # Installs kprof without touching the machine's torch/triton, prints `kprof env`, runs the
 # `-m gpu` tests, then by mode: full = dense baselines and the timing protocol (full-protocol
 # comparisons, A/A checks, stages, graph and host-bound modes, order probe, dense benchmark;
-# about 5 minutes); quick = the same without full-protocol runs; santa / fathom / ncu = that
-# part only (each fits one 10-minute device call). Exits non-zero if any step failed (all
-# steps still run).
+# about 5 minutes); quick = the same without full-protocol runs; santa = every kernel test on
+# the GPU, scripts/bench_santa.sh, then ncu tables for santa and flash beside their event-timed
+# latency; fathom = the Fathom benchmarks and tuning; ncu = ncu tables only (each mode fits one
+# 10-minute device call). Exits non-zero if any step failed (all steps still run).
 set -u
 out=${1:?usage: scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom]}
 mode=${2:-full}
@@ -21,10 +22,16 @@ W=qwen2.5-7b-l14-32k
 step install "$py" -m pip install -q --no-deps --no-build-isolation -e .
 step env kprof env
 kprof env --json > "$out/env.json" 2>&1 || status=1
-step pytest_gpu "$py" -m pytest -m gpu -q -p no:cacheprovider tests
 if [ "$mode" = santa ]; then
-  bash scripts/bench_santa.sh "$out/santa" || status=1
+  STEP_TIMEOUT=100 step pytest_santa "$py" -m pytest -q -x -p no:cacheprovider tests/kernels/santa
+  bash scripts/bench_santa.sh "$out/santa" 20 20 || status=1
+  for m in santa flash; do
+    STEP_TIMEOUT=100 step ncu_$m kprof ncu --method $m --workload /tmp/kprof_qwen32k.safetensors --captures 3 \
+      --out "$out/ncu_$m" --latency-from "$out/santa/santa_compare.json"
+  done
+  echo "gpu_check: overall status $status (logs in $out)"; exit $status
 fi
+step pytest_gpu "$py" -m pytest -m gpu -q -p no:cacheprovider tests
 if [ "$mode" = fathom ]; then
   F=qwen3-8b-1m
   step fathom_gather "$py" scripts/bench_gather.py

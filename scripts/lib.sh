@@ -1,12 +1,14 @@
 # Shared by the GPU scripts: `step NAME CMD...` runs a command, tees it to $out/NAME.log,
-# prints its exit code and duration, and sets status=1 on failure (the script goes on).
+# prints its exit code and duration, and sets status=1 on failure (the script goes on). A step
+# running past STEP_TIMEOUT seconds (default 300) is killed, so one hang cannot eat a device call.
 # The caller sets: out (log folder), py (python), status=0.
 kprof() { "$py" -m kprof "$@"; }
 step() {
   local name=$1; shift
   echo "=== $name: $*"
   local t0=$SECONDS
-  "$@" 2>&1 | tee "$out/$name.log"
+  [ "$1" = kprof ] && set -- "$py" -m kprof "${@:2}"  # timeout runs programs, not shell functions
+  timeout "${STEP_TIMEOUT:-300}" "$@" 2>&1 | tee "$out/$name.log"
   local rc=${PIPESTATUS[0]}
   echo "=== $name: rc=$rc ($((SECONDS - t0)) s)"
   [ "$rc" -eq 0 ] || status=1

@@ -71,6 +71,20 @@ def test_incomparable_runs_say_why(real_result):
     assert "protocol evict_mib differs" in gate(base, other)[2][0]
 
 
+def test_a_changed_launch_config_is_compared_and_named(real_result):
+    """A slower tuned profile is a regression to catch, not an incomparable run."""
+    base = _synthetic(real_result, seed=1)
+    slow = _synthetic(real_result, scale_b=1.10, scale_c=1.10, seed=3)
+    label = slow.methods[0].label
+    base.methods[0].config = {"partial": {"BLOCK_N": 64, "num_warps": 4}}
+    slow.methods[0].config = {"partial": {"BLOCK_N": 16, "num_warps": 4}}
+    verdict, rows, reasons = gate(base, slow, 0.03)
+    assert verdict == "SLOWER" and not reasons
+    row = next(r for r in rows if r.method == label)
+    assert row.note == "launch config: partial.BLOCK_N 64->16"
+    assert next(r for r in rows if r.method != label).note == ""
+
+
 def test_cli_exit_codes_summary_and_atomic_baseline_update(real_result, tmp_path):
     base_p = save_result(_synthetic(real_result, seed=1), tmp_path / "baselines" / "b.json")
     same_p = save_result(_synthetic(real_result, seed=2), tmp_path / "same.json")

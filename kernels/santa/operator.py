@@ -21,6 +21,7 @@ from kprof.kernels.santa.triton_kernels import (LOG2E, santa_attend, santa_block
                                                 santa_merge_union, santa_score)
 
 SELECT_HELP = "0: full bitonic sort; 1: tl.topk (newer Triton only); 2: radix select (one count per bit)"
+RADIX_HELP = "bits decided per radix-select pass (SELECT=2): 32/RADIX_BITS reductions of 2^RADIX_BITS counts"
 _TOPK_AVAILABLE = Constraint("SELECT=1 needs tl.topk, which this Triton lacks",
                              lambda c, s: c["SELECT"] != 1 or triton_kernels.HAS_TOPK)
 
@@ -35,10 +36,12 @@ LAUNCH_SPACES = {
     "topk": LaunchSpace("topk", (
         Param("BLOCK_T", (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192), 1024, "teams per block (>= K+1)"),
         Param("SELECT", (0, 1, 2), 2, SELECT_HELP),
+        Param("RADIX_BITS", (1, 2, 4), 2, RADIX_HELP),
         Param("num_warps", (1, 2, 4, 8, 16), 4),
     ), (_TOPK_AVAILABLE,)),
     "merge": LaunchSpace("merge", (
         Param("SELECT", (0, 1, 2), 2, SELECT_HELP),
+        Param("RADIX_BITS", (1, 2, 4), 2, RADIX_HELP),
         Param("num_warps", (1, 2, 4, 8, 16), 8),
     ), (_TOPK_AVAILABLE,)),
     "attend": LaunchSpace("attend", (
@@ -138,7 +141,7 @@ class SantaDecode:
             self.m_max, self.inv_sqrt_d,
             self.scores.stride(0), a.team_len.stride(0), self.cand.stride(0), self.cand.stride(1),
             GROUP=self.group, BLOCK_T=c["BLOCK_T"], KPAD=self.kpad, NOISE=not self.all_teams,
-            SELECT=c["SELECT"],
+            SELECT=c["SELECT"], RADIX_BITS=c["RADIX_BITS"],
             num_warps=c["num_warps"],
         )
 
@@ -153,6 +156,7 @@ class SantaDecode:
             self.u_mask.stride(0), self.u_mask.stride(1),
             GROUP=self.group, BLOCK_G=self.merge_g, NCP=self.ncp, NCAND=self.ncand, KPAD=self.kpad,
             UMAX=self.umax, FRESH=self.fresh, SELECT=self.cfg["merge"]["SELECT"],
+            RADIX_BITS=self.cfg["merge"]["RADIX_BITS"],
             num_warps=self.cfg["merge"]["num_warps"],
         )
 

@@ -13,6 +13,7 @@ import triton
 import triton.language as tl
 
 from kprof.kernels.matmul import dot
+from kprof.kernels.santa.radix_select import select_top
 
 LOG2E = 1.4426950408889634
 # tl.topk (a bitonic top-k: log2(k) sort stages then shrinking merges) exists in newer Triton.
@@ -39,43 +40,6 @@ def _key_score(key):
 @triton.jit
 def _key_index(key):
     return (key & 0xFFFFFFFF).to(tl.int32)
-
-
-@triton.jit
-def _kth_prefix(v, k, valid, prefix, NBITS: tl.constexpr):
-    """Per row, the largest t (int32, on the bits below NBITS over ``prefix``) with #(v >= t) >= k.
-
-    Binary radix select: one masked count per bit, no sort. ``v`` is [R, C] int32, ``k`` [R].
-    """
-    for i in tl.static_range(NBITS):
-        cand = prefix | (1 << (NBITS - 1 - i))
-        cnt = tl.sum((valid & (v >= cand[:, None])).to(tl.int32), axis=1)
-        prefix = tl.where(cnt >= k, cand, prefix)
-    return prefix
-
-
-@triton.jit
-def _select_top(keys, k, ROWS: tl.constexpr):
-    """Mask of the k largest int64 sort keys in each row of ``keys`` [ROWS, C] (keys unique per row).
-
-    The high word (the score image, signed int32) is selected bit by bit, sign first; only if a
-    row has ties on it (rare: Gumbel-perturbed scores) does a second pass break them by the low
-    word (the team index), so the set equals "sort descending, keep k" exactly.
-    """
-    hi = (keys >> 32).to(tl.int32)
-    lo = (keys & 0x7FFFFFFF).to(tl.int32)
-    everywhere = hi == hi
-    k = tl.zeros([ROWS], dtype=tl.int32) + k
-    nonneg = tl.sum((hi >= 0).to(tl.int32), axis=1)
-    prefix = tl.where(nonneg >= k, 0, tl.full([ROWS], -2147483648, tl.int32))
-    prefix = _kth_prefix(hi, k, everywhere, prefix, 31)
-    above = hi > prefix[:, None]
-    tie = hi == prefix[:, None]
-    need = k - tl.sum(above.to(tl.int32), axis=1)
-    lo_min = tl.zeros([ROWS], dtype=tl.int32)
-    if tl.max(tl.sum(tie.to(tl.int32), axis=1) - need, axis=0) > 0:
-        lo_min = _kth_prefix(lo, need, tie, lo_min, 31)
-    return above | (tie & (lo >= lo_min[:, None]))
 
 
 @triton.jit
@@ -134,6 +98,7 @@ def santa_block_topk(
     m_max, inv_sqrt_d,
     stride_sh, stride_lh, stride_ch, stride_cb,
     GROUP: tl.constexpr, BLOCK_T: tl.constexpr, KPAD: tl.constexpr, NOISE: tl.constexpr, SELECT: tl.constexpr,
+    RADIX_BITS: tl.constexpr,
 ):
     """Launch 2, grid (Hq, cdiv(M_max, BLOCK_T)): routing logits, Gumbel noise, local top-(K+1).
 
@@ -155,7 +120,7 @@ def santa_block_topk(
     y = tl.where(valid, y, float("-inf"))
     if SELECT == 2:
         keys = tl.reshape(_to_key(y, offs), (1, BLOCK_T))
-        keep = _select_top(keys, KPAD, 1)
+        keep = select_top(keys, KPAD, tl.full([1], 1, tl.int1), RADIX_BITS)
         slot = tl.cumsum(keep.to(tl.int32), axis=1) - 1
         tl.store(Cand + h * stride_ch + blk * stride_cb + slot, keys, mask=keep)
     elif SELECT == 1:
@@ -173,7 +138,7 @@ def santa_merge_union(
     inv_sqrt_d, k_sel, m_max,
     stride_ch, stride_sh, stride_lh, stride_selh, stride_uh, stride_um,
     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, NCP: tl.constexpr, NCAND: tl.constexpr, KPAD: tl.constexpr,
-    UMAX: tl.constexpr, FRESH: tl.constexpr, SELECT: tl.constexpr,
+    UMAX: tl.constexpr, FRESH: tl.constexpr, SELECT: tl.constexpr, RADIX_BITS: tl.constexpr,
 ):
     """Launch 3, grid (Hkv,): global top-K and tau per head, corrections, GQA union.
 
@@ -197,7 +162,7 @@ def santa_merge_union(
     offs_k = tl.arange(0, KPAD)
     if SELECT == 2:
         # radix-select the K+1 best, compact them through SelKey, then order those few
-        keep = _select_top(cand, k_sel + 1, BLOCK_G)
+        keep = select_top(cand, k_sel + 1, g_mask, RADIX_BITS)
         slot = tl.cumsum(keep.to(tl.int32), axis=1) - 1
         tl.store(SelKey + heads[:, None] * KPAD + slot, cand, mask=keep & g_mask[:, None])
         tl.debug_barrier()
@@ -216,8 +181,9 @@ def santa_merge_union(
     team = _key_index(top)
     chosen = g_mask[:, None] & (offs_k[None, :] < k_sel)
     s = tl.load(Scores + heads[:, None] * stride_sh + team, mask=chosen, other=0.0)
-    n = tl.load(Lengths + kvh * stride_lh + team, mask=chosen, other=1).to(tl.float32)
-    phi = s * inv_sqrt_d + tl.log(n)
+    n = tl.load(Lengths + kvh * stride_lh + team, mask=chosen, other=0)
+    start = tl.load(Starts + kvh * stride_lh + team, mask=chosen, other=0)
+    phi = s * inv_sqrt_d + tl.log(tl.maximum(n, 1).to(tl.float32))
     logc = _log_inclusion(phi - tau[:, None])
     tl.store(SelTeam + heads[:, None] * stride_selh + offs_k[None, :], team, mask=chosen)
     tl.store(SelLogC + heads[:, None] * stride_selh + offs_k[None, :], logc, mask=chosen)
@@ -234,21 +200,22 @@ def santa_merge_union(
     first = chosen & (tl.load(Owner + slot, mask=chosen, other=-1) == code)
     first_flat = tl.reshape(first.to(tl.int32), (BLOCK_G * KPAD,))
     upos = tl.reshape(tl.cumsum(first_flat, axis=0) - 1, (BLOCK_G, KPAD))
+    # row prefix sums in union order, in registers: union order is (head, rank) order of firsts
+    rows_flat = tl.reshape(tl.where(first, n, 0), (BLOCK_G * KPAD,))
+    row_end = tl.reshape(tl.cumsum(rows_flat, axis=0), (BLOCK_G, KPAD))
     tl.store(Pos + slot, upos, mask=first)
     tl.store(UTeam + kvh * UMAX + upos, team, mask=first)
-    tl.store(UStart + kvh * UMAX + upos, tl.load(Starts + kvh * stride_lh + team, mask=first, other=0), mask=first)
-    tl.store(URowPre + kvh * (UMAX + 1) + 1 + upos, tl.load(Lengths + kvh * stride_lh + team, mask=first, other=0),
-             mask=first)
-    count = tl.sum(first_flat, axis=0)
-    tl.store(UCount + kvh, count)
+    tl.store(UStart + kvh * UMAX + upos, start, mask=first)
+    tl.store(UCount + kvh, tl.sum(first_flat, axis=0))
+    # entries past the count end at the total, so attend never maps a row to them
+    tl.store(URowPre + kvh * (UMAX + 1) + 1 + offs_u, tl.zeros([UMAX], dtype=tl.int32) + tl.sum(rows_flat, axis=0))
+    tl.store(URowPre + kvh * (UMAX + 1), 0)
     tl.debug_barrier()
+    tl.store(URowPre + kvh * (UMAX + 1) + 1 + upos, row_end, mask=first)
     my_pos = tl.load(Pos + slot, mask=chosen, other=0)
     tl.store(UMask + kvh * stride_uh + my_pos * stride_um + offs_g[:, None], 1, mask=chosen)
     tl.store(ULogC + kvh * stride_uh + my_pos * stride_um + offs_g[:, None], logc, mask=chosen)
     tl.store(Owner + slot, 2147483647, mask=first)  # every bid was read before the barrier above
-    lens = tl.load(URowPre + kvh * (UMAX + 1) + 1 + offs_u, mask=offs_u < count, other=0)
-    tl.store(URowPre + kvh * (UMAX + 1) + 1 + offs_u, tl.cumsum(lens, axis=0))
-    tl.store(URowPre + kvh * (UMAX + 1), 0)
     if FRESH:
         if kvh == 0:
             tl.store(SeedPtr, tl.load(SeedPtr) + 1)

@@ -34,8 +34,8 @@ def gate_cmd(baseline, candidate, max_regression, metric, summary_md, update_bas
     """Compare a candidate Result with a baseline Result; exit 0 FASTER/SAME, 1 SLOWER, 2 UNCERTAIN/incomparable.
 
     Intervals come from resampling the rounds of each run independently (the runs were not
-    interleaved). Incomparable runs (other device, workload hash, protocol or launch config)
-    say which and exit 2.
+    interleaved). Incomparable runs (other device, workload hash or protocol) say which and exit 2.
+    A method whose launch config changed is still compared; the row names the change.
     """
     threshold = _threshold(max_regression)
     base, cand = load_result(baseline), load_result(candidate)
@@ -44,14 +44,14 @@ def gate_cmd(baseline, candidate, max_regression, metric, summary_md, update_bas
     if summary_md:
         atomic_write_text(summary_md, md)
     t = Table(title=f"kprof gate ({metric}, threshold {threshold:.1%}): {overall}")
-    for col in ("method", "baseline us", "candidate us", "ratio", "95% CI", "verdict"):
-        t.add_column(col, justify="left" if col in ("method", "verdict") else "right")
+    for col in ("method", "baseline us", "candidate us", "ratio", "95% CI", "verdict", "note"):
+        t.add_column(col, justify="left" if col in ("method", "verdict", "note") else "right")
     for r in rows:
         if r.ratio is None:
-            t.add_row(r.method, "", "", "", "", f"{r.verdict} ({r.note})")
+            t.add_row(r.method, "", "", "", "", r.verdict, r.note)
         else:
             t.add_row(r.method, f"{r.baseline_us:.2f}", f"{r.candidate_us:.2f}", f"{r.ratio.estimate:.4f}",
-                      f"[{r.ratio.low:.4f}, {r.ratio.high:.4f}]", r.verdict)
+                      f"[{r.ratio.low:.4f}, {r.ratio.high:.4f}]", r.verdict, r.note)
     console.print(t)
     for reason in reasons:
         console.print(f"[yellow]incomparable:[/] {reason}")

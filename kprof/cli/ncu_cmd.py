@@ -66,9 +66,11 @@ def _format_options(fn):
 @click.option("--config", "config_mode", default="auto", show_default=True, help="Launch configs: auto, default or FILE.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="runs/ncu", show_default=True,
               help="Where .ncu-rep and CSV files are kept.")
+@click.option("--latency-from", "latency_from", type=click.Path(dir_okay=False), default="runs/latest.json",
+              show_default=True, help="A kprof compare Result whose event-timed median is shown beside the NCU sum.")
 @_format_options
 @click.pass_context
-def ncu(ctx, method, workload, captures, metric_sets, config_mode, out_dir, fmt) -> None:
+def ncu(ctx, method, workload, captures, metric_sets, config_mode, out_dir, latency_from, fmt) -> None:
     """Nsight Compute tables (SANTA++ Table 14 columns): run ncu on a method, or `kprof ncu import FILE...`.
 
     Profiling uses kernel replay, --cache-control all, --clock-control none, and an NVTX range so
@@ -89,7 +91,27 @@ def ncu(ctx, method, workload, captures, metric_sets, config_mode, out_dir, fmt)
         frames.append(capture(metrics, target, Path(out_dir), i)[1])
     if len({len(f) for f in frames}) != 1:
         raise KprofError("captures profiled different numbers of launches: the method is not deterministic in its launches")
-    _emit(medians_over_captures(frames), fmt, f"{method} on {workload}: medians of {captures} ncu captures", metrics)
+    table = medians_over_captures(frames)
+    _emit(table, fmt, f"{method} on {workload}: medians of {captures} ncu captures", metrics)
+    if fmt is None:
+        _show_event_latency(method, float(table["duration_us"].sum()), latency_from)
+
+
+def _show_event_latency(method: str, ncu_sum_us: float, result_path: str) -> None:
+    """The NCU duration sum next to the same method's event-timed median from a compare Result."""
+    from kprof.results import load_result
+
+    if not Path(result_path).exists():
+        console.print(f"[dim]no compare Result at {result_path}: run `kprof compare --method {method}` for the "
+                      "event-timed latency to set beside the NCU sum[/]")
+        return
+    res = load_result(result_path)
+    if method not in res.summaries:
+        console.print(f"[dim]{result_path} has no '{method}' run; pass --latency-from RESULT[/]")
+        return
+    event_us = res.summaries[method].median_us.estimate
+    console.print(f"{method}: sum of NCU durations {ncu_sum_us:.2f} us vs event-timed median {event_us:.2f} us "
+                  f"({res.workload.get('name')}, {result_path}); ratio {ncu_sum_us / event_us:.2f}")
 
 
 @ncu.command("import")

@@ -122,6 +122,22 @@ def read_ncu_csv(source: str | Path, text: str | None = None) -> pd.DataFrame:
         df = _from_details(rows).rename(columns=_DETAILS_ALIASES)
     else:
         df = _from_raw(rows)
+    return canonical_frame(df, source)
+
+
+def frame_from_report_records(records: list[dict], source: str | Path) -> pd.DataFrame:
+    """The canonical frame from :func:`kprof.ncu.report_module.report_records` output."""
+    rows = []
+    for rec in records:
+        row = {"id": rec["id"], "kernel_full": rec["kernel_full"]}
+        for name, (value, unit) in rec["metrics"].items():
+            row[name] = _normalise(value, unit)[0] if isinstance(value, float) else (math.nan if value is None else value)
+        rows.append(row)
+    return canonical_frame(pd.DataFrame.from_records(rows), source)
+
+
+def canonical_frame(df: pd.DataFrame, source: str | Path) -> pd.DataFrame:
+    """Short kernel names, typed Table 14 columns, rows in launch order."""
     if df.empty:
         raise KprofError(f"{source} holds no kernel rows: was anything profiled? check ncu's filters")
     df.insert(1, "kernel", df["kernel_full"].map(short_kernel_name))

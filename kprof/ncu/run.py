@@ -10,7 +10,8 @@ import pandas as pd
 
 from kprof.errors import KprofError
 from kprof.ncu.locate import NcuBinary, find_ncu
-from kprof.ncu.parse import read_ncu_csv
+from kprof.ncu.parse import frame_from_report_records, read_ncu_csv
+from kprof.ncu.report_module import find_report_module, report_records
 from kprof.ncu.target import RANGE
 
 PERMISSION_HINT = ("no permission to read GPU performance counters (ERR_NVGPUCTRPERM): run as root, or set the "
@@ -61,11 +62,24 @@ def capture(metrics: list[str], target_args: list[str], out_dir: Path, index: in
 
 
 def import_report(report: Path, csv_out: Path | None = None) -> pd.DataFrame:
-    """A ``.ncu-rep`` through ``ncu --import`` (the CSV is kept when ``csv_out`` is given)."""
+    """A ``.ncu-rep`` through ncu's Python report interface, else ``ncu --import``.
+
+    With ``csv_out`` the raw-page CSV is wanted as a file, so ``ncu --import`` is used directly.
+    """
+    if not report.exists():
+        raise KprofError(f"{report} does not exist: check the path")
+    module = find_report_module() if csv_out is None else None
+    if module is not None:
+        try:
+            records = report_records(module, report)
+        except Exception as exc:  # the module raises its own error types
+            raise KprofError(f"{report} is not a readable .ncu-rep ({exc}): was it written by ncu --export?") from None
+        return frame_from_report_records(records, report)
     ncu = find_ncu()
     if ncu is None:
-        raise KprofError(f"reading {report} needs ncu (Nsight Compute) on this machine: install it or export CSV "
-                         "where it was captured (`ncu --import R --csv --page raw`)")
+        raise KprofError(f"reading {report} needs Nsight Compute here: its Python report interface (ncu_report, in "
+                         "ncu's extras/python or the ncu-report package) or the ncu binary; or export CSV where it "
+                         "was captured (`ncu --import R --csv --page raw`)")
     proc = subprocess.run(csv_command(ncu.path, report), capture_output=True, text=True, timeout=600)
     _check(proc, f"ncu --import {report}")
     if csv_out is not None:

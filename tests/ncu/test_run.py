@@ -42,12 +42,97 @@ def test_permission_and_crash_errors_are_one_line():
     ncu_run._check(_completed(0, "fine"), "x")
 
 
-def test_missing_ncu(monkeypatch):
+def test_missing_ncu(monkeypatch, tmp_path):
     monkeypatch.setattr(ncu_run, "find_ncu", lambda: None)
+    monkeypatch.setattr(ncu_run, "find_report_module", lambda: None)
     with pytest.raises(KprofError, match="ncu .*not found"):
         ncu_run.require_ncu()
-    with pytest.raises(KprofError, match="needs ncu"):
-        ncu_run.import_report(Path("x.ncu-rep"))
+    with pytest.raises(KprofError, match="does not exist"):
+        ncu_run.import_report(tmp_path / "missing.ncu-rep")
+    rep = tmp_path / "x.ncu-rep"
+    rep.write_bytes(b"NVPROF")
+    with pytest.raises(KprofError, match="needs Nsight Compute here.*ncu_report"):
+        ncu_run.import_report(rep)
+
+
+class _Metric:
+    def __init__(self, value, unit):
+        self._v, self._u = value, unit
+
+    def unit(self):
+        return self._u
+
+    def as_double(self):
+        if isinstance(self._v, str):
+            raise ValueError("not a number")
+        return self._v
+
+    def as_string(self):
+        return str(self._v)
+
+
+class _Action:
+    NameBase_DEMANGLED = 1
+
+    def __init__(self, name, metrics):
+        self._name, self._m = name, metrics
+
+    def name(self, base=0):
+        return self._name if base == 1 else self._name.split("(")[0]
+
+    def metric_names(self):
+        return list(self._m)
+
+    def metric_by_name(self, n):
+        return self._m[n]
+
+
+class _Range:
+    def __init__(self, actions):
+        self._a = actions
+
+    def num_actions(self):
+        return len(self._a)
+
+    def action_by_idx(self, i):
+        return self._a[i]
+
+
+class _FakeNcuReport:
+    """The slice of ncu_report's API kprof uses (load_report -> ranges -> actions -> metrics)."""
+
+    def __init__(self, ranges):
+        self._ranges = ranges
+
+    def load_report(self, path):
+        if not str(path).endswith(".ncu-rep"):
+            raise RuntimeError("Failed to load report")
+        ctx = type("Ctx", (), {})()
+        ctx.num_ranges = lambda: len(self._ranges)
+        ctx.range_by_idx = lambda i: self._ranges[i]
+        return ctx
+
+
+def test_ncu_rep_through_the_python_report_interface(monkeypatch, tmp_path):
+    def launch(name, ns, grid, dram):
+        return _Action(name, {"gpu__time_duration.sum": _Metric(ns, "nsecond"), "launch__grid_size": _Metric(grid, ""),
+                              "dram__throughput.avg.pct_of_peak_sustained_elapsed": _Metric(dram, "%"),
+                              "launch__registers_per_thread": _Metric(40.0, "register/thread"),
+                              "device__attribute_display_name": _Metric("NVIDIA H200", "")})
+    fake = _FakeNcuReport([_Range([launch("void santa_score(float*, int)", 5200.0, 344.0, 40.5)]),
+                           _Range([launch("void santa_attend(float*)", 9100.0, 256.0, 12.25)])])
+    monkeypatch.setattr(ncu_run, "find_report_module", lambda: fake)
+    rep = tmp_path / "c.ncu-rep"
+    rep.write_bytes(b"x")
+    df = ncu_run.import_report(rep)
+    assert df["kernel"].tolist() == ["santa_score", "santa_attend"]
+    assert df["duration_us"].tolist() == [5.2, 9.1] and df["ctas"].tolist() == [344, 256]
+    assert df["dram_pct"].tolist() == [40.5, 12.25] and df["registers_per_thread"].tolist() == [40, 40]
+    assert df["device__attribute_display_name"].tolist() == ["NVIDIA H200"] * 2
+    bad = tmp_path / "c.txt.ncu-rep.bak"
+    bad.write_bytes(b"x")
+    with pytest.raises(KprofError, match="not a readable .ncu-rep"):
+        ncu_run.import_report(bad)
 
 
 def test_cli_import_json_records():

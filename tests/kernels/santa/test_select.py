@@ -5,13 +5,13 @@ import torch
 import triton
 import triton.language as tl
 
-from kprof.kernels.santa.triton_kernels import _select_top
+from kprof.kernels.santa.radix_select import select_top
 
 
 @triton.jit
-def _select_rows(Keys, Out, k, ROWS: tl.constexpr, COLS: tl.constexpr):
+def _select_rows(Keys, Out, k, ROWS: tl.constexpr, COLS: tl.constexpr, DIGIT: tl.constexpr):
     offs = tl.arange(0, ROWS)[:, None] * COLS + tl.arange(0, COLS)[None, :]
-    keep = _select_top(tl.load(Keys + offs), k, ROWS)
+    keep = select_top(tl.load(Keys + offs), k, tl.arange(0, ROWS) < ROWS, DIGIT)
     tl.store(Out + offs, keep.to(tl.int8))
 
 
@@ -21,9 +21,9 @@ def _keys(hi: torch.Tensor) -> torch.Tensor:
     return (hi.to(torch.int64) << 32) | cols
 
 
-def _run(keys: torch.Tensor, k: int, device) -> torch.Tensor:
+def _run(keys: torch.Tensor, k: int, device, digit: int = 2) -> torch.Tensor:
     out = torch.full(keys.shape, 7, dtype=torch.int8, device=device)  # poisoned
-    _select_rows[(1,)](keys.to(device), out, k, ROWS=keys.shape[0], COLS=keys.shape[1])
+    _select_rows[(1,)](keys.to(device), out, k, ROWS=keys.shape[0], COLS=keys.shape[1], DIGIT=digit)
     return out.cpu().bool()
 
 
@@ -33,18 +33,21 @@ def _expected(keys: torch.Tensor, k: int) -> torch.Tensor:
     return want
 
 
+@pytest.mark.parametrize("digit", [1, 2, 4])
 @pytest.mark.parametrize("k", [1, 5, 32, 63])
-def test_random_scores_of_both_signs(target, rng, k):
+def test_random_scores_of_both_signs(target, rng, k, digit):
     hi = torch.randint(-(2**31), 2**31 - 1, (4, 64), generator=rng, dtype=torch.int64).to(torch.int32)
+    hi[0, :3] = torch.tensor([-(2**31), 2**31 - 1, 0], dtype=torch.int32)  # the extremes
     keys = _keys(hi)
-    assert torch.equal(_run(keys, k, target.device), _expected(keys, k))
+    assert torch.equal(_run(keys, k, target.device, digit), _expected(keys, k))
 
 
+@pytest.mark.parametrize("digit", [1, 4])
 @pytest.mark.parametrize("k", [3, 17])
-def test_ties_on_the_score_word_break_by_index(target, rng, k):
+def test_ties_on_the_score_word_break_by_index(target, rng, k, digit):
     hi = torch.randint(-3, 3, (4, 32), generator=rng, dtype=torch.int32)  # few distinct scores
     hi[1] = 5  # a row that is one big tie
     keys = _keys(hi)
-    got = _run(keys, k, target.device)
+    got = _run(keys, k, target.device, digit)
     assert torch.equal(got, _expected(keys, k))
     assert torch.all(got.sum(dim=1) == k)
