@@ -28,6 +28,13 @@ if [ "$mode" = santa ]; then
   for m in santa flash; do
     STEP_TIMEOUT=100 step ncu_$m kprof ncu --method $m --workload /tmp/kprof_qwen32k.safetensors --captures 3 \
       --out "$out/ncu_$m" --latency-from "$out/santa/santa_compare.json"
+    # real captures for tests/fixtures: details page, auto units, and the Python report interface
+    rep="$out/ncu_$m/capture0.ncu-rep"
+    if [ -f "$rep" ]; then
+      "$(command -v ncu || echo /usr/local/cuda/bin/ncu)" --import "$rep" --csv --page details > "$out/ncu_${m}_details.csv" 2>&1
+      "$(command -v ncu || echo /usr/local/cuda/bin/ncu)" --import "$rep" --csv --page raw --print-units auto > "$out/ncu_${m}_raw_auto.csv" 2>&1
+      step ncu_import_$m kprof ncu import "$rep" --json
+    fi
   done
   echo "gpu_check: overall status $status (logs in $out)"; exit $status
 fi

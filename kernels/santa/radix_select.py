@@ -12,7 +12,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-_SIGN = -2147483648  # int32 with only the sign bit: xor maps unsigned order to signed order
+_SIGN = tl.constexpr(-2147483648)  # int32 with only the sign bit: xor maps unsigned order to signed order
 
 
 @triton.jit

@@ -1,0 +1,166 @@
+"""Compile every Triton launch for a real GPU target on a machine without one.
+
+The CPU interpreter runs kernels as Python, so it never sees what only the compiler rejects
+(a non-constexpr global, a type the MLIR lowering refuses, too much shared memory). This
+check records each launch the methods make in the interpreter — kernel, argument types,
+constexpr values, num_warps/num_stages — then, in a second process without the interpreter,
+compiles every distinct launch for the target (default sm_90, the H100/H200) down to a cubin
+with Triton's own ptxas. No GPU is needed for either step.
+
+    python -m kprof.compile_check [--arch 90] [--method SPEC ...]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, field
+
+import click
+import torch
+
+DEFAULT_METHODS = (
+    "triton-dense", "santa", "santa:topk.SELECT=0,merge.SELECT=0", "santa:topk.RADIX_BITS=1,merge.RADIX_BITS=4",
+    "santa:out=fp32", "santa:k=1000000", "fathom", "scan32", "sparq16", "scan-full", "fathom:index=hbm",
+)
+SMEM_LIMIT = {90: 232_448, 89: 101_376, 80: 166_912}  # max dynamic shared memory per block, bytes
+_TORCH_TYPES = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32", torch.float64: "fp64",
+                torch.int8: "i8", torch.uint8: "u8", torch.int16: "i16", torch.int32: "i32", torch.int64: "i64",
+                torch.bool: "i1"}
+
+
+@dataclass(frozen=True)
+class LaunchRecord:
+    """One distinct kernel specialisation: enough to compile it again without running anything."""
+
+    module: str
+    kernel: str
+    signature: dict[str, str]
+    constexprs: dict[str, object]
+    options: dict[str, int] = field(default_factory=dict)
+
+    def key(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True, default=str)
+
+
+def _arg_type(value) -> str:
+    if isinstance(value, torch.Tensor):
+        return "*" + _TORCH_TYPES[value.dtype]
+    if isinstance(value, bool):
+        return "i1"
+    if isinstance(value, int):
+        return "i32" if -(2**31) <= value < 2**31 else "i64"
+    if isinstance(value, float):
+        return "fp32"
+    raise TypeError(f"cannot type kernel argument {value!r}")
+
+
+def record_launches(method_specs: tuple[str, ...], workload) -> list[LaunchRecord]:
+    """Run each method once (and stage by stage) in the interpreter, recording its launches."""
+    import inspect
+
+    from triton.runtime.interpreter import InterpretedFunction
+
+    from kprof.execution import resolve_target
+    from kprof.methods import get_method
+
+    seen: dict[str, LaunchRecord] = {}
+    original = InterpretedFunction.run
+
+    def recording_run(self, *args, grid, warmup, **kwargs):
+        params = list(inspect.signature(self.fn).parameters.values())
+        bound = dict(zip([p.name for p in params], args)) | {k: v for k, v in kwargs.items() if k in
+                                                               {p.name for p in params}}
+        signature, constexprs = {}, {}
+        for p in params:
+            if p.name not in bound:
+                continue  # a defaulted parameter
+            if "constexpr" in str(p.annotation):
+                signature[p.name], constexprs[p.name] = "constexpr", bound[p.name]
+            else:
+                signature[p.name] = _arg_type(bound[p.name])
+        options = {k: int(kwargs[k]) for k in ("num_warps", "num_stages") if k in kwargs}
+        rec = LaunchRecord(self.fn.__module__, self.fn.__name__, signature, constexprs, options)
+        seen.setdefault(rec.key(), rec)
+        return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+
+    target = resolve_target("cpu")
+    InterpretedFunction.run = recording_run
+    try:
+        for spec in method_specs:
+            prepared = get_method(spec).prepare(workload, target)
+            prepared.run()
+            for stage in prepared.stages:
+                stage.launch()
+    finally:
+        InterpretedFunction.run = original
+    return list(seen.values())
+
+
+def compile_record(rec: LaunchRecord, arch: int):
+    """Compile one launch to a cubin for ``sm_<arch>`` (interpreter off); returns Triton's compiled kernel."""
+    import importlib
+
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    fn = getattr(importlib.import_module(rec.module), rec.kernel)
+    src = ASTSource(fn=fn, signature=rec.signature, constexprs=rec.constexprs)
+    return triton.compile(src, target=GPUTarget("cuda", arch, 32), options=dict(rec.options))
+
+
+def _one_line(exc: Exception) -> str:
+    """The informative line of a compiler error (Triton's put the source excerpt first)."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    named = [ln for ln in lines if "Error" in ln or "error" in ln]
+    return f"{type(exc).__name__}: {(named or lines or [''])[-1][:240]}"
+
+
+def _small_workload():
+    """The 32K Qwen shape (Hq 28, Hkv 4, d 128, fp16) cut to 1,024 tokens: real types, quick to run."""
+    import dataclasses
+
+    from kprof.workloads import synthesize
+    from kprof.workloads.specs import get_spec
+
+    return synthesize(dataclasses.replace(get_spec("qwen2.5-7b-l14-32k"), name="compile-check", n=1024))
+
+
+@click.command()
+@click.option("--arch", type=int, default=90, show_default=True, help="Compute capability to compile for (90: H100/H200).")
+@click.option("--method", "methods", multiple=True, help="Method spec to record (repeatable) [default: every Triton method and variant].")
+@click.option("--record-only", is_flag=True, hidden=True, help="Internal: record launches as JSON on stdout.")
+def main(arch: int, methods: tuple[str, ...], record_only: bool) -> None:
+    """Compile every Triton launch of the shipped methods for a GPU target, without a GPU."""
+    methods = methods or DEFAULT_METHODS
+    if record_only:
+        records = record_launches(methods, _small_workload())
+        click.echo(json.dumps([asdict(r) for r in records], default=str))
+        return
+    args = [sys.executable, "-m", "kprof.compile_check", "--record-only", *sum((["--method", m] for m in methods), [])]
+    proc = subprocess.run(args, capture_output=True, text=True, env=os.environ | {"TRITON_INTERPRET": "1"})
+    if proc.returncode != 0:
+        raise click.ClickException(f"recording launches failed: {proc.stderr.strip().splitlines()[-1:]}")
+    records = [LaunchRecord(**r) for r in json.loads(proc.stdout.strip().splitlines()[-1])]
+    os.environ["TRITON_INTERPRET"] = "0"
+    failures = 0
+    for rec in records:
+        try:
+            kernel = compile_record(rec, arch)
+            smem = kernel.metadata.shared
+            status = "ok" if smem <= SMEM_LIMIT.get(arch, 232_448) else f"FAIL: {smem} B shared memory > limit"
+        except Exception as exc:  # every compiler error is a finding, reported on one line
+            status = f"FAIL: {_one_line(exc)}"
+        failures += status != "ok"
+        consts = ",".join(f"{k}={v}" for k, v in rec.constexprs.items() if k.isupper())
+        click.echo(f"{status:<6} sm_{arch} {rec.kernel}({consts}) {rec.options}")
+    click.echo(f"{len(records) - failures}/{len(records)} launches compiled for sm_{arch}")
+    if failures:
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main()
