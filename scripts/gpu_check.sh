@@ -22,6 +22,32 @@ W=qwen2.5-7b-l14-32k
 step install "$py" -m pip install -q --no-deps --no-build-isolation -e .
 step env kprof env
 kprof env --json > "$out/env.json" 2>&1 || status=1
+if [ "$mode" = acceptance ]; then
+  # one call's worth of the acceptance runs: SANTA++ at its defaults beside selection variants and
+  # cuDNN (full protocol), ncu tables beside event latency, the gate, Fathom, triton-dense tuning
+  W32=/tmp/kprof_qwen32k.safetensors
+  kprof capture --synthetic $W "--out" $W32 > "$out/capture.log" 2>&1 || status=1
+  step santa_compare kprof compare --method santa --method santa:merge.SELECT=0 \
+    --method cudnn --baseline flash --workload $W32 --out "$out/santa_compare.json"
+  for m in santa flash; do
+    STEP_TIMEOUT=100 step ncu_$m kprof ncu --method $m --workload $W32 --captures 3 --out "$out/ncu_$m" \
+      --latency-from "$out/santa_compare.json"
+    rep="$out/ncu_$m/capture0.ncu-rep"
+    ncu_bin=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+    if [ -f "$rep" ]; then
+      "$ncu_bin" --import "$rep" --csv --page details > "$out/ncu_${m}_details.csv" 2>&1
+      "$ncu_bin" --import "$rep" --csv --page raw --print-units auto > "$out/ncu_${m}_raw_auto.csv" 2>&1
+      step ncu_import_$m kprof ncu import "$rep" --json
+    fi
+  done
+  STEP_TIMEOUT=150 bash scripts/gate_acceptance.sh "$out/gate" $W32 5 || status=1
+  STEP_TIMEOUT=60 step fathom_gather "$py" scripts/bench_gather.py
+  STEP_TIMEOUT=200 step fathom_compare kprof compare --method fathom --method sparq16 --method scan-full \
+    --baseline scan32 --workload qwen3-8b-1m --rounds 5 --warmup-pairs 20 --observations 100 \
+    --out "$out/fathom_compare.json"
+  STEP_TIMEOUT=90 step dense_tune kprof tune --method triton-dense --workload $W32 --budget-s 30 --finalists 2
+  echo "gpu_check: overall status $status (logs in $out)"; exit $status
+fi
 if [ "$mode" = santa ]; then
   STEP_TIMEOUT=100 step pytest_santa "$py" -m pytest -q -x -p no:cacheprovider tests/kernels/santa
   bash scripts/bench_santa.sh "$out/santa" 20 20 || status=1

@@ -25,8 +25,10 @@ RADIX_HELP = "bits decided per radix-select pass (SELECT=2): 32/RADIX_BITS reduc
 _TOPK_AVAILABLE = Constraint("SELECT=1 needs tl.topk, which this Triton lacks",
                              lambda c, s: c["SELECT"] != 1 or triton_kernels.HAS_TOPK)
 
-# Defaults are the best of a small H200 sweep at qwen2.5-7b-l14-32k (K=31): BLOCK_T 512/1024/2048
-# and NUM_SPLITS 16/64 gave 104 / 67 / 89 us for the complete operator (scripts/bench_santa.sh).
+# Defaults from H200 runs at qwen2.5-7b-l14-32k (K=31, docs/perf-notes.md): tl.topk where Triton
+# has it (the radix select, SELECT=2, measured slower: merge 30 us against 21 us sorting), else the
+# full sort; topk BLOCK_T 2048 with 8 warps was the tuner's pick (1.087x [1.083, 1.099] complete).
+_BEST_SELECT = 1 if triton_kernels.HAS_TOPK else 0
 LAUNCH_SPACES = {
     "score": LaunchSpace("score", (
         Param("BLOCK_M", (16, 32, 64, 128, 256), 64, "representatives per program"),
@@ -34,13 +36,13 @@ LAUNCH_SPACES = {
         Param("num_stages", (1, 2, 3), 2),
     )),
     "topk": LaunchSpace("topk", (
-        Param("BLOCK_T", (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192), 1024, "teams per block (>= K+1)"),
-        Param("SELECT", (0, 1, 2), 2, SELECT_HELP),
+        Param("BLOCK_T", (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192), 2048, "teams per block (>= K+1)"),
+        Param("SELECT", (0, 1, 2), _BEST_SELECT, SELECT_HELP),
         Param("RADIX_BITS", (1, 2, 4), 2, RADIX_HELP),
-        Param("num_warps", (1, 2, 4, 8, 16), 4),
+        Param("num_warps", (1, 2, 4, 8, 16), 8),
     ), (_TOPK_AVAILABLE,)),
     "merge": LaunchSpace("merge", (
-        Param("SELECT", (0, 1, 2), 2, SELECT_HELP),
+        Param("SELECT", (0, 1, 2), _BEST_SELECT, SELECT_HELP),
         Param("RADIX_BITS", (1, 2, 4), 2, RADIX_HELP),
         Param("num_warps", (1, 2, 4, 8, 16), 8),
     ), (_TOPK_AVAILABLE,)),
