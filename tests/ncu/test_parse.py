@@ -99,3 +99,49 @@ def test_helpers():
     assert parse_number("21,472") == 21472 and parse_number("n/a") is None and parse_number("(1, 64, 4)") is None
     assert short_kernel_name("void at::native::(anonymous namespace)::k<1>(int)") == "k"
     assert short_kernel_name("santa_score") == "santa_score"
+
+
+FIXTURES = FIXTURE.parent
+SANTA_KERNELS = ["santa_score", "santa_block_topk", "santa_merge_union", "santa_attend", "_split_kv_combine"]
+
+
+def test_real_details_page_of_the_five_santa_triton_kernels():
+    """`ncu --import R --csv --page details` of a `kprof ncu --method santa` capture on the H200."""
+    df = read_ncu_csv(FIXTURES / "h200_santa_details_page.csv")
+    assert df["kernel"].tolist() == SANTA_KERNELS
+    attend = df.iloc[3]
+    assert (attend["ctas"], attend["registers_per_thread"]) == (256, 162)
+    assert attend["duration_us"] == pytest.approx(12.26)
+    assert attend["dram_pct"] == pytest.approx(7.44)
+    assert attend["occupancy_pct"] == pytest.approx(10.43)
+    assert attend["eligible_warps"] == pytest.approx(0.27)
+
+
+def test_real_raw_page_with_base_units_of_triton_kernels():
+    """The CSV `kprof ncu` keeps beside each capture: durations in ns with thousands separators."""
+    df = read_ncu_csv(FIXTURES / "h200_santa_triton_raw_base_units.csv")
+    assert df["kernel"].tolist() == SANTA_KERNELS
+    assert df["duration_us"].tolist() == pytest.approx([4.8, 15.648, 8.512, 12.256, 3.648])
+    assert df["ctas"].tolist() == [368, 84, 4, 256, 28]
+
+
+def test_real_raw_page_with_auto_units():
+    """`--print-units auto`: ncu chose us for these durations; the frame is in us either way."""
+    df = read_ncu_csv(FIXTURES / "h200_sdpa_flash_raw_auto_units.csv")
+    assert df["kernel"].tolist() == ["flash_fwd_splitkv_kernel", "flash_fwd_splitkv_combine_kernel"]
+    assert df["duration_us"].tolist() == pytest.approx([22.432, 29.12])
+    assert df["dram_pct"].tolist() == pytest.approx([64.698637, 0.677825])
+    assert df["registers_per_thread"].tolist() == [246, 58]
+
+
+def test_real_ncu_rep_where_a_reader_exists():
+    """The binary report of the same santa capture; needs Nsight Compute on the machine."""
+    from kprof.ncu.locate import find_ncu
+    from kprof.ncu.report_module import find_report_module
+    from kprof.ncu.run import import_report
+
+    if find_report_module() is None and find_ncu() is None:
+        pytest.skip("no Nsight Compute here (ncu_report or ncu): the CSV fixtures above cover the parser")
+    df = import_report(FIXTURES / "h200_santa.ncu-rep")
+    assert df["kernel"].tolist() == SANTA_KERNELS
+    assert df["duration_us"].tolist() == pytest.approx([4.8, 15.648, 8.512, 12.256, 3.648])
