@@ -8,13 +8,8 @@ set -u
 out=${1:?usage: scripts/bench_santa.sh OUTDIR [ROUNDS] [TUNE_BUDGET_S]}
 rounds=${2:-20}
 budget=${3:-20}
-mkdir -p "$out"
-cd "$(dirname "$0")/.."
-export PYTHONUNBUFFERED=1 COLUMNS=160
-py=${PYTHON:-python3}
-status=0
 # shellcheck source=scripts/lib.sh
-. scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
 W=/tmp/kprof_qwen32k.safetensors
 [ -f $W ] || kprof capture --synthetic qwen2.5-7b-l14-32k --out $W > "$out/capture.log" 2>&1 || status=1
 step santa_prepare kprof santa prepare --workload $W

@@ -6,13 +6,8 @@ set -u
 out=${1:?usage: scripts/gate_acceptance.sh OUTDIR [WORKLOAD] [ROUNDS]}
 W=${2:-qwen2.5-7b-l14-32k}
 rounds=${3:-10}
-mkdir -p "$out"
-cd "$(dirname "$0")/.."
-export PYTHONUNBUFFERED=1 COLUMNS=160
-py=${PYTHON:-python3}
-status=0
 # shellcheck source=scripts/lib.sh
-. scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
 echo '{"triton-dense": {"partial": {"BLOCK_N": 16, "NUM_SPLITS": 4}}}' > "$out/slowed_config.json"
 # three methods per run (the two-method start-order artifact); GATE_EXTRA='' on a CPU machine
 read -r -a extra <<< "${GATE_EXTRA---method cudnn}"

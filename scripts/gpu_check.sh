@@ -9,15 +9,10 @@
 # latency; fathom = the Fathom benchmarks and tuning; ncu = ncu tables only (each mode fits one
 # 10-minute device call). Exits non-zero if any step failed (all steps still run).
 set -u
-out=${1:?usage: scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom]}
+out=${1:?usage: scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance]}
 mode=${2:-full}
-mkdir -p "$out"
-cd "$(dirname "$0")/.."
-export PYTHONUNBUFFERED=1 COLUMNS=160
-py=${PYTHON:-python3}
-status=0
 # shellcheck source=scripts/lib.sh
-. scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
 W=qwen2.5-7b-l14-32k
 step install "$py" -m pip install -q --no-deps --no-build-isolation -e .
 step env kprof env

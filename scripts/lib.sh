@@ -1,7 +1,13 @@
 # Shared by the GPU scripts: `step NAME CMD...` runs a command, tees it to $out/NAME.log,
 # prints its exit code and duration, and sets status=1 on failure (the script goes on). A step
 # running past STEP_TIMEOUT seconds (default 300) is killed, so one hang cannot eat a device call.
-# The caller sets: out (log folder), py (python), status=0.
+# Sourced by the GPU scripts once they have set `out` (the log folder): makes it absolute, moves
+# to the repository root, and sets py (python) and status=0.
+mkdir -p "$out" && out=$(cd "$out" && pwd)
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+export PYTHONUNBUFFERED=1 COLUMNS=160
+py=${PYTHON:-python3}
+status=0
 kprof() { "$py" -m kprof "$@"; }
 step() {
   local name=$1; shift
