@@ -7,6 +7,11 @@ constexpr values, num_warps/num_stages — then, in a second process without the
 compiles every distinct launch for the target (default sm_90, the H100/H200) down to a cubin
 with Triton's own ptxas. No GPU is needed for either step.
 
+Limits: launches are compiled without the argument specialisations the GPU path adds (16-byte
+alignment of pointers, ints equal to 1), so pipelined loads (cp.async) are not generated and the
+shared-memory figure is a lower bound; the recording workload is the 32K Qwen shape cut to 1,024
+tokens, so shape-derived constexprs can differ from the full-size runs.
+
     python -m kprof.compile_check [--arch 90] [--method SPEC ...]
 """
 
@@ -21,8 +26,11 @@ from dataclasses import asdict, dataclass, field
 import click
 import torch
 
+from kprof.errors import KprofError
+
 DEFAULT_METHODS = (
-    "triton-dense", "santa", "santa:topk.SELECT=0,merge.SELECT=0", "santa:topk.RADIX_BITS=1,merge.RADIX_BITS=4",
+    "triton-dense", "santa", "santa:topk.SELECT=0,merge.SELECT=0",
+    "santa:topk.SELECT=2,merge.SELECT=2,topk.RADIX_BITS=1,merge.RADIX_BITS=4",
     "santa:out=fp32", "santa:k=1000000", "fathom", "scan32", "sparq16", "scan-full", "fathom:index=hbm",
 )
 SMEM_LIMIT = {90: 232_448, 89: 101_376, 80: 166_912}  # max dynamic shared memory per block, bytes
@@ -67,6 +75,7 @@ def record_launches(method_specs: tuple[str, ...], workload) -> list[LaunchRecor
     from kprof.methods import get_method
 
     seen: dict[str, LaunchRecord] = {}
+    calls = [0]
     original = InterpretedFunction.run
 
     def recording_run(self, *args, grid, warmup, **kwargs):
@@ -84,16 +93,21 @@ def record_launches(method_specs: tuple[str, ...], workload) -> list[LaunchRecor
         options = {k: int(kwargs[k]) for k in ("num_warps", "num_stages") if k in kwargs}
         rec = LaunchRecord(self.fn.__module__, self.fn.__name__, signature, constexprs, options)
         seen.setdefault(rec.key(), rec)
+        calls[0] += 1
         return original(self, *args, grid=grid, warmup=warmup, **kwargs)
 
     target = resolve_target("cpu")
     InterpretedFunction.run = recording_run
     try:
         for spec in method_specs:
+            before = calls[0]
             prepared = get_method(spec).prepare(workload, target)
             prepared.run()
             for stage in prepared.stages:
                 stage.launch()
+            if calls[0] == before:
+                raise KprofError(f"{spec} made no Triton launch in the interpreter: name a Triton method "
+                                 "(triton-dense, santa, fathom, ...)")
     finally:
         InterpretedFunction.run = original
     return list(seen.values())
@@ -143,7 +157,8 @@ def main(arch: int, methods: tuple[str, ...], record_only: bool) -> None:
     args = [sys.executable, "-m", "kprof.compile_check", "--record-only", *sum((["--method", m] for m in methods), [])]
     proc = subprocess.run(args, capture_output=True, text=True, env=os.environ | {"TRITON_INTERPRET": "1"})
     if proc.returncode != 0:
-        raise click.ClickException(f"recording launches failed: {proc.stderr.strip().splitlines()[-1:]}")
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise click.ClickException(f"recording launches failed: {last}")
     records = [LaunchRecord(**r) for r in json.loads(proc.stdout.strip().splitlines()[-1])]
     os.environ["TRITON_INTERPRET"] = "0"
     failures = 0

@@ -91,6 +91,10 @@ def gate(base: Result, cand: Result, threshold: float = 0.03, metric: str = "lat
             if m.role == "baseline":
                 continue
             ref = next(x.label for x in cand.methods if x.role == "baseline")
+            if ref in base_methods:  # the reference is every speedup's denominator: name its change too
+                ref_note = config_difference(base_methods[ref].config,
+                                             next(x for x in cand.methods if x.label == ref).config)
+                note = "; ".join(x for x in (note, ref_note and f"reference {ref} {ref_note}") if x)
             s_base = unpaired_bootstrap(base.observations[ref], base.observations[m.label], resamples, seed=seed)
             s_cand = unpaired_bootstrap(cand.observations[ref], cand.observations[m.label], resamples, seed=seed + 1)
             iv = Interval(s_base.estimate / s_cand.estimate, s_base.low / s_cand.high, s_base.high / s_cand.low)

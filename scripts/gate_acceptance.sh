@@ -6,6 +6,7 @@ set -u
 out=${1:?usage: scripts/gate_acceptance.sh OUTDIR [WORKLOAD] [ROUNDS]}
 W=${2:-qwen2.5-7b-l14-32k}
 rounds=${3:-10}
+[ -e "$W" ] && W=$(cd "$(dirname "$W")" && pwd)/$(basename "$W")  # a file path survives lib.sh's cd
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
 echo '{"triton-dense": {"partial": {"BLOCK_N": 16, "NUM_SPLITS": 4}}}' > "$out/slowed_config.json"

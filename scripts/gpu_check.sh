@@ -35,7 +35,7 @@ if [ "$mode" = acceptance ]; then
       step ncu_import_$m kprof ncu import "$rep" --json
     fi
   done
-  STEP_TIMEOUT=150 bash scripts/gate_acceptance.sh "$out/gate" $W32 5 || status=1
+  STEP_TIMEOUT=60 bash scripts/gate_acceptance.sh "$out/gate" $W32 5 || status=1  # 60 s per compare
   STEP_TIMEOUT=60 step fathom_gather "$py" scripts/bench_gather.py
   STEP_TIMEOUT=200 step fathom_compare kprof compare --method fathom --method sparq16 --method scan-full \
     --baseline scan32 --workload qwen3-8b-1m --rounds 5 --warmup-pairs 20 --observations 100 \

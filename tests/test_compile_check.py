@@ -57,3 +57,9 @@ def test_a_kernel_only_the_compiler_rejects_is_reported(tmp_path):
     env = os.environ | {"TRITON_INTERPRET": "0", "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert "REJECTED" in proc.stdout, proc.stdout + proc.stderr[-2000:]
+
+
+def test_a_method_without_triton_launches_is_an_error_not_a_pass():
+    proc = subprocess.run([sys.executable, "-m", "kprof.compile_check", "--method", "math"], capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode != 0 and "made no Triton launch" in proc.stderr

@@ -83,6 +83,9 @@ def test_a_changed_launch_config_is_compared_and_named(real_result):
     row = next(r for r in rows if r.method == label)
     assert row.note == "launch config: partial.BLOCK_N 64->16"
     assert next(r for r in rows if r.method != label).note == ""
+    # speedup metric: a changed reference (the denominator) is named on every candidate row
+    sp = gate(base, slow, 0.03, metric="speedup")[1]
+    assert sp and all("reference" in r.note and "partial.BLOCK_N 64->16" in r.note for r in sp)
 
 
 def test_cli_exit_codes_summary_and_atomic_baseline_update(real_result, tmp_path):

@@ -44,14 +44,14 @@ def select_top(keys, k, row_ok, DIGIT: tl.constexpr):
     padding: their result is unspecified and they never trigger the second pass.
     """
     hi = (keys >> 32).to(tl.int32)
-    lo = (keys & 0x7FFFFFFF).to(tl.int32)
+    lo = ((keys & 0xFFFFFFFF) - 2147483648).to(tl.int32)  # the unsigned low word, in signed order
     k = (row_ok.to(tl.int32) * 0) + k
     kth = kth_largest(hi, k, hi == hi, DIGIT)
     above = hi > kth[:, None]
     tie = hi == kth[:, None]
     need = k - tl.sum(above.to(tl.int32), axis=1)
     excess = tl.where(row_ok, tl.sum(tie.to(tl.int32), axis=1) - need, 0)
-    lo_min = k * 0
+    lo_min = k * 0 + _SIGN  # no second pass: every tied key is kept
     if tl.max(excess, axis=0) > 0:
         lo_min = kth_largest(lo, tl.maximum(need, 1), tie, DIGIT)
     return above | (tie & (lo >= lo_min[:, None]))

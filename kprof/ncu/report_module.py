@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+from kprof.errors import KprofError
 from kprof.ncu.locate import find_ncu
 
 _EXTRAS = ("extras/python", "../extras/python", "../../nsight-compute/extras/python")
@@ -24,12 +25,14 @@ def find_report_module() -> ModuleType | None:
         return importlib.import_module("ncu_report")
     except ImportError:
         pass
+    folders = []
     ncu = find_ncu()
-    if ncu is None:
-        return None
-    base = Path(ncu.path).resolve().parent
-    for rel in _EXTRAS:
-        folder = (base / rel).resolve()
+    if ncu is not None:  # beside the binary (which may be a wrapper script in cuda/bin)
+        base = Path(ncu.path).resolve().parent
+        folders += [(base / rel).resolve() for rel in _EXTRAS]
+        folders += sorted(base.parent.glob("nsight-compute-*/extras/python"), reverse=True)
+    folders += sorted(Path("/opt/nvidia/nsight-compute").glob("*/extras/python"), reverse=True)
+    for folder in folders:
         if (folder / "ncu_report.py").exists():
             sys.path.insert(0, str(folder))
             try:
@@ -47,18 +50,30 @@ def _kernel_name(action) -> str:
         return action.name()
 
 
-def _value(metric) -> tuple[float | str | None, str]:
+def _value(module: ModuleType, metric) -> tuple[float | str | None, str]:
+    """A metric's value by its declared kind: strings as text, no value as None, numbers as float.
+
+    ``as_double`` of a string metric is not an error in the report interface (it yields a
+    number), so the kind decides, not an exception.
+    """
     unit = metric.unit() if hasattr(metric, "unit") else ""
-    try:
-        return float(metric.as_double()), unit
-    except (TypeError, ValueError, AttributeError):
-        text = metric.as_string()
-        return (text if text not in ("", "n/a") else None), unit
+    kinds = getattr(module, "IMetric", None)
+    kind = metric.kind() if hasattr(metric, "kind") else None
+    if kinds is not None and kind is not None:
+        if kind == getattr(kinds, "ValueKind_STRING", object()):
+            text = metric.as_string()
+            return (text if text not in ("", "n/a") else None), unit
+        if kind in (getattr(kinds, "ValueKind_UNKNOWN", object()), getattr(kinds, "ValueKind_ANY", object())):
+            return None, unit
+    return float(metric.as_double()), unit
 
 
 def report_records(module: ModuleType, path: Path) -> list[dict]:
     """One record per profiled launch: id, kernel_full and every metric as (value, unit)."""
-    ctx = module.load_report(str(path))
+    try:
+        ctx = module.load_report(str(path))
+    except Exception as exc:  # the module raises its own error types
+        raise KprofError(f"{path} is not a readable .ncu-rep ({exc}): was it written by ncu --export?") from None
     records = []
     for r in range(ctx.num_ranges()):
         rng = ctx.range_by_idx(r)
@@ -66,6 +81,6 @@ def report_records(module: ModuleType, path: Path) -> list[dict]:
             action = rng.action_by_idx(a)
             rec = {"id": len(records), "kernel_full": _kernel_name(action), "metrics": {}}
             for name in action.metric_names():
-                rec["metrics"][name] = _value(action.metric_by_name(name))
+                rec["metrics"][name] = _value(module, action.metric_by_name(name))
             records.append(rec)
     return records

@@ -70,11 +70,7 @@ def import_report(report: Path, csv_out: Path | None = None) -> pd.DataFrame:
         raise KprofError(f"{report} does not exist: check the path")
     module = find_report_module() if csv_out is None else None
     if module is not None:
-        try:
-            records = report_records(module, report)
-        except Exception as exc:  # the module raises its own error types
-            raise KprofError(f"{report} is not a readable .ncu-rep ({exc}): was it written by ncu --export?") from None
-        return frame_from_report_records(records, report)
+        return frame_from_report_records(report_records(module, report), report)
     ncu = find_ncu()
     if ncu is None:
         raise KprofError(f"reading {report} needs Nsight Compute here: its Python report interface (ncu_report, in "

@@ -56,16 +56,20 @@ def test_missing_ncu(monkeypatch, tmp_path):
 
 
 class _Metric:
+    """Like ncu_report's IMetric: as_double of a string metric gives a number, not an error."""
+
     def __init__(self, value, unit):
         self._v, self._u = value, unit
 
     def unit(self):
         return self._u
 
+    def kind(self):
+        return _FakeNcuReport.IMetric.ValueKind_STRING if isinstance(self._v, str) else (
+            _FakeNcuReport.IMetric.ValueKind_UNKNOWN if self._v is None else _FakeNcuReport.IMetric.ValueKind_DOUBLE)
+
     def as_double(self):
-        if isinstance(self._v, str):
-            raise ValueError("not a number")
-        return self._v
+        return 0.0 if not isinstance(self._v, float) else self._v
 
     def as_string(self):
         return str(self._v)
@@ -101,6 +105,9 @@ class _Range:
 class _FakeNcuReport:
     """The slice of ncu_report's API kprof uses (load_report -> ranges -> actions -> metrics)."""
 
+    class IMetric:
+        ValueKind_UNKNOWN, ValueKind_ANY, ValueKind_STRING, ValueKind_DOUBLE = range(4)
+
     def __init__(self, ranges):
         self._ranges = ranges
 
@@ -118,7 +125,8 @@ def test_ncu_rep_through_the_python_report_interface(monkeypatch, tmp_path):
         return _Action(name, {"gpu__time_duration.sum": _Metric(ns, "nsecond"), "launch__grid_size": _Metric(grid, ""),
                               "dram__throughput.avg.pct_of_peak_sustained_elapsed": _Metric(dram, "%"),
                               "launch__registers_per_thread": _Metric(40.0, "register/thread"),
-                              "device__attribute_display_name": _Metric("NVIDIA H200", "")})
+                              "device__attribute_display_name": _Metric("NVIDIA H200", ""),
+                              "sm__unset_metric.sum": _Metric(None, "")})
     fake = _FakeNcuReport([_Range([launch("void santa_score(float*, int)", 5200.0, 344.0, 40.5)]),
                            _Range([launch("void santa_attend(float*)", 9100.0, 256.0, 12.25)])])
     monkeypatch.setattr(ncu_run, "find_report_module", lambda: fake)
@@ -129,6 +137,7 @@ def test_ncu_rep_through_the_python_report_interface(monkeypatch, tmp_path):
     assert df["duration_us"].tolist() == [5.2, 9.1] and df["ctas"].tolist() == [344, 256]
     assert df["dram_pct"].tolist() == [40.5, 12.25] and df["registers_per_thread"].tolist() == [40, 40]
     assert df["device__attribute_display_name"].tolist() == ["NVIDIA H200"] * 2
+    assert df["sm__unset_metric.sum"].isna().all(), "a metric without a value is n/a, not 0"
     bad = tmp_path / "c.txt.ncu-rep.bak"
     bad.write_bytes(b"x")
     with pytest.raises(KprofError, match="not a readable .ncu-rep"):

@@ -51,3 +51,10 @@ def test_ties_on_the_score_word_break_by_index(target, rng, k, digit):
     got = _run(keys, k, target.device, digit)
     assert torch.equal(got, _expected(keys, k))
     assert torch.all(got.sum(dim=1) == k)
+
+
+def test_low_words_with_the_top_bit_set_order_as_unsigned(target):
+    """Ties on the high word are broken by the full unsigned low word (bit 31 included)."""
+    keys = torch.tensor([[0x80000000, 0, 5 << 32, -(1 << 32)]], dtype=torch.int64)
+    assert _run(keys, 2, target.device).tolist() == [[True, False, True, False]]
+
