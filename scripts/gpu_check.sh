@@ -14,6 +14,21 @@ mode=${2:-full}
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
 W=qwen2.5-7b-l14-32k
+# ncu_tables WORKLOAD RESULT: Table 14 for santa and flash beside RESULT's event-timed medians, plus
+# the first capture re-exported as the details page and in auto units (real fixtures for tests/)
+ncu_tables() {
+  local ncu_bin m rep
+  ncu_bin=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+  for m in santa flash; do
+    STEP_TIMEOUT=100 step ncu_$m kprof ncu --method $m --workload "$1" --captures 3 --out "$out/ncu_$m" \
+      --latency-from "$2"
+    rep="$out/ncu_$m/capture0.ncu-rep"
+    [ -f "$rep" ] || continue
+    "$ncu_bin" --import "$rep" --csv --page details > "$out/ncu_${m}_details.csv" 2>&1
+    "$ncu_bin" --import "$rep" --csv --page raw --print-units auto > "$out/ncu_${m}_raw_auto.csv" 2>&1
+    step ncu_import_$m kprof ncu import "$rep" --json
+  done
+}
 step install "$py" -m pip install -q --no-deps --no-build-isolation -e .
 step env kprof env
 kprof env --json > "$out/env.json" 2>&1 || status=1
@@ -24,17 +39,7 @@ if [ "$mode" = acceptance ]; then
   kprof capture --synthetic $W "--out" $W32 > "$out/capture.log" 2>&1 || status=1
   step santa_compare kprof compare --method santa --method santa:merge.SELECT=0 \
     --method cudnn --baseline flash --workload $W32 --out "$out/santa_compare.json"
-  for m in santa flash; do
-    STEP_TIMEOUT=100 step ncu_$m kprof ncu --method $m --workload $W32 --captures 3 --out "$out/ncu_$m" \
-      --latency-from "$out/santa_compare.json"
-    rep="$out/ncu_$m/capture0.ncu-rep"
-    ncu_bin=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
-    if [ -f "$rep" ]; then
-      "$ncu_bin" --import "$rep" --csv --page details > "$out/ncu_${m}_details.csv" 2>&1
-      "$ncu_bin" --import "$rep" --csv --page raw --print-units auto > "$out/ncu_${m}_raw_auto.csv" 2>&1
-      step ncu_import_$m kprof ncu import "$rep" --json
-    fi
-  done
+  ncu_tables $W32 "$out/santa_compare.json"
   STEP_TIMEOUT=60 bash scripts/gate_acceptance.sh "$out/gate" $W32 5 || status=1  # 60 s per compare
   STEP_TIMEOUT=60 step fathom_gather "$py" scripts/bench_gather.py
   STEP_TIMEOUT=200 step fathom_compare kprof compare --method fathom --method sparq16 --method scan-full \
@@ -46,17 +51,7 @@ fi
 if [ "$mode" = santa ]; then
   STEP_TIMEOUT=100 step pytest_santa "$py" -m pytest -q -x -p no:cacheprovider tests/kernels/santa
   bash scripts/bench_santa.sh "$out/santa" 20 20 || status=1
-  for m in santa flash; do
-    STEP_TIMEOUT=100 step ncu_$m kprof ncu --method $m --workload /tmp/kprof_qwen32k.safetensors --captures 3 \
-      --out "$out/ncu_$m" --latency-from "$out/santa/santa_compare.json"
-    # real captures for tests/fixtures: details page, auto units, and the Python report interface
-    rep="$out/ncu_$m/capture0.ncu-rep"
-    if [ -f "$rep" ]; then
-      "$(command -v ncu || echo /usr/local/cuda/bin/ncu)" --import "$rep" --csv --page details > "$out/ncu_${m}_details.csv" 2>&1
-      "$(command -v ncu || echo /usr/local/cuda/bin/ncu)" --import "$rep" --csv --page raw --print-units auto > "$out/ncu_${m}_raw_auto.csv" 2>&1
-      step ncu_import_$m kprof ncu import "$rep" --json
-    fi
-  done
+  ncu_tables /tmp/kprof_qwen32k.safetensors "$out/santa/santa_compare.json"
   echo "gpu_check: overall status $status (logs in $out)"; exit $status
 fi
 step pytest_gpu "$py" -m pytest -m gpu -q -p no:cacheprovider tests

@@ -20,7 +20,7 @@ from kprof.kernels.santa import triton_kernels
 from kprof.kernels.santa.triton_kernels import (LOG2E, santa_attend, santa_block_topk, santa_gumbel_dump,
                                                 santa_merge_union, santa_score)
 
-SELECT_HELP = "0: full bitonic sort; 1: tl.topk (newer Triton only); 2: radix select (one count per bit)"
+SELECT_HELP = "0: full bitonic sort; 1: tl.topk (Triton 3.6+); 2: radix select (RADIX_BITS per pass)"
 RADIX_HELP = "bits decided per radix-select pass (SELECT=2): 32/RADIX_BITS reductions of 2^RADIX_BITS counts"
 _TOPK_AVAILABLE = Constraint("SELECT=1 needs tl.topk, which this Triton lacks",
                              lambda c, s: c["SELECT"] != 1 or triton_kernels.HAS_TOPK)

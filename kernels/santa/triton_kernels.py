@@ -16,9 +16,9 @@ from kprof.kernels.matmul import dot
 from kprof.kernels.santa.radix_select import select_top
 
 LOG2E = 1.4426950408889634
-# tl.topk (a bitonic top-k: log2(k) sort stages then shrinking merges) exists in newer Triton.
-# Launches choose it with the SELECT launch parameter (a constexpr, so only one path compiles);
-# the default full sort is the path measured on the H200.
+# tl.topk (a bitonic top-k: log2(k) sort stages then shrinking merges) exists in Triton 3.6+.
+# Launches choose the selection with the SELECT launch parameter (a constexpr, so only one path
+# compiles): 0 full sort, 1 tl.topk (the default where it exists), 2 radix select.
 HAS_TOPK = hasattr(tl, "topk")
 
 
