@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Run every GPU check in one go on a CUDA machine; all logs go to OUTDIR.
-#   bash scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu]
+#   bash scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen]
 # Installs kprof without touching the machine's torch/triton, prints `kprof env`, runs the
 # `-m gpu` tests, then by mode: full = dense baselines and the timing protocol (full-protocol
 # comparisons, A/A checks, stages, graph and host-bound modes, order probe, dense benchmark;
 # about 5 minutes); quick = the same without full-protocol runs; santa = every kernel test on
 # the GPU, scripts/bench_santa.sh, then ncu tables for santa and flash beside their event-timed
-# latency; fathom = the Fathom benchmarks and tuning; ncu = ncu tables only (each mode fits one
-# 10-minute device call). Exits non-zero if any step failed (all steps still run).
+# latency; fathom = the Fathom benchmarks and tuning; ncu = ncu tables only; screen = launch-variant
+# screens (SANTA++ stage sweep, gather config sweep, Fathom stages and HBM index) plus full ncu
+# sections of the SANTA++ launches (each mode fits one 10-minute device call). Exits non-zero if any step failed (all steps still run).
 set -u
-out=${1:?usage: scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance]}
+out=${1:?usage: scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen]}
 mode=${2:-full}
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -46,6 +47,37 @@ if [ "$mode" = acceptance ]; then
     --baseline scan32 --workload qwen3-8b-1m --rounds 5 --warmup-pairs 20 --observations 100 \
     --out "$out/fathom_compare.json"
   STEP_TIMEOUT=90 step dense_tune kprof tune --method triton-dense --workload $W32 --budget-s 30 --finalists 2
+  echo "gpu_check: overall status $status (logs in $out)"; exit $status
+fi
+if [ "$mode" = screen ]; then
+  W32=/tmp/kprof_qwen32k.safetensors
+  kprof capture --synthetic $W "--out" $W32 > "$out/capture.log" 2>&1 || status=1
+  STEP_TIMEOUT=90 step gather_sweep "$py" scripts/bench_gather.py --sweep
+  step santa_prepare kprof santa prepare --workload $W32
+  variants=(santa santa:topk.num_warps=4 santa:topk.num_warps=16 santa:topk.BLOCK_T=4096,topk.num_warps=8
+    santa:topk.BLOCK_T=4096,topk.num_warps=16 santa:topk.BLOCK_T=8192,topk.num_warps=16
+    santa:topk.BLOCK_T=1024,topk.num_warps=2 santa:topk.BLOCK_T=1024,topk.num_warps=4
+    santa:topk.BLOCK_T=1024,topk.num_warps=8 santa:topk.BLOCK_T=512,topk.num_warps=1
+    santa:topk.BLOCK_T=512,topk.num_warps=2 santa:topk.BLOCK_T=512,topk.num_warps=4
+    santa:topk.BLOCK_T=256,topk.num_warps=1 santa:topk.BLOCK_T=256,topk.num_warps=2
+    santa:merge.num_warps=2 santa:merge.num_warps=4 santa:merge.num_warps=16
+    santa:attend.BLOCK_R=16 santa:attend.BLOCK_R=64 santa:attend.NUM_SPLITS=32 santa:attend.NUM_SPLITS=128
+    santa:attend.num_warps=2 santa:attend.num_warps=8 santa:attend.num_stages=2
+    santa:score.BLOCK_M=32 santa:score.BLOCK_M=128 santa:score.num_warps=2 santa:score.num_warps=8)
+  STEP_TIMEOUT=200 step santa_sweep "$py" scripts/sweep_santa.py --workload $W32 --rounds 3 --obs 40 "${variants[@]}"
+  ncu_bin=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+  STEP_TIMEOUT=150 step ncu_santa_full "$ncu_bin" --set full --import-source yes --cache-control all \
+    --clock-control none -k "regex:santa_(score|block_topk|merge_union|attend)" -c 4 -f -o "$out/santa_full" \
+    "$py" scripts/sweep_santa.py --workload $W32 --rounds 1 --obs 1 santa
+  [ -f "$out/santa_full.ncu-rep" ] && "$ncu_bin" --import "$out/santa_full.ncu-rep" --page details > "$out/santa_full_details.txt" 2>&1
+  STEP_TIMEOUT=120 step fathom_stages_scan32 kprof stages --method scan32 --workload qwen3-8b-1m --rounds 3 \
+    --stage-observations 20 --warmup-pairs 5
+  STEP_TIMEOUT=120 step fathom_stages kprof stages --method fathom --workload qwen3-8b-1m --rounds 3 \
+    --stage-observations 20 --warmup-pairs 5
+  STEP_TIMEOUT=150 step fathom_compare kprof compare --method fathom --method sparq16 --method fathom:index=hbm \
+    --method scan32:index=hbm --baseline scan32 --workload qwen3-8b-1m --rounds 3 --warmup-pairs 10 \
+    --observations 50 --out "$out/fathom_compare.json"
+  STEP_TIMEOUT=60 step santa_validate_k_eq_m kprof validate --method santa:k=1000000 --workload $W32 --realisations 1
   echo "gpu_check: overall status $status (logs in $out)"; exit $status
 fi
 if [ "$mode" = santa ]; then

@@ -24,6 +24,7 @@ LAUNCH_SPACES = {
     )),
     "scan": LaunchSpace("scan", (
         Param("BLOCKS", (1, 2, 4, 8), 2, "64-token blocks per program"),
+        Param("CH", (4, 8, 16, 32), 8, "active channels decoded per step"),
         Param("num_warps", (1, 2, 4, 8), 4),
     )),
 }
@@ -70,6 +71,8 @@ class FathomScan:
         i32 = torch.int32
         self.depth = torch.empty(self.hkv, self.d, dtype=i32, device=device)
         self.dst = torch.empty(self.hkv, self.d, dtype=i32, device=device)
+        self.active = torch.empty(self.hkv, self.d, dtype=i32, device=device)
+        self.n_active = torch.empty(self.hkv, dtype=i32, device=device)
         self.theta = torch.empty(self.hkv, dtype=torch.float32, device=device)
         self.var = store.var.to(device).contiguous()
         self.staged = torch.empty(self.hkv, self.staged_words, dtype=torch.int64, device=device)
@@ -79,7 +82,7 @@ class FathomScan:
 
     def launch_plan(self) -> None:
         fathom_plan[(self.hkv,)](
-            self.q, self.var, self.depth, self.dst, self.theta, float(self.policy.budget),
+            self.q, self.var, self.depth, self.dst, self.active, self.n_active, self.theta, float(self.policy.budget),
             self.q.stride(0), self.var.stride(0), self.nb,
             GROUP=self.group, BLOCK_G=self.block_g, D=self.d, STEPS=30, POLICY=self.policy.kind,
             CHANNELS=max(1, self.policy.channels), num_warps=self.cfg["plan"]["num_warps"])
@@ -88,7 +91,7 @@ class FathomScan:
         c = self.cfg["gather"]
         s = self.store
         chunks = triton.cdiv(4 * self.nb, c["CHUNK"])
-        fathom_gather[(self.hkv, self.d, chunks)](
+        fathom_gather[(chunks, self.d, self.hkv)](
             s.planes, s.scales, self.depth, self.dst, self.staged, self.staged_scales,
             self.nb, self.staged_words,
             s.planes.stride(0), s.planes.stride(1), s.scales.stride(0), s.scales.stride(1),
@@ -97,10 +100,10 @@ class FathomScan:
     def launch_scan(self) -> None:
         c = self.cfg["scan"]
         fathom_scan[(self.hkv, triton.cdiv(self.nb, c["BLOCKS"]))](
-            self.q, self.staged, self.staged_scales, self.depth, self.dst, self.scores,
+            self.q, self.staged, self.staged_scales, self.active, self.n_active, self.depth, self.dst, self.scores,
             self.store.n, self.nb, self.staged_words,
             self.q.stride(0), self.staged_scales.stride(0), self.staged_scales.stride(1), self.scores.stride(0),
-            GROUP=self.group, BLOCK_G=self.block_g, D=self.d, BLOCKS=c["BLOCKS"], num_warps=c["num_warps"])
+            GROUP=self.group, BLOCK_G=self.block_g, D=self.d, BLOCKS=c["BLOCKS"], CH=c["CH"], num_warps=c["num_warps"])
 
     def run(self) -> torch.Tensor:
         self.launch_plan()

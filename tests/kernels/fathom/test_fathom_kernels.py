@@ -1,5 +1,6 @@
 """Fathom plan/gather/scan launches against the reference (Triton interpreter on CPU)."""
 
+import pytest
 import torch
 
 from kprof.config_space import resolve_method_config
@@ -8,11 +9,11 @@ from kprof.kernels.fathom.reference import approximate_scores, importance, water
 from kprof.kernels.fathom.store import FathomStore
 
 
-def _scan(make_workload, target, budget, hq=4, hkv=2, n=200, d=32, seed=0):
+def _scan(make_workload, target, budget, hq=4, hkv=2, n=200, d=32, seed=0, scan=None):
     w = make_workload(hq, hkv, n, d, seed=seed)
     w.k *= torch.linspace(0.1, 3.0, d)  # uneven channel variances: water-filling has work to do
     store = FathomStore.build(w.k)
-    cfg = resolve_method_config(LAUNCH_SPACES, {"gather": {"CHUNK": 256}}, w.shape)
+    cfg = resolve_method_config(LAUNCH_SPACES, {"gather": {"CHUNK": 256}, "scan": scan or {}}, w.shape)
     op = FathomScan(w.q, store, budget, cfg, target.device)
     return w, store, op
 
@@ -28,6 +29,8 @@ def test_plan_matches_reference_water_filling(make_workload, target):
         assert abs(float(op.theta[kvh]) / theta - 1) < 1e-3
         t = op.depth[kvh].cpu()
         assert op.dst[kvh].cpu().tolist() == ((torch.cumsum(t, 0) - t) * store.n_blocks).tolist()
+        active = torch.nonzero(t).flatten().tolist()
+        assert int(op.n_active[kvh]) == len(active) and op.active[kvh, : len(active)].cpu().tolist() == active
 
 
 def test_gather_is_bit_exact_including_zero_length_runs(make_workload, target):
@@ -47,8 +50,10 @@ def test_gather_is_bit_exact_including_zero_length_runs(make_workload, target):
         assert torch.equal(op.staged_scales[kvh, active].cpu(), store.scales[kvh, active])
 
 
-def test_scan_scores_match_the_dequantised_reference(make_workload, target):
-    w, store, op = _scan(make_workload, target, budget=48, n=333, seed=3)
+@pytest.mark.parametrize("scan", [{}, {"CH": 4, "BLOCKS": 4}, {"CH": 32, "BLOCKS": 1}])
+def test_scan_scores_match_the_dequantised_reference(make_workload, target, scan):
+    # 333 tokens: a partial last block; budget 48: active channels not a multiple of CH
+    w, store, op = _scan(make_workload, target, budget=48, n=333, seed=3, scan=scan)
     op.scores.fill_(float("nan"))
     scores = op.run().cpu().double()
     for kvh in range(2):

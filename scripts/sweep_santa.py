@@ -1,0 +1,60 @@
+"""SANTA++ launch-variant screen: every variant's isolated stage medians and its complete time.
+
+The five launches are coupled (topk's block size sets how many candidates merge reads; attend's
+splits set the reducer's work), so one launch tuned alone can lose end to end. This times each
+variant's stages the way ``kprof stages`` does (upstream launches untimed, eviction before the
+timed one) in one process and one session, and prints one row per variant sorted by the
+complete operator. Every variant is validated against the fp64 reference before timing.
+
+    python scripts/sweep_santa.py --workload W [--rounds 3] [--obs 40] SPEC...
+    (SPEC: a santa method spec, e.g. santa:topk.BLOCK_T=512,topk.num_warps=2)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+
+from kprof.errors import KprofError
+from kprof.runner import StageRunner, TimedOp
+from kprof.session import MeasurementSession
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("specs", nargs="+", help="santa method specs (launch overrides with dots)")
+    ap.add_argument("--workload", help="spec name or file (default: the device's default workload)")
+    ap.add_argument("--device", default="cuda", help="cuda (default) or cpu (interpreter, for checking the script)")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--obs", type=int, default=40, help="observations per stage per round")
+    args = ap.parse_args()
+    session = MeasurementSession.open(args.device, args.workload, {"rounds": args.rounds, "stage_observations": args.obs,
+                                                              "warmup_pairs": 10}, config_mode="default")
+    rows = []
+    for spec in args.specs:
+        try:
+            pm = session.prepare(spec, spec, "subject", overrides={})
+        except KprofError as e:
+            print(f"{spec}: skipped ({e})", flush=True)
+            continue
+        stages = [TimedOp(s.name, s.launch) for s in pm.prepared.stages]
+        runner = StageRunner(session.protocol, session.clock(), session.eviction())
+        obs = runner.run(stages, TimedOp("complete", pm.prepared.run))
+        med = [float(np.median(o)) for o in obs]
+        v = pm.record.validation
+        rows.append((spec, med, v.max_abs_error, v.passed))
+        print(f"{spec}: " + " ".join(f"{s.label}={m:.2f}" for s, m in zip(stages, med)) + f" complete={med[-1]:.2f} "
+              f"max_abs={v.max_abs_error:.2e} {'ok' if v.passed else 'FAILED'}", flush=True)
+    names = [s.label for s in stages]
+    print("\n| variant | " + " | ".join(names) + " | complete us | max abs err |")
+    print("|---" * (len(names) + 3) + "|")
+    for spec, med, err, ok in sorted(rows, key=lambda r: r[1][-1]):
+        print(f"| {spec} | " + " | ".join(f"{m:.2f}" for m in med[:-1]) + f" | {med[-1]:.2f} | {err:.2e}"
+              + ("" if ok else " FAILED") + " |")
+    return 0 if all(r[3] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
