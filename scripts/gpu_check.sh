@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run every GPU check in one go on a CUDA machine; all logs go to OUTDIR.
-#   bash scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen]
+#   bash scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune]
 # Installs kprof without touching the machine's torch/triton, prints `kprof env`, runs the
 # `-m gpu` tests, then by mode: full = dense baselines and the timing protocol (full-protocol
 # comparisons, A/A checks, stages, graph and host-bound modes, order probe, dense benchmark;
@@ -10,7 +10,7 @@
 # screens (SANTA++ stage sweep, gather config sweep, Fathom stages and HBM index) plus full ncu
 # sections of the SANTA++ launches (each mode fits one 10-minute device call). Exits non-zero if any step failed (all steps still run).
 set -u
-out=${1:?usage: scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen]}
+out=${1:?usage: scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune]}
 mode=${2:-full}
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -78,6 +78,31 @@ if [ "$mode" = screen ]; then
     --method scan32:index=hbm --baseline scan32 --workload qwen3-8b-1m --rounds 3 --warmup-pairs 10 \
     --observations 50 --out "$out/fathom_compare.json"
   STEP_TIMEOUT=60 step santa_validate_k_eq_m kprof validate --method santa:k=1000000 --workload $W32 --realisations 1
+  echo "gpu_check: overall status $status (logs in $out)"; exit $status
+fi
+if [ "$mode" = tune ]; then
+  # kprof tune on the H200 for every Triton launch of santa and fathom (profiles copied to
+  # OUTDIR/tuned), a short SANTA++ selection screen, and Fathom at its tuned configs
+  W32=/tmp/kprof_qwen32k.safetensors
+  kprof capture --synthetic $W "--out" $W32 > "$out/capture.log" 2>&1 || status=1
+  STEP_TIMEOUT=40 step gather_bench "$py" scripts/bench_gather.py
+  step santa_prepare kprof santa prepare --workload $W32
+  STEP_TIMEOUT=90 step santa_sweep "$py" scripts/sweep_santa.py --workload $W32 --rounds 3 --obs 40 santa \
+    santa:topk.num_warps=16 santa:topk.SELECT=3 santa:topk.SELECT=3,topk.num_warps=16 \
+    santa:topk.SELECT=3,topk.num_warps=4 santa:topk.SELECT=3,topk.BLOCK_T=4096,topk.num_warps=16 \
+    santa:topk.SELECT=3,topk.BLOCK_T=1024,topk.num_warps=8
+  F="--workload qwen3-8b-1m --rounds 2 --observations 20 --finalists 2"
+  STEP_TIMEOUT=100 step tune_fathom_scan kprof tune --method fathom $F --launch scan --budget-s 45
+  STEP_TIMEOUT=80 step tune_fathom_gather kprof tune --method fathom $F --launch gather --budget-s 30
+  STEP_TIMEOUT=80 step tune_fathom_fetch kprof tune --method fathom $F --launch fetch --budget-s 25
+  STEP_TIMEOUT=120 step fathom_compare kprof compare --method fathom --method sparq16 --baseline scan32 \
+    --workload qwen3-8b-1m --rounds 3 --warmup-pairs 10 --observations 50 --out "$out/fathom_compare.json"
+  S="--workload $W32 --finalists 2"
+  STEP_TIMEOUT=100 step tune_santa_topk kprof tune --method santa $S --launch topk --budget-s 55
+  STEP_TIMEOUT=60 step tune_santa_attend kprof tune --method santa $S --launch attend --budget-s 25
+  STEP_TIMEOUT=50 step tune_santa_merge kprof tune --method santa $S --launch merge --budget-s 15
+  STEP_TIMEOUT=50 step tune_santa_score kprof tune --method santa $S --launch score --budget-s 15
+  mkdir -p "$out/tuned" && cp profiles/tuned/*.json "$out/tuned/" 2>/dev/null
   echo "gpu_check: overall status $status (logs in $out)"; exit $status
 fi
 if [ "$mode" = santa ]; then

@@ -22,6 +22,11 @@ from kprof.kernels.fathom.triton_kernels import fathom_attend, fathom_fetch_rows
 
 SINK_TOKENS = 4
 RECENT_TOKENS = 32
+# top-k over long rows in two passes: the best k of each segment, then the best k of those. One
+# torch.topk over a 1M-token row makes several radix passes over all of it (~0.5 ms for 32 heads
+# at 1M on an H200); many short rows take the per-row fast path. Exact: every global winner is
+# among its own segment's best k.
+TOPK_SEGMENT = 16384
 
 LAUNCH_SPACES = dict(SCAN_SPACES) | {
     "fetch": LaunchSpace("fetch", (Param("ROWS", (8, 16, 32, 64), 16, "winner rows per program"),
@@ -39,7 +44,8 @@ def _host_copy(t: torch.Tensor) -> torch.Tensor:
 
 class FathomDecode:
     def __init__(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, policy: ChannelPolicy, k_top: int,
-                 config: dict, device: torch.device, index: str = "host", rows: str = "host", basis: str = "raw"):
+                 config: dict, device: torch.device, index: str = "host", rows: str = "host", basis: str = "raw",
+                 topk_segment: int = TOPK_SEGMENT):
         hq, d = q.shape
         hkv, n, _ = k.shape
         if index not in ("host", "hbm") or rows not in ("host", "hbm"):
@@ -54,12 +60,21 @@ class FathomDecode:
         self.v_rows = _host_copy(v) if rows == "host" else v.to(device).contiguous()
         self.q = q.to(device).contiguous()
         self.cfg = config
-        self.scan = FathomScan(self.q, self.store, policy, config, device)
+        seg = topk_segment
+        segmented = n >= 4 * seg and self.k_top <= seg
+        self.scan = FathomScan(self.q, self.store, policy, config, device, pad_to=seg if segmented else 1)
+        self.segment = seg
+        self.n_seg = self.scan.scores_padded.shape[1] // seg if segmented else 0
         e = self.group * self.k_top
         self.entries = e
         i64 = torch.int64
         self.top_vals = torch.empty(hq, self.k_top, dtype=torch.float32, device=device)
         self.top_idx = torch.empty(hq, self.k_top, dtype=i64, device=device)
+        if self.n_seg:
+            self.seg_vals = torch.empty(hq, self.n_seg, self.k_top, dtype=torch.float32, device=device)
+            self.seg_idx = torch.empty(hq, self.n_seg, self.k_top, dtype=i64, device=device)
+            self.seg_base = (torch.arange(self.n_seg, device=device) * seg).view(1, -1, 1)
+            self.pick = torch.empty(hq, self.k_top, dtype=i64, device=device)
         self.sorted_rows = torch.empty(hkv, e, dtype=i64, device=device)
         self.perm = torch.empty(hkv, e, dtype=i64, device=device)
         self.first = torch.ones(hkv, e, dtype=torch.bool, device=device)
@@ -73,7 +88,14 @@ class FathomDecode:
     def launch_topk(self) -> None:
         scores = self.scan.scores
         scores.index_fill_(1, self.forced, float("inf"))
-        torch.topk(scores, self.k_top, dim=1, out=(self.top_vals, self.top_idx))
+        if not self.n_seg:
+            torch.topk(scores, self.k_top, dim=1, out=(self.top_vals, self.top_idx))
+            return
+        segments = self.scan.scores_padded.view(self.hq, self.n_seg, self.segment)
+        torch.topk(segments, self.k_top, dim=2, out=(self.seg_vals, self.seg_idx))
+        self.seg_idx.add_(self.seg_base)
+        torch.topk(self.seg_vals.view(self.hq, -1), self.k_top, dim=1, out=(self.top_vals, self.pick))
+        torch.gather(self.seg_idx.view(self.hq, -1), 1, self.pick, out=self.top_idx)
 
     def launch_union(self) -> None:
         torch.sort(self.top_idx.view(self.hkv, self.entries), dim=1, out=(self.sorted_rows, self.perm))

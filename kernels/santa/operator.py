@@ -21,9 +21,10 @@ from kprof.kernels.santa.triton_kernels import (LOG2E, santa_attend, santa_block
                                                 santa_merge_union, santa_score)
 
 SELECT_HELP = "0: full bitonic sort; 1: tl.topk (Triton 3.6+); 2: radix select (RADIX_BITS per pass)"
+TOPK_SELECT_HELP = SELECT_HELP + "; 3: tl.topk on the 32-bit score word, then a threshold (Triton 3.6+)"
 RADIX_HELP = "bits decided per radix-select pass (SELECT=2): 32/RADIX_BITS reductions of 2^RADIX_BITS counts"
-_TOPK_AVAILABLE = Constraint("SELECT=1 needs tl.topk, which this Triton lacks",
-                             lambda c, s: c["SELECT"] != 1 or triton_kernels.HAS_TOPK)
+_TOPK_AVAILABLE = Constraint("SELECT=1 and 3 need tl.topk, which this Triton lacks",
+                             lambda c, s: c["SELECT"] not in (1, 3) or triton_kernels.HAS_TOPK)
 
 # Defaults from H200 runs at qwen2.5-7b-l14-32k (K=31, docs/perf-notes.md): tl.topk where Triton
 # has it (the radix select, SELECT=2, measured slower: merge 30 us against 21 us sorting), else the
@@ -37,7 +38,7 @@ LAUNCH_SPACES = {
     )),
     "topk": LaunchSpace("topk", (
         Param("BLOCK_T", (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192), 2048, "teams per block (>= K+1)"),
-        Param("SELECT", (0, 1, 2), _BEST_SELECT, SELECT_HELP),
+        Param("SELECT", (0, 1, 2, 3), _BEST_SELECT, TOPK_SELECT_HELP),
         Param("RADIX_BITS", (1, 2, 4), 2, RADIX_HELP),
         Param("num_warps", (1, 2, 4, 8, 16), 8),
     ), (_TOPK_AVAILABLE,)),
@@ -202,10 +203,9 @@ class SantaDecode:
 
     def gumbel_noise(self) -> torch.Tensor:
         """``[Hq, M_max]`` Gumbel noise launch 2 adds with the current seed (not timed)."""
-        total = self.hq * self.m_max
-        out = torch.empty(total, dtype=torch.float32, device=self.q.device)
-        santa_gumbel_dump[(triton.cdiv(total, 1024),)](self.seed, out, total, BLOCK=1024)
-        return out.view(self.hq, self.m_max)
+        out = torch.empty(self.hq, self.m_max, dtype=torch.float32, device=self.q.device)
+        santa_gumbel_dump[(self.hq, triton.cdiv(self.m_max, 256))](self.seed, out, self.m_max, out.stride(0), BLOCK=256)
+        return out
 
     def selections(self) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
         """Per query head: selected team ids and c_g of the last run (host copies)."""

@@ -52,18 +52,27 @@ def _log_inclusion(x):
 
 
 @triton.jit
-def _gumbel(seed, offsets):
-    """Standard Gumbel noise from Philox: the same (seed, offset) always gives the same draw."""
-    u = tl.rand(seed, offsets)
+def _gumbel(seed, row, t0, N: tl.constexpr, m_max):
+    """Standard Gumbel noise for teams t0..t0+N-1 of query head ``row`` (t0 and N multiples of 4).
+
+    One Philox call yields four uniforms: team t of head h uses output t % 4 of counter
+    h * cdiv(M_max, 4) + t // 4, so the same (seed, head, team) always gives the same draw at a
+    quarter of the cost of one call per team.
+    """
+    counters = row * ((m_max + 3) // 4) + t0 // 4 + tl.arange(0, N // 4)
+    r0, r1, r2, r3 = tl.rand4x(seed, counters)
+    u = tl.reshape(tl.join(tl.join(r0, r1), tl.join(r2, r3)), (N,))
     u = tl.minimum(tl.maximum(u, 1e-7), 1.0 - 6e-8)
     return -tl.log(-tl.log(u))
 
 
 @triton.jit
-def santa_gumbel_dump(SeedPtr, Out, total, BLOCK: tl.constexpr):
-    """Write the noise launch 2 uses at offsets 0..total-1 (for tests and validation only)."""
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    tl.store(Out + offs, _gumbel(tl.load(SeedPtr), offs), mask=offs < total)
+def santa_gumbel_dump(SeedPtr, Out, m_max, stride_oh, BLOCK: tl.constexpr):
+    """Grid (Hq, cdiv(M_max, BLOCK)): write the noise launch 2 adds (for tests and validation only)."""
+    h = tl.program_id(0)
+    t0 = tl.program_id(1) * BLOCK
+    offs = t0 + tl.arange(0, BLOCK)
+    tl.store(Out + h * stride_oh + offs, _gumbel(tl.load(SeedPtr), h, t0, BLOCK, m_max), mask=offs < m_max)
 
 
 @triton.jit
@@ -104,7 +113,10 @@ def santa_block_topk(
 
     phi = score/sqrt(d) + log n_g; Y = phi + Gumbel from Philox(seed, h * M_max + g); the block's
     KPAD (>= K+1) best keys are written, padding teams score -inf. SELECT 0 sorts the block, 1
-    uses tl.topk (both write best first), 2 radix-selects and writes the set in team order.
+    uses tl.topk on the int64 keys (both write best first), 2 radix-selects, 3 finds the KPAD-th
+    largest 32-bit score word with tl.topk on int32 (half the exchange work of int64 keys) and
+    keeps every team at or above it; when that word is tied past the KPAD-th place (padding, or
+    equal scores) it falls back to the int64 tl.topk. 2 and 3 write the set in team order.
     """
     h = tl.program_id(0)
     blk = tl.program_id(1)
@@ -116,7 +128,7 @@ def santa_block_topk(
     n = tl.load(Lengths + kvh * stride_lh + offs, mask=valid, other=1).to(tl.float32)
     y = s * inv_sqrt_d + tl.log(n)
     if NOISE:
-        y = y + _gumbel(tl.load(SeedPtr), h * m_max + offs)
+        y = y + _gumbel(tl.load(SeedPtr), h, blk * BLOCK_T, BLOCK_T, m_max)
     y = tl.where(valid, y, float("-inf"))
     if SELECT == 2:
         keys = tl.reshape(_to_key(y, offs), (1, BLOCK_T))
@@ -125,6 +137,16 @@ def santa_block_topk(
         tl.store(Cand + h * stride_ch + blk * stride_cb + slot, keys, mask=keep)
     elif SELECT == 1:
         tl.store(Cand + h * stride_ch + blk * stride_cb + tl.arange(0, KPAD), tl.topk(_to_key(y, offs), KPAD))
+    elif SELECT == 3:
+        bits = y.to(tl.int32, bitcast=True)
+        word = tl.where(bits < 0, bits ^ 0x7FFFFFFF, bits)  # the key's high word: same order as y
+        kth = tl.min(tl.topk(word, KPAD), axis=0)
+        keep = word >= kth
+        if tl.sum(keep.to(tl.int32), axis=0) == KPAD:
+            slot = tl.cumsum(keep.to(tl.int32), axis=0) - 1
+            tl.store(Cand + h * stride_ch + blk * stride_cb + slot, _to_key(y, offs), mask=keep)
+        else:  # the KPAD-th word is tied: order the tie by team index as the int64 keys do
+            tl.store(Cand + h * stride_ch + blk * stride_cb + tl.arange(0, KPAD), tl.topk(_to_key(y, offs), KPAD))
     else:
         keys = tl.sort(_to_key(y, offs), descending=True)
         rank = tl.arange(0, BLOCK_T)

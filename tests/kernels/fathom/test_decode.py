@@ -12,21 +12,25 @@ from kprof.kernels.fathom.reference import approximate_scores
 from kprof.methods import get_method
 
 
-def _decode(make_workload, target, k_top=48, n=256, seed=0):
+def _decode(make_workload, target, k_top=48, n=256, seed=0, **kw):
     w = make_workload(4, 2, n, 32, seed=seed, scale=2.0)
     cfg = resolve_method_config(LAUNCH_SPACES, {"gather": {"CHUNK": 256}}, w.shape)
-    return w, FathomDecode(w.q, w.k, w.v, water(40), k_top, cfg, target.device)
+    return w, FathomDecode(w.q, w.k, w.v, water(40), k_top, cfg, target.device, **kw)
 
 
-def test_winners_are_the_top_k_of_the_approximate_scores_with_forced_tokens(make_workload, target):
-    w, op = _decode(make_workload, target)
+@pytest.mark.parametrize("n,segment", [(256, None), (300, 64)])
+def test_winners_are_the_top_k_of_the_approximate_scores_with_forced_tokens(make_workload, target, n, segment):
+    """One top-k over each row, and the segmented two-pass top-k (300 tokens: 5 segments of 64,
+    the last one padded with -inf) give the same winners."""
+    w, op = _decode(make_workload, target, n=n, **({"topk_segment": segment} if segment else {}))
+    assert bool(op.n_seg) == bool(segment)
     op.run()
     win = op.winners()
-    forced = set(range(SINK_TOKENS)) | set(range(256 - RECENT_TOKENS, 256))
+    forced = set(range(SINK_TOKENS)) | set(range(n - RECENT_TOKENS, n))
     for h in range(4):
         kvh = h // 2
         depths = op.scan.depth[kvh].cpu()
-        s = approximate_scores(w.q[h : h + 1], op.store.planes[kvh].cpu(), op.store.scales[kvh].cpu(), depths, 256)[0]
+        s = approximate_scores(w.q[h : h + 1], op.store.planes[kvh].cpu(), op.store.scales[kvh].cpu(), depths, n)[0]
         s[list(forced)] = float("inf")
         expected = set(torch.topk(s, 48).indices.tolist())
         assert set(win[h].tolist()) == expected

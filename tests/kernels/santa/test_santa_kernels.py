@@ -173,16 +173,17 @@ def test_union_bookkeeping_is_restored_between_calls(make_workload, target):
         assert torch.equal(op.u_mask[kvh, :c], first[2][kvh, :c])
 
 
-@pytest.mark.parametrize("select", [0, 1, 2])
+@pytest.mark.parametrize("select", [0, 1, 2, 3])
 def test_topk_and_sort_paths_select_identically(make_workload, target, select):
-    """Every selection path (full tl.sort, tl.topk where Triton has it, radix select) must agree
-    with the reference."""
+    """Every selection path (full tl.sort, tl.topk where Triton has it, radix select, 32-bit word
+    threshold) must agree with the reference."""
     from kprof.kernels.santa import triton_kernels
 
-    if select == 1 and not triton_kernels.HAS_TOPK:
+    if select in (1, 3) and not triton_kernels.HAS_TOPK:
         pytest.skip("this Triton has no tl.topk")
     w, layout, op = _setup(make_workload, target, seed=21)
-    op.cfg["topk"]["SELECT"] = op.cfg["merge"]["SELECT"] = select
+    op.cfg["topk"]["SELECT"] = select
+    op.cfg["merge"]["SELECT"] = min(select, 2)
     op.run()
     noise = op.gumbel_noise().cpu()
     for h in range(op.hq):
@@ -203,3 +204,35 @@ def test_fp32_output_isolates_the_accumulation_error(make_workload, target, dtyp
     teams, corr = op.selections()
     ref = attention_with_selection(w.q, w.k, w.v, layout.teams(), [Selection(t, c) for t, c in zip(teams, corr)])
     assert (out - ref).abs().max() < 1e-5
+
+
+@pytest.mark.parametrize("select", [2, 3])
+def test_block_topk_keeps_the_int64_key_order_on_tied_scores(target, select):
+    """Scores drawn from four values (heavy ties, no noise): the block's KPAD best keys are the
+    best (score, team index) pairs, exactly as the int64 sort orders them."""
+    from kprof.kernels.santa import triton_kernels
+    from kprof.kernels.santa.triton_kernels import santa_block_topk
+
+    if select == 3 and not triton_kernels.HAS_TOPK:
+        pytest.skip("this Triton has no tl.topk")
+    g = torch.Generator().manual_seed(5)
+    hq, m, block, kpad = 2, 200, 64, 16
+    scores = torch.tensor([-1.5, 0.25, 2.0, 3.0])[torch.randint(0, 4, (hq, m), generator=g)]
+    scores[0, :150] = 0.25  # block 0 and 1 of head 0: the 16th best word is tied many times over
+    lengths = torch.ones(1, m, dtype=torch.int32)
+    nblk = (m + block - 1) // block
+    cand = torch.full((hq, nblk, kpad), -1, dtype=torch.int64)
+    dev = target.device
+    cand = cand.to(dev)
+    santa_block_topk[(hq, nblk)](
+        scores.to(dev), lengths.to(dev), torch.tensor([m], dtype=torch.int32, device=dev),
+        torch.zeros(1, dtype=torch.int64, device=dev), cand, m, 1.0,
+        scores.stride(0), lengths.stride(0), cand.stride(0), cand.stride(1),
+        GROUP=hq, BLOCK_T=block, KPAD=kpad, NOISE=False, SELECT=select, RADIX_BITS=2)
+    for h in range(hq):
+        for b in range(nblk):
+            lo, hi = b * block, min((b + 1) * block, m)
+            ys = [(float(scores[h, t]), t) for t in range(lo, hi)] + [(float("-inf"), t) for t in range(hi, lo + block)]
+            want = sorted(ys, reverse=True)[:kpad]
+            got = sorted(int(k) & 0xFFFFFFFF for k in cand[h, b].cpu())
+            assert got == sorted(t for _, t in want), f"head {h} block {b}"
