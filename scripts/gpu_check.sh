@@ -34,19 +34,31 @@ step install "$py" -m pip install -q --no-deps --no-build-isolation -e .
 step env kprof env
 kprof env --json > "$out/env.json" 2>&1 || status=1
 if [ "$mode" = acceptance ]; then
-  # one call's worth of the acceptance runs: SANTA++ at its defaults beside selection variants and
-  # cuDNN (full protocol), ncu tables beside event latency, the gate, Fathom, triton-dense tuning
+  # one call's worth of acceptance runs, most important first: SANTA++ at its defaults beside
+  # cuDNN against Flash (full protocol); Fathom and the scan baselines at default configs; kprof
+  # tune for the five SANTA++ launches, then SANTA++ at the tuned configs; fp32 validation and
+  # stages; kprof tune of the Fathom and scan32 scans (the caller copies profiles/tuned)
   W32=/tmp/kprof_qwen32k.safetensors
   kprof capture --synthetic $W "--out" $W32 > "$out/capture.log" 2>&1 || status=1
-  step santa_compare kprof compare --method santa --method santa:merge.SELECT=0 \
-    --method cudnn --baseline flash --workload $W32 --out "$out/santa_compare.json"
-  ncu_tables $W32 "$out/santa_compare.json"
-  STEP_TIMEOUT=60 bash scripts/gate_acceptance.sh "$out/gate" $W32 5 || status=1  # 60 s per compare
-  STEP_TIMEOUT=60 step fathom_gather "$py" scripts/bench_gather.py
-  STEP_TIMEOUT=200 step fathom_compare kprof compare --method fathom --method sparq16 --method scan-full \
-    --baseline scan32 --workload qwen3-8b-1m --rounds 5 --warmup-pairs 20 --observations 100 \
-    --out "$out/fathom_compare.json"
-  STEP_TIMEOUT=90 step dense_tune kprof tune --method triton-dense --workload $W32 --budget-s 30 --finalists 2
+  step santa_prepare kprof santa prepare --workload $W32
+  STEP_TIMEOUT=150 step santa_compare kprof compare --method santa --method cudnn --baseline flash \
+    --workload $W32 --config default --out "$out/santa_compare.json"
+  STEP_TIMEOUT=150 step fathom_compare kprof compare --method fathom --method sparq16 --baseline scan32 \
+    --workload qwen3-8b-1m --rounds 2 --warmup-pairs 5 --observations 30 --config default --out "$out/fathom_compare.json"
+  S="--workload $W32 --finalists 2"
+  STEP_TIMEOUT=50 step tune_santa_topk kprof tune --method santa $S --launch topk --budget-s 20
+  STEP_TIMEOUT=40 step tune_santa_attend kprof tune --method santa $S --launch attend --budget-s 15
+  STEP_TIMEOUT=30 step tune_santa_merge kprof tune --method santa $S --launch merge --budget-s 6
+  STEP_TIMEOUT=30 step tune_santa_score kprof tune --method santa $S --launch score --budget-s 8
+  STEP_TIMEOUT=30 step tune_santa_reduce kprof tune --method santa $S --launch reduce --budget-s 5
+  STEP_TIMEOUT=60 step santa_compare_tuned kprof compare --method santa --method cudnn --baseline flash \
+    --workload $W32 --rounds 5 --out "$out/santa_compare_tuned.json"
+  STEP_TIMEOUT=40 step santa_validate_fp32 kprof validate --method santa:out=fp32 --workload $W32 --realisations 3
+  STEP_TIMEOUT=40 step santa_stages kprof stages --method santa --workload $W32 --rounds 3 --config default \
+    --out "$out/santa_stages.json"
+  F="--workload qwen3-8b-1m --rounds 2 --observations 20 --finalists 2 --launch scan"
+  STEP_TIMEOUT=75 step tune_fathom_scan kprof tune --method fathom $F --budget-s 30
+  STEP_TIMEOUT=75 step tune_scan32_scan kprof tune --method scan32 $F --budget-s 30
   echo "gpu_check: overall status $status (logs in $out)"; exit $status
 fi
 if [ "$mode" = screen ]; then

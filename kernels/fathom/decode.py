@@ -10,6 +10,7 @@ without host synchronisation: topk, sort, cumsum, scatter).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 import triton
@@ -42,22 +43,42 @@ def _host_copy(t: torch.Tensor) -> torch.Tensor:
     return out.pin_memory() if torch.cuda.is_available() else out
 
 
+@dataclass(frozen=True)
+class FathomResidency:
+    """The bit-plane index and the K/V rows where a decode step reads them (host or HBM).
+
+    Building it quantises the whole cache and pins gigabytes at 1M tokens, so callers that
+    prepare many decode steps over one cache (the tuner: one per candidate) build it once.
+    """
+
+    store: FathomStore
+    k_rows: torch.Tensor
+    v_rows: torch.Tensor
+
+    @classmethod
+    def build(cls, k: torch.Tensor, v: torch.Tensor, device: torch.device, index: str = "host", rows: str = "host",
+              basis: str = "raw") -> "FathomResidency":
+        if index not in ("host", "hbm") or rows not in ("host", "hbm"):
+            raise ValueError("index and rows must be 'host' or 'hbm'")
+        store = FathomStore.build(k.to(device), basis=basis)
+        store = store.pinned() if index == "host" and device.type == "cuda" else store
+        if rows == "host":
+            return cls(store, _host_copy(k), _host_copy(v))
+        return cls(store, k.to(device).contiguous(), v.to(device).contiguous())
+
+
 class FathomDecode:
     def __init__(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, policy: ChannelPolicy, k_top: int,
                  config: dict, device: torch.device, index: str = "host", rows: str = "host", basis: str = "raw",
-                 topk_segment: int = TOPK_SEGMENT):
+                 topk_segment: int = TOPK_SEGMENT, residency: FathomResidency | None = None):
         hq, d = q.shape
         hkv, n, _ = k.shape
-        if index not in ("host", "hbm") or rows not in ("host", "hbm"):
-            raise ValueError("index and rows must be 'host' or 'hbm'")
         self.hq, self.hkv, self.n, self.d, self.group = hq, hkv, n, d, hq // hkv
         self.k_top = min(k_top, n)
         if self.k_top < min(n, SINK_TOKENS + RECENT_TOKENS):
             raise ValueError(f"k={k_top} cannot hold the {SINK_TOKENS} sink and {RECENT_TOKENS} recent tokens")
-        store = FathomStore.build(k.to(device), basis=basis)
-        self.store = store.pinned() if index == "host" and device.type == "cuda" else store
-        self.k_rows = _host_copy(k) if rows == "host" else k.to(device).contiguous()
-        self.v_rows = _host_copy(v) if rows == "host" else v.to(device).contiguous()
+        residency = residency or FathomResidency.build(k, v, device, index, rows, basis)
+        self.store, self.k_rows, self.v_rows = residency.store, residency.k_rows, residency.v_rows
         self.q = q.to(device).contiguous()
         self.cfg = config
         seg = topk_segment

@@ -28,8 +28,10 @@ _TOPK_AVAILABLE = Constraint("SELECT=1 and 3 need tl.topk, which this Triton lac
 
 # Defaults from H200 runs at qwen2.5-7b-l14-32k (K=31, docs/perf-notes.md): tl.topk where Triton
 # has it (the radix select, SELECT=2, measured slower: merge 30 us against 21 us sorting), else the
-# full sort; topk BLOCK_T 2048 with 8 warps was the tuner's pick (1.087x [1.083, 1.099] complete).
+# full sort. topk: the 32-bit-word threshold (SELECT=3) over BLOCK_T 2048 with 16 warps, the
+# tuner's pick (topk 16.98 -> 11.87 us; complete operator 1.127x [1.125, 1.130] vs SELECT=1, 8 warps).
 _BEST_SELECT = 1 if triton_kernels.HAS_TOPK else 0
+_BEST_TOPK_SELECT = 3 if triton_kernels.HAS_TOPK else 0
 LAUNCH_SPACES = {
     "score": LaunchSpace("score", (
         Param("BLOCK_M", (16, 32, 64, 128, 256), 64, "representatives per program"),
@@ -38,9 +40,9 @@ LAUNCH_SPACES = {
     )),
     "topk": LaunchSpace("topk", (
         Param("BLOCK_T", (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192), 2048, "teams per block (>= K+1)"),
-        Param("SELECT", (0, 1, 2, 3), _BEST_SELECT, TOPK_SELECT_HELP),
+        Param("SELECT", (0, 1, 2, 3), _BEST_TOPK_SELECT, TOPK_SELECT_HELP),
         Param("RADIX_BITS", (1, 2, 4), 2, RADIX_HELP),
-        Param("num_warps", (1, 2, 4, 8, 16), 8),
+        Param("num_warps", (1, 2, 4, 8, 16), 16),
     ), (_TOPK_AVAILABLE,)),
     "merge": LaunchSpace("merge", (
         Param("SELECT", (0, 1, 2), _BEST_SELECT, SELECT_HELP),

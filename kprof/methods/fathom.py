@@ -31,6 +31,7 @@ class _FathomFamily(Method):
 
     def __init__(self, budget: float = 48.0, k: int = 512, index: str = "host", rows: str = "host", basis: str = "raw"):
         self.budget, self.k, self.index, self.rows, self.basis = float(budget), int(k), index, rows, basis
+        self._residency = None  # (workload, FathomResidency) of the last prepare: reused for the same workload
 
     @classmethod
     def from_options(cls, options: dict[str, str]) -> "Method":
@@ -69,8 +70,13 @@ class _FathomFamily(Method):
         from kprof.kernels.fathom.decode import FathomDecode
         from kprof.kernels.fathom.reference import scan_bits
 
+        from kprof.kernels.fathom.decode import FathomResidency
+
+        if self._residency is None or self._residency[0] is not workload:
+            self._residency = (workload, FathomResidency.build(workload.k, workload.v, workload.q.device, self.index,
+                                                               self.rows, self.basis))
         op = FathomDecode(workload.q, workload.k, workload.v, self.policy(), self.k, config, workload.q.device,
-                          index=self.index, rows=self.rows, basis=self.basis)
+                          residency=self._residency[1])
         op.scan.launch_plan()  # one plan outside timing, only to report the bytes this query reads
         bits = [scan_bits(op.scan.depth[h].cpu()) for h in range(op.hkv)]
         return Prepared(
@@ -86,14 +92,15 @@ class _FathomFamily(Method):
         """fp64 exact attention of each head over its own selected tokens (the kernel's winners)."""
         winners = prepared.handle.winners()
         q = workload.q.detach().cpu().double()
-        k = workload.k.detach().cpu().double()
-        v = workload.v.detach().cpu().double()
-        group = q.shape[0] // k.shape[0]
+        group = q.shape[0] // workload.k.shape[0]
         out = torch.empty_like(q)
         for h in range(q.shape[0]):
-            rows = winners[h]
-            p = torch.softmax(k[h // group, rows] @ q[h] / math.sqrt(q.shape[1]), dim=0)
-            out[h] = p @ v[h // group, rows]
+            # only the winner rows leave the device: the whole cache in fp64 is 16 GB at 1M tokens
+            rows = winners[h].to(workload.k.device)
+            k = workload.k[h // group].index_select(0, rows).cpu().double()
+            v = workload.v[h // group].index_select(0, rows).cpu().double()
+            p = torch.softmax(k @ q[h] / math.sqrt(q.shape[1]), dim=0)
+            out[h] = p @ v
         return out
 
 
