@@ -82,7 +82,20 @@ def _halving_survivors(records: list[CandidateRecord], keep: int) -> list[dict]:
     return [r.config for r in ok[:keep]]
 
 
-def tune_launch(req: TuneRequest, launch: str, progress: Callable[[str, int, int], None]) -> LaunchOutcome:
+def _config_text(cfg: dict) -> str:
+    return ",".join(f"{k}={v}" for k, v in cfg.items())
+
+
+def _record_text(rec: CandidateRecord) -> str:
+    if rec.status == "ok":
+        return f"{_config_text(rec.config)}: {rec.median_us:.2f} us ({rec.seconds:.1f} s)"
+    return f"{_config_text(rec.config)}: {rec.status} ({rec.reason[:80]})"
+
+
+def tune_launch(req: TuneRequest, launch: str, progress: Callable[..., None]) -> LaunchOutcome:
+    """Screen, halve and finalise one launch. ``progress(launch, done, total, message="")`` is
+    called before and after every candidate; ``message`` says what just finished (one line, so a
+    log of a run that is cut short still shows how far it got)."""
     method = get_method(req.method)
     spaces = method.config_space()
     if launch not in spaces:
@@ -103,23 +116,26 @@ def tune_launch(req: TuneRequest, launch: str, progress: Callable[[str, int, int
             if req.budget_s is not None and time.perf_counter() - t0 > req.budget_s:
                 break
             progress(launch, done, len(order))
-            tf.candidates.append(worker.measure(cfg))
+            rec = worker.measure(cfg)
+            tf.candidates.append(rec)
             tf.save(req.out_dir)  # after every candidate: an interruption loses at most one
             done += 1
+            progress(launch, done, len(order), f"{launch} {done}/{len(order)} {_record_text(rec)}")
         progress(launch, done, len(order))
         if req.strategy == "halving":
-            _halve(tf, worker, req)
-        _finalize(tf, worker, req)
+            _halve(tf, worker, req, lambda msg: progress(launch, done, len(order), msg))
+        _finalize(tf, worker, req, lambda msg: progress(launch, done, len(order), msg))
         tf.save(req.out_dir)
     finally:
         worker.close()
     return LaunchOutcome(launch, path, tf, len(todo), time.perf_counter() - t0)
 
 
-def _halve(tf: TuneFile, worker: CandidateWorker, req: TuneRequest) -> None:
+def _halve(tf: TuneFile, worker: CandidateWorker, req: TuneRequest, note: Callable[[str], None]) -> None:
     """Re-measure the better half repeatedly (more rounds for fewer candidates) down to the finalists."""
     survivors = _halving_survivors(tf.candidates, max(req.finalists, len(tf.ok()) // 2))
     while len(survivors) > req.finalists:
+        note(f"{tf.key.launch} halving: re-measuring {len(survivors)} candidates")
         for cfg in survivors:
             rec = tf.measured(cfg)
             extra = worker.measure(cfg)
@@ -130,18 +146,21 @@ def _halve(tf: TuneFile, worker: CandidateWorker, req: TuneRequest) -> None:
         survivors = _halving_survivors([tf.measured(c) for c in survivors], max(req.finalists, len(survivors) // 2))
 
 
-def _finalize(tf: TuneFile, worker: CandidateWorker, req: TuneRequest) -> None:
+def _finalize(tf: TuneFile, worker: CandidateWorker, req: TuneRequest, note: Callable[[str], None]) -> None:
     """Paired complete-operation comparison of the best candidates against the default."""
     tf.finalists = []
     best = None
     for rec in [r for r in tf.ok() if r.config != tf.default][: req.finalists]:
+        note(f"{tf.key.launch} finalist {_config_text(rec.config)}: paired complete-operation protocol vs default")
         got = worker.paired(rec.config, req.paired)
         if isinstance(got, str):
             tf.finalists.append({"config": rec.config, "status": "failed", "reason": got})
+            note(f"{tf.key.launch} finalist {_config_text(rec.config)}: failed ({got[:80]})")
             continue
         iv = paired_bootstrap(got[0], got[1], resamples=2000, seed=req.seed)  # default / candidate
         tf.finalists.append({"config": rec.config, "status": "ok", "speedup": iv.estimate, "low": iv.low,
                              "high": iv.high})
+        note(f"{tf.key.launch} finalist {_config_text(rec.config)}: {iv.estimate:.3f}x [{iv.low:.3f}, {iv.high:.3f}]")
         if iv.low > 1.0 and (best is None or iv.estimate > best[1]):
             best = (rec.config, iv.estimate)
     tf.best = best[0] if best else tf.default

@@ -122,3 +122,15 @@ def test_measurements_pick_the_tuned_config_when_the_key_matches(tiny, tmp_path,
     config_file.write_text(json.dumps({"partial": {"BLOCK_N": 16}}))
     given = MeasurementSession.open("cpu", path, {}, config_mode=str(config_file))
     assert given.prepare("triton-dense", "t", "candidate").record.config["partial"]["BLOCK_N"] == 16
+
+
+def test_progress_reports_a_line_per_candidate_and_finalist(tiny, tmp_path):
+    """A run cut short (a step timeout) must leave its log saying how far it got."""
+    lines = []
+    out = tune_launch(_request(tiny, tmp_path, max_configs=3, finalists=1), "combine",
+                      lambda launch, done, total, message="": lines.append(message) if message else None)
+    measured = [m for m in lines if m.startswith("combine ") and "/3 " in m]
+    assert len(measured) == out.measured_now == 3
+    assert all(" us (" in m or "failed" in m or "rejected" in m for m in measured)
+    assert out.file.finalists, "three ok candidates leave a non-default finalist"
+    assert any("finalist" in m and "x [" in m for m in lines)
