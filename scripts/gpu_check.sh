@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # Run every GPU check in one go on a CUDA machine; all logs go to OUTDIR.
-#   bash scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune]
+#   bash scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-tune]
 # Installs kprof without touching the machine's torch/triton, prints `kprof env`, runs the
 # `-m gpu` tests, then by mode: full = dense baselines and the timing protocol (full-protocol
 # comparisons, A/A checks, stages, graph and host-bound modes, order probe, dense benchmark;
 # about 5 minutes); quick = the same without full-protocol runs; santa = every kernel test on
 # the GPU, scripts/bench_santa.sh, then ncu tables for santa and flash beside their event-timed
-# latency; fathom = the Fathom benchmarks and tuning; ncu = ncu tables only; screen = launch-variant
-# screens (SANTA++ stage sweep, gather config sweep, Fathom stages and HBM index) plus full ncu
-# sections of the SANTA++ launches (each mode fits one 10-minute device call). Exits non-zero if any step failed (all steps still run).
+# latency; fathom = the Fathom benchmarks (gather, compare with host and HBM index, stages); ncu =
+# ncu tables only; screen = launch-variant screens (SANTA++ stage sweep, gather config sweep,
+# Fathom stages and HBM index) plus full ncu sections of the SANTA++ launches; tune = kprof tune
+# of the SANTA++ launches plus a selection screen; fathom-tune = kprof tune of the Fathom launches
+# at 1M tokens; acceptance = the headline SANTA++/Fathom comparisons, SANTA++ tuning and stages.
+# Each mode fits one 10-minute device call. Exits non-zero if any step failed (all steps still run).
 set -u
-out=${1:?usage: scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune]}
+out=${1:?usage: scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-tune]}
 mode=${2:-full}
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -93,8 +96,8 @@ if [ "$mode" = screen ]; then
   echo "gpu_check: overall status $status (logs in $out)"; exit $status
 fi
 if [ "$mode" = tune ]; then
-  # kprof tune on the H200 for every Triton launch of santa and fathom (profiles copied to
-  # OUTDIR/tuned), a short SANTA++ selection screen, and Fathom at its tuned configs
+  # kprof tune on the H200 for the SANTA++ launches (profiles copied to OUTDIR/tuned) after a short
+  # SANTA++ selection screen and the gather benchmark
   W32=/tmp/kprof_qwen32k.safetensors
   kprof capture --synthetic $W "--out" $W32 > "$out/capture.log" 2>&1 || status=1
   STEP_TIMEOUT=40 step gather_bench "$py" scripts/bench_gather.py
@@ -103,18 +106,23 @@ if [ "$mode" = tune ]; then
     santa:topk.num_warps=16 santa:topk.SELECT=3 santa:topk.SELECT=3,topk.num_warps=16 \
     santa:topk.SELECT=3,topk.num_warps=4 santa:topk.SELECT=3,topk.BLOCK_T=4096,topk.num_warps=16 \
     santa:topk.SELECT=3,topk.BLOCK_T=1024,topk.num_warps=8
-  F="--workload qwen3-8b-1m --rounds 2 --observations 20 --finalists 2"
-  STEP_TIMEOUT=100 step tune_fathom_scan kprof tune --method fathom $F --launch scan --budget-s 45
-  STEP_TIMEOUT=80 step tune_fathom_gather kprof tune --method fathom $F --launch gather --budget-s 30
-  STEP_TIMEOUT=80 step tune_fathom_fetch kprof tune --method fathom $F --launch fetch --budget-s 25
-  STEP_TIMEOUT=120 step fathom_compare kprof compare --method fathom --method sparq16 --baseline scan32 \
-    --workload qwen3-8b-1m --rounds 3 --warmup-pairs 10 --observations 50 --out "$out/fathom_compare.json"
   S="--workload $W32 --finalists 2"
-  STEP_TIMEOUT=100 step tune_santa_topk kprof tune --method santa $S --launch topk --budget-s 55
+  STEP_TIMEOUT=150 step tune_santa_topk kprof tune --method santa $S --launch topk --budget-s 55
   STEP_TIMEOUT=60 step tune_santa_attend kprof tune --method santa $S --launch attend --budget-s 25
   STEP_TIMEOUT=50 step tune_santa_merge kprof tune --method santa $S --launch merge --budget-s 15
   STEP_TIMEOUT=50 step tune_santa_score kprof tune --method santa $S --launch score --budget-s 15
   mkdir -p "$out/tuned" && cp profiles/tuned/*.json "$out/tuned/" 2>/dev/null
+  echo "gpu_check: overall status $status (logs in $out)"; exit $status
+fi
+if [ "$mode" = fathom-tune ]; then
+  # kprof tune of the Fathom launches at qwen3-8b-1m (one candidate costs seconds there: worker start
+  # ~30 s, finalists ~30 s each), scan32's scan for a fair baseline, then the compare at tuned configs
+  F="--workload qwen3-8b-1m --rounds 2 --observations 20 --finalists 2"
+  STEP_TIMEOUT=300 step tune_fathom kprof tune --method fathom $F --launch scan --launch gather --launch fetch \
+    --budget-s 45
+  STEP_TIMEOUT=150 step tune_scan32 kprof tune --method scan32 $F --launch scan --budget-s 45
+  STEP_TIMEOUT=150 step fathom_compare_tuned kprof compare --method fathom --method sparq16 --baseline scan32 \
+    --workload qwen3-8b-1m --rounds 2 --warmup-pairs 5 --observations 30 --out "$out/fathom_compare_tuned.json"
   echo "gpu_check: overall status $status (logs in $out)"; exit $status
 fi
 if [ "$mode" = santa ]; then

@@ -14,7 +14,7 @@ import triton
 from kprof.config_space import LaunchSpace, Param
 from kprof.kernels.fathom.store import FathomStore
 from kprof.kernels.fathom.triton_kernels import (POLICY_ALL, POLICY_TOP_Q, POLICY_WATER, fathom_gather, fathom_plan,
-                                                 fathom_scan)
+                                                 fathom_scan, fathom_scan_flat)
 
 LAUNCH_SPACES = {
     "plan": LaunchSpace("plan", (Param("num_warps", (1, 2, 4, 8), 4),)),
@@ -26,6 +26,8 @@ LAUNCH_SPACES = {
     "scan": LaunchSpace("scan", (
         Param("BLOCKS", (1, 2, 4, 8), 2, "64-token blocks per program"),
         Param("CH", (4, 8, 16, 32), 8, "active channels decoded per step"),
+        Param("IMPL", (0, 1), 0, "0: [CH, BLOCKS, 64] tiles (a block's plane word loaded once, "
+                                 "broadcast to its 64 tokens); 1: flat [CH, BLOCKS*64] rows (one word load per token)"),
         Param("num_warps", (1, 2, 4, 8), 4),
     )),
 }
@@ -104,7 +106,8 @@ class FathomScan:
 
     def launch_scan(self) -> None:
         c = self.cfg["scan"]
-        fathom_scan[(self.hkv, triton.cdiv(self.nb, c["BLOCKS"]))](
+        kernel = fathom_scan_flat if c["IMPL"] else fathom_scan
+        kernel[(self.hkv, triton.cdiv(self.nb, c["BLOCKS"]))](
             self.q, self.staged, self.staged_scales, self.active, self.n_active, self.depth, self.dst, self.scores,
             self.store.n, self.nb, self.staged_words,
             self.q.stride(0), self.staged_scales.stride(0), self.staged_scales.stride(1), self.scores.stride(0),

@@ -152,6 +152,53 @@ def fathom_scan(
 
 
 @triton.jit
+def fathom_scan_flat(
+    Q, Staged, StagedScales, Active, NActive, Depth, Dst, Scores,
+    n, n_blocks, staged_words,
+    stride_qh, stride_sh, stride_sd, stride_oh,
+    GROUP: tl.constexpr, BLOCK_G: tl.constexpr, D: tl.constexpr, BLOCKS: tl.constexpr, CH: tl.constexpr,
+):
+    """``fathom_scan`` with tokens flat: element (c, i) of a [CH, BLOCKS * 64] tile is channel c
+    at token (b0 * 64 + i). Each element loads its own plane word (the 64 tokens of a block share
+    it through L1) and shifts out its bit, so no tile is reshaped or broadcast across layouts.
+    Same grid, inputs and output as ``fathom_scan``.
+    """
+    kvh = tl.program_id(0)
+    b0 = tl.program_id(1) * BLOCKS
+    offs_g = tl.arange(0, BLOCK_G)
+    g_mask = offs_g < GROUP
+    heads = kvh * GROUP + offs_g
+    tok = tl.arange(0, BLOCKS * 64)
+    blk = b0 + tok // 64
+    bit = (tok % 64).to(tl.int64)
+    t_mask = blk < n_blocks
+    n_active = tl.load(NActive + kvh)
+    acc = tl.zeros([BLOCK_G, BLOCKS * 64], dtype=tl.float32)
+    for c0 in range(0, n_active, CH):
+        offs_c = c0 + tl.arange(0, CH)
+        c_mask = offs_c < n_active
+        j = tl.load(Active + kvh * D + offs_c, mask=c_mask, other=0)
+        t = tl.load(Depth + kvh * D + j, mask=c_mask, other=0)
+        dst = tl.load(Dst + kvh * D + j, mask=c_mask, other=0)
+        code = tl.zeros([CH, BLOCKS * 64], dtype=tl.int32)
+        for p in tl.static_range(4):
+            live = c_mask & (t > p)
+            w = tl.load(Staged + kvh * staged_words + dst[:, None] + p * n_blocks + blk[None, :],
+                        mask=live[:, None] & t_mask[None, :], other=0)
+            code = tl.where(live[:, None], code * 2 + ((w >> bit[None, :]) & 1).to(tl.int32), code)
+        half = tl.exp2((t - 1).to(tl.float32))
+        a = tl.load(StagedScales + kvh * stride_sh + j[:, None] * stride_sd + blk[None, :],
+                    mask=c_mask[:, None] & t_mask[None, :], other=0.0).to(tl.float32)
+        value = (code.to(tl.float32) + 0.5 - half[:, None]) * (a / half[:, None])
+        value = tl.where(c_mask[:, None], value, 0.0)
+        qj = tl.load(Q + heads[:, None] * stride_qh + j[None, :], mask=g_mask[:, None] & c_mask[None, :],
+                     other=0.0).to(tl.float32)
+        acc += tl.sum(qj[:, :, None] * value[None, :, :], axis=1)
+    pos = b0 * 64 + tok
+    tl.store(Scores + heads[:, None] * stride_oh + pos[None, :], acc, mask=g_mask[:, None] & (pos < n)[None, :])
+
+
+@triton.jit
 def fathom_fetch_rows(
     K, V, SortedRows, First, Slot, UK, UV,
     n_entries, stride_kh, stride_kn, stride_uh, stride_un,
