@@ -14,7 +14,7 @@ import triton
 from kprof.config_space import LaunchSpace, Param
 from kprof.kernels.fathom.store import FathomStore
 from kprof.kernels.fathom.triton_kernels import (POLICY_ALL, POLICY_TOP_Q, POLICY_WATER, fathom_gather, fathom_plan,
-                                                 fathom_scan, fathom_scan_flat)
+                                                 fathom_scan)
 
 LAUNCH_SPACES = {
     "plan": LaunchSpace("plan", (Param("num_warps", (1, 2, 4, 8), 4),)),
@@ -106,12 +106,12 @@ class FathomScan:
 
     def launch_scan(self) -> None:
         c = self.cfg["scan"]
-        kernel = fathom_scan_flat if c["IMPL"] else fathom_scan
-        kernel[(self.hkv, triton.cdiv(self.nb, c["BLOCKS"]))](
+        fathom_scan[(self.hkv, triton.cdiv(self.nb, c["BLOCKS"]))](
             self.q, self.staged, self.staged_scales, self.active, self.n_active, self.depth, self.dst, self.scores,
             self.store.n, self.nb, self.staged_words,
             self.q.stride(0), self.staged_scales.stride(0), self.staged_scales.stride(1), self.scores.stride(0),
-            GROUP=self.group, BLOCK_G=self.block_g, D=self.d, BLOCKS=c["BLOCKS"], CH=c["CH"], num_warps=c["num_warps"])
+            GROUP=self.group, BLOCK_G=self.block_g, D=self.d, BLOCKS=c["BLOCKS"], CH=c["CH"], FLAT=c["IMPL"] == 1,
+            num_warps=c["num_warps"])
 
     def run(self) -> torch.Tensor:
         self.launch_plan()

@@ -101,27 +101,68 @@ def fathom_gather(
 
 
 @triton.jit
+def _prefix_values_tiles(Staged, StagedScales, kvh, j, t, dst, c_mask, b0, n_blocks, staged_words, stride_sh,
+                         stride_sd, BLOCKS: tl.constexpr, CH: tl.constexpr):
+    """[CH, BLOCKS * 64] dequantised prefix values: each block's plane word loaded once per channel
+    and broadcast to its 64 tokens."""
+    offs_b = b0 + tl.arange(0, BLOCKS)
+    b_mask = offs_b < n_blocks
+    bit = tl.arange(0, 64).to(tl.int64)
+    code = tl.zeros([CH, BLOCKS, 64], dtype=tl.int32)
+    for p in tl.static_range(4):
+        live = c_mask & (t > p)
+        w = tl.load(Staged + kvh * staged_words + dst[:, None] + p * n_blocks + offs_b[None, :],
+                    mask=live[:, None] & b_mask[None, :], other=0)
+        code = tl.where(live[:, None, None], code * 2 + ((w[:, :, None] >> bit[None, None, :]) & 1).to(tl.int32), code)
+    half = tl.exp2((t - 1).to(tl.float32))
+    a = tl.load(StagedScales + kvh * stride_sh + j[:, None] * stride_sd + offs_b[None, :],
+                mask=c_mask[:, None] & b_mask[None, :], other=0.0).to(tl.float32)
+    value = (code.to(tl.float32) + 0.5 - half[:, None, None]) * (a / half[:, None])[:, :, None]
+    return tl.reshape(value, (CH, BLOCKS * 64))
+
+
+@triton.jit
+def _prefix_values_flat(Staged, StagedScales, kvh, j, t, dst, c_mask, b0, n_blocks, staged_words, stride_sh,
+                        stride_sd, BLOCKS: tl.constexpr, CH: tl.constexpr):
+    """[CH, BLOCKS * 64] dequantised prefix values with tokens flat: every element loads its own
+    plane word (a block's 64 tokens share it through L1), so no tile is reshaped or broadcast."""
+    tok = tl.arange(0, BLOCKS * 64)
+    blk = b0 + tok // 64
+    bit = (tok % 64).to(tl.int64)
+    m = c_mask[:, None] & (blk < n_blocks)[None, :]
+    code = tl.zeros([CH, BLOCKS * 64], dtype=tl.int32)
+    for p in tl.static_range(4):
+        live = c_mask & (t > p)
+        w = tl.load(Staged + kvh * staged_words + dst[:, None] + p * n_blocks + blk[None, :],
+                    mask=live[:, None] & m, other=0)
+        code = tl.where(live[:, None], code * 2 + ((w >> bit[None, :]) & 1).to(tl.int32), code)
+    half = tl.exp2((t - 1).to(tl.float32))
+    a = tl.load(StagedScales + kvh * stride_sh + j[:, None] * stride_sd + blk[None, :], mask=m,
+                other=0.0).to(tl.float32)
+    return (code.to(tl.float32) + 0.5 - half[:, None]) * (a / half[:, None])
+
+
+@triton.jit
 def fathom_scan(
     Q, Staged, StagedScales, Active, NActive, Depth, Dst, Scores,
     n, n_blocks, staged_words,
     stride_qh, stride_sh, stride_sd, stride_oh,
     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, D: tl.constexpr, BLOCKS: tl.constexpr, CH: tl.constexpr,
+    FLAT: tl.constexpr,
 ):
     """Grid (Hkv, cdiv(nb, BLOCKS)): approximate scores of BLOCKS x 64 tokens for the G heads
     from each active channel's staged prefix (per-channel depth), dequantised in registers.
 
     Channels are taken CH at a time from the plan's active list: one vector load of their depths
     and offsets, then the planes of all CH channels at once, so a program waits on two dependent
-    loads per CH channels instead of three per channel.
+    loads per CH channels instead of three per channel. FLAT picks how the planes are decoded
+    (``_prefix_values_flat`` or ``_prefix_values_tiles``).
     """
     kvh = tl.program_id(0)
     b0 = tl.program_id(1) * BLOCKS
     offs_g = tl.arange(0, BLOCK_G)
     g_mask = offs_g < GROUP
     heads = kvh * GROUP + offs_g
-    offs_b = b0 + tl.arange(0, BLOCKS)
-    b_mask = offs_b < n_blocks
-    bit = tl.arange(0, 64).to(tl.int64)
     n_active = tl.load(NActive + kvh)
     acc = tl.zeros([BLOCK_G, BLOCKS * 64], dtype=tl.float32)
     for c0 in range(0, n_active, CH):
@@ -130,72 +171,18 @@ def fathom_scan(
         j = tl.load(Active + kvh * D + offs_c, mask=c_mask, other=0)
         t = tl.load(Depth + kvh * D + j, mask=c_mask, other=0)
         dst = tl.load(Dst + kvh * D + j, mask=c_mask, other=0)
-        cb_mask = c_mask[:, None] & b_mask[None, :]
-        code = tl.zeros([CH, BLOCKS, 64], dtype=tl.int32)
-        for p in tl.static_range(4):
-            live = c_mask & (t > p)
-            w = tl.load(Staged + kvh * staged_words + dst[:, None] + p * n_blocks + offs_b[None, :],
-                        mask=live[:, None] & b_mask[None, :], other=0)
-            b = ((w[:, :, None] >> bit[None, None, :]) & 1).to(tl.int32)
-            code = tl.where(live[:, None, None], code * 2 + b, code)
-        half = tl.exp2((t - 1).to(tl.float32))
-        a = tl.load(StagedScales + kvh * stride_sh + j[:, None] * stride_sd + offs_b[None, :], mask=cb_mask,
-                    other=0.0).to(tl.float32)
-        value = (code.to(tl.float32) + 0.5 - half[:, None, None]) * (a / half[:, None])[:, :, None]
-        value = tl.reshape(tl.where(c_mask[:, None, None], value, 0.0), (CH, BLOCKS * 64))
-        qj = tl.load(Q + heads[:, None] * stride_qh + j[None, :], mask=g_mask[:, None] & c_mask[None, :],
-                     other=0.0).to(tl.float32)
-        acc += tl.sum(qj[:, :, None] * value[None, :, :], axis=1)
-    tok = b0 * 64 + tl.arange(0, BLOCKS * 64)
-    out = Scores + heads[:, None] * stride_oh + tok[None, :]
-    tl.store(out, acc, mask=g_mask[:, None] & (tok < n)[None, :])
-
-
-@triton.jit
-def fathom_scan_flat(
-    Q, Staged, StagedScales, Active, NActive, Depth, Dst, Scores,
-    n, n_blocks, staged_words,
-    stride_qh, stride_sh, stride_sd, stride_oh,
-    GROUP: tl.constexpr, BLOCK_G: tl.constexpr, D: tl.constexpr, BLOCKS: tl.constexpr, CH: tl.constexpr,
-):
-    """``fathom_scan`` with tokens flat: element (c, i) of a [CH, BLOCKS * 64] tile is channel c
-    at token (b0 * 64 + i). Each element loads its own plane word (the 64 tokens of a block share
-    it through L1) and shifts out its bit, so no tile is reshaped or broadcast across layouts.
-    Same grid, inputs and output as ``fathom_scan``.
-    """
-    kvh = tl.program_id(0)
-    b0 = tl.program_id(1) * BLOCKS
-    offs_g = tl.arange(0, BLOCK_G)
-    g_mask = offs_g < GROUP
-    heads = kvh * GROUP + offs_g
-    tok = tl.arange(0, BLOCKS * 64)
-    blk = b0 + tok // 64
-    bit = (tok % 64).to(tl.int64)
-    t_mask = blk < n_blocks
-    n_active = tl.load(NActive + kvh)
-    acc = tl.zeros([BLOCK_G, BLOCKS * 64], dtype=tl.float32)
-    for c0 in range(0, n_active, CH):
-        offs_c = c0 + tl.arange(0, CH)
-        c_mask = offs_c < n_active
-        j = tl.load(Active + kvh * D + offs_c, mask=c_mask, other=0)
-        t = tl.load(Depth + kvh * D + j, mask=c_mask, other=0)
-        dst = tl.load(Dst + kvh * D + j, mask=c_mask, other=0)
-        code = tl.zeros([CH, BLOCKS * 64], dtype=tl.int32)
-        for p in tl.static_range(4):
-            live = c_mask & (t > p)
-            w = tl.load(Staged + kvh * staged_words + dst[:, None] + p * n_blocks + blk[None, :],
-                        mask=live[:, None] & t_mask[None, :], other=0)
-            code = tl.where(live[:, None], code * 2 + ((w >> bit[None, :]) & 1).to(tl.int32), code)
-        half = tl.exp2((t - 1).to(tl.float32))
-        a = tl.load(StagedScales + kvh * stride_sh + j[:, None] * stride_sd + blk[None, :],
-                    mask=c_mask[:, None] & t_mask[None, :], other=0.0).to(tl.float32)
-        value = (code.to(tl.float32) + 0.5 - half[:, None]) * (a / half[:, None])
+        if FLAT:
+            value = _prefix_values_flat(Staged, StagedScales, kvh, j, t, dst, c_mask, b0, n_blocks, staged_words,
+                                        stride_sh, stride_sd, BLOCKS, CH)
+        else:
+            value = _prefix_values_tiles(Staged, StagedScales, kvh, j, t, dst, c_mask, b0, n_blocks, staged_words,
+                                         stride_sh, stride_sd, BLOCKS, CH)
         value = tl.where(c_mask[:, None], value, 0.0)
         qj = tl.load(Q + heads[:, None] * stride_qh + j[None, :], mask=g_mask[:, None] & c_mask[None, :],
                      other=0.0).to(tl.float32)
         acc += tl.sum(qj[:, :, None] * value[None, :, :], axis=1)
-    pos = b0 * 64 + tok
-    tl.store(Scores + heads[:, None] * stride_oh + pos[None, :], acc, mask=g_mask[:, None] & (pos < n)[None, :])
+    tok = b0 * 64 + tl.arange(0, BLOCKS * 64)
+    tl.store(Scores + heads[:, None] * stride_oh + tok[None, :], acc, mask=g_mask[:, None] & (tok < n)[None, :])
 
 
 @triton.jit
