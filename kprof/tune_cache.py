@@ -8,6 +8,7 @@ a message naming what differs; a file that does not parse is refused, never over
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import importlib
 import inspect
@@ -29,11 +30,28 @@ def shape_bucket(shape: WorkloadShape) -> str:
     return f"hq{shape.hq}-hkv{shape.hkv}-d{shape.d}-n{n}-{shape.dtype}"
 
 
+def code_text(source: str) -> str:
+    """Source reduced to its code: comments, docstrings and formatting dropped (``ast`` round trip).
+
+    Tune caches key on this, so rewording a docstring or re-wrapping a line keeps a measured
+    profile valid, while any change to what runs invalidates it.
+    """
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.unparse(tree)
+
+
 def source_hash(method) -> str:
-    """Hash of the method's module and its kernel modules: editing a kernel invalidates its tunes."""
+    """Hash of the code of the method's module and its kernel modules: editing a kernel
+    invalidates its tunes (comments and docstrings do not count, see ``code_text``)."""
     modules = [inspect.getmodule(type(method))]
     modules += [importlib.import_module(name) for name in getattr(method, "kernel_modules", ())]
-    text = "\n".join(inspect.getsource(m) for m in modules)
+    text = "\n".join(code_text(inspect.getsource(m)) for m in modules)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

@@ -39,8 +39,8 @@ kprof env --json > "$out/env.json" 2>&1 || status=1
 if [ "$mode" = acceptance ]; then
   # one call's worth of acceptance runs, most important first: SANTA++ at its defaults beside
   # cuDNN against Flash (full protocol); Fathom and the scan baselines at default configs; kprof
-  # tune for the five SANTA++ launches, then SANTA++ at the tuned configs; fp32 validation and
-  # stages; kprof tune of the Fathom and scan32 scans (the caller copies profiles/tuned)
+  # tune for the five SANTA++ launches (the caller copies profiles/tuned), then SANTA++ at the
+  # tuned configs; fp32 validation and stages. Fathom tuning is its own mode (fathom-tune).
   W32=/tmp/kprof_qwen32k.safetensors
   kprof capture --synthetic $W "--out" $W32 > "$out/capture.log" 2>&1 || status=1
   step santa_prepare kprof santa prepare --workload $W32
@@ -59,9 +59,6 @@ if [ "$mode" = acceptance ]; then
   STEP_TIMEOUT=40 step santa_validate_fp32 kprof validate --method santa:out=fp32 --workload $W32 --realisations 3
   STEP_TIMEOUT=40 step santa_stages kprof stages --method santa --workload $W32 --rounds 3 --config default \
     --out "$out/santa_stages.json"
-  F="--workload qwen3-8b-1m --rounds 2 --observations 20 --finalists 2 --launch scan"
-  STEP_TIMEOUT=75 step tune_fathom_scan kprof tune --method fathom $F --budget-s 30
-  STEP_TIMEOUT=75 step tune_scan32_scan kprof tune --method scan32 $F --budget-s 30
   echo "gpu_check: overall status $status (logs in $out)"; exit $status
 fi
 if [ "$mode" = screen ]; then
@@ -111,17 +108,20 @@ if [ "$mode" = tune ]; then
   STEP_TIMEOUT=60 step tune_santa_attend kprof tune --method santa $S --launch attend --budget-s 25
   STEP_TIMEOUT=50 step tune_santa_merge kprof tune --method santa $S --launch merge --budget-s 15
   STEP_TIMEOUT=50 step tune_santa_score kprof tune --method santa $S --launch score --budget-s 15
+  STEP_TIMEOUT=40 step tune_santa_reduce kprof tune --method santa $S --launch reduce --budget-s 5
   mkdir -p "$out/tuned" && cp profiles/tuned/*.json "$out/tuned/" 2>/dev/null
   echo "gpu_check: overall status $status (logs in $out)"; exit $status
 fi
 if [ "$mode" = fathom-tune ]; then
-  # kprof tune of the Fathom launches at qwen3-8b-1m (one candidate costs seconds there: worker start
-  # ~30 s, finalists ~30 s each), scan32's scan for a fair baseline, then the compare at tuned configs
-  F="--workload qwen3-8b-1m --rounds 2 --observations 20 --finalists 2"
-  STEP_TIMEOUT=300 step tune_fathom kprof tune --method fathom $F --launch scan --launch gather --launch fetch \
-    --budget-s 45
-  STEP_TIMEOUT=150 step tune_scan32 kprof tune --method scan32 $F --launch scan --budget-s 45
-  STEP_TIMEOUT=150 step fathom_compare_tuned kprof compare --method fathom --method sparq16 --baseline scan32 \
+  # kprof tune of the Fathom scan and gather at 1M tokens, and of scan32's scan so the baseline
+  # also runs at its tuned config; one finalist each (at 1M tokens the worker starts in ~30 s and
+  # one finalist's paired protocol takes ~30 s); then the comparison at tuned configs. The caller
+  # copies profiles/tuned.
+  F="--workload qwen3-8b-1m --rounds 2 --observations 20 --finalists 1"
+  STEP_TIMEOUT=170 step tune_fathom_scan kprof tune --method fathom $F --launch scan --budget-s 60
+  STEP_TIMEOUT=110 step tune_fathom_gather kprof tune --method fathom $F --launch gather --budget-s 25
+  STEP_TIMEOUT=130 step tune_scan32_scan kprof tune --method scan32 $F --launch scan --budget-s 35
+  STEP_TIMEOUT=130 step fathom_compare_tuned kprof compare --method fathom --method sparq16 --baseline scan32 \
     --workload qwen3-8b-1m --rounds 2 --warmup-pairs 5 --observations 30 --out "$out/fathom_compare_tuned.json"
   echo "gpu_check: overall status $status (logs in $out)"; exit $status
 fi

@@ -47,6 +47,9 @@ def main() -> int:
         rows.append((spec, med, v.max_abs_error, v.passed))
         print(f"{spec}: " + " ".join(f"{s.label}={m:.2f}" for s, m in zip(stages, med)) + f" complete={med[-1]:.2f} "
               f"max_abs={v.max_abs_error:.2e} {'ok' if v.passed else 'FAILED'}", flush=True)
+    if not rows:
+        print("no variant could be prepared", file=sys.stderr)
+        return 1
     names = [s.label for s in stages]
     print("\n| variant | " + " | ".join(names) + " | complete us | max abs err |")
     print("|---" * (len(names) + 3) + "|")

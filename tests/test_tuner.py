@@ -134,3 +134,14 @@ def test_progress_reports_a_line_per_candidate_and_finalist(tiny, tmp_path):
     assert all(" us (" in m or "failed" in m or "rejected" in m for m in measured)
     assert out.file.finalists, "three ok candidates leave a non-default finalist"
     assert any("finalist" in m and "x [" in m for m in lines)
+
+
+def test_source_hash_ignores_comments_and_docstrings_but_not_code():
+    from kprof.tune_cache import code_text
+
+    base = 'def f(x):\n    """Doc."""\n    return x + 1  # one\n'
+    reworded = '# header\ndef f(x):\n    """Other words,\n    two lines."""\n    return (x +\n            1)\n'
+    changed = 'def f(x):\n    """Doc."""\n    return x + 2\n'
+    assert code_text(base) == code_text(reworded)
+    assert code_text(base) != code_text(changed)
+    assert "Doc" not in code_text(base) and "one" not in code_text(base)

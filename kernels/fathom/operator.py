@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import torch
 import triton
 
-from kprof.config_space import LaunchSpace, Param
+from kprof.config_space import Constraint, LaunchSpace, Param
 from kprof.kernels.fathom.store import FathomStore
 from kprof.kernels.fathom.triton_kernels import (POLICY_ALL, POLICY_TOP_Q, POLICY_WATER, fathom_gather, fathom_plan,
                                                  fathom_scan)
@@ -29,7 +29,8 @@ LAUNCH_SPACES = {
         Param("IMPL", (0, 1), 0, "0: [CH, BLOCKS, 64] tiles (a block's plane word loaded once, "
                                  "broadcast to its 64 tokens); 1: flat [CH, BLOCKS*64] rows (one word load per token)"),
         Param("num_warps", (1, 2, 4, 8), 4),
-    )),
+    ), (Constraint("the scan's [G, CH, BLOCKS*64] fp32 product must fit in registers: pow2(G)*CH*BLOCKS <= 128",
+                   lambda c, s: max(2, triton.next_power_of_2(s.hq // s.hkv)) * c["CH"] * c["BLOCKS"] <= 128),)),
 }
 
 

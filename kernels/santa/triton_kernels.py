@@ -55,9 +55,10 @@ def _log_inclusion(x):
 def _gumbel(seed, row, t0, N: tl.constexpr, m_max):
     """Standard Gumbel noise for teams t0..t0+N-1 of query head ``row`` (t0 and N multiples of 4).
 
-    One Philox call yields four uniforms: team t of head h uses output t % 4 of counter
-    h * cdiv(M_max, 4) + t // 4, so the same (seed, head, team) always gives the same draw at a
-    quarter of the cost of one call per team.
+    One Philox call yields four uniforms r0..r3: team t of head h uses counter
+    h * cdiv(M_max, 4) + t // 4 and output (r0, r2, r1, r3)[t % 4] (``tl.join`` adds the new
+    axis last, so the outer join alternates fastest), so the same (seed, head, team) always gives
+    the same draw at a quarter of the cost of one call per team.
     """
     counters = row * ((m_max + 3) // 4) + t0 // 4 + tl.arange(0, N // 4)
     r0, r1, r2, r3 = tl.rand4x(seed, counters)
@@ -111,12 +112,13 @@ def santa_block_topk(
 ):
     """Launch 2, grid (Hq, cdiv(M_max, BLOCK_T)): routing logits, Gumbel noise, local top-(K+1).
 
-    phi = score/sqrt(d) + log n_g; Y = phi + Gumbel from Philox(seed, h * M_max + g); the block's
+    phi = score/sqrt(d) + log n_g; Y = phi + Gumbel noise (``_gumbel``); the block's
     KPAD (>= K+1) best keys are written, padding teams score -inf. SELECT 0 sorts the block, 1
     uses tl.topk on the int64 keys (both write best first), 2 radix-selects, 3 finds the KPAD-th
     largest 32-bit score word with tl.topk on int32 (half the exchange work of int64 keys) and
     keeps every team at or above it; when that word is tied past the KPAD-th place (padding, or
-    equal scores) it falls back to the int64 tl.topk. 2 and 3 write the set in team order.
+    equal scores) it falls back to the int64 tl.topk. 2 and 3 write the set in team order (3's
+    fallback best first); merge reads the set in any order.
     """
     h = tl.program_id(0)
     blk = tl.program_id(1)

@@ -73,6 +73,7 @@ class _FathomFamily(Method):
         from kprof.kernels.fathom.decode import FathomResidency
 
         if self._residency is None or self._residency[0] is not workload:
+            self._residency = None  # release the old pinned copies before pinning new ones
             self._residency = (workload, FathomResidency.build(workload.k, workload.v, workload.q.device, self.index,
                                                                self.rows, self.basis))
         op = FathomDecode(workload.q, workload.k, workload.v, self.policy(), self.k, config, workload.q.device,

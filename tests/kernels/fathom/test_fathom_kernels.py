@@ -33,8 +33,10 @@ def test_plan_matches_reference_water_filling(make_workload, target):
         assert int(op.n_active[kvh]) == len(active) and op.active[kvh, : len(active)].cpu().tolist() == active
 
 
-def test_gather_is_bit_exact_including_zero_length_runs(make_workload, target):
-    w, store, op = _scan(make_workload, target, budget=24)
+@pytest.mark.parametrize("n", [200, 16500])
+def test_gather_is_bit_exact_including_zero_length_runs(make_workload, target, n):
+    """n=16500: 258 blocks, so each run spans several 256-word chunks and so do the scales."""
+    w, store, op = _scan(make_workload, target, budget=24, n=n)
     op.launch_plan()
     op.staged.fill_(-1)
     op.launch_gather()
