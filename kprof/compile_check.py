@@ -5,7 +5,9 @@ The CPU interpreter runs kernels as Python, so it never sees what only the compi
 check records each launch the methods make in the interpreter — kernel, argument types,
 constexpr values, num_warps/num_stages — then, in a second process without the interpreter,
 compiles every distinct launch for the target (default sm_90, the H100/H200) down to a cubin
-with Triton's own ptxas. No GPU is needed for either step.
+with Triton's own ptxas, and reports each kernel's shared memory, registers per thread, spills
+and SASS length (so a register-heavy or spilling variant shows before device time is spent on
+it). No GPU is needed for either step.
 
 Limits: launches are compiled without the argument specialisations the GPU path adds (16-byte
 alignment of pointers, ints equal to 1), so pipelined loads (cp.async) are not generated and the
@@ -127,6 +129,51 @@ def compile_record(rec: LaunchRecord, arch: int):
     return triton.compile(src, target=GPUTarget("cuda", arch, 32), options=dict(rec.options))
 
 
+@dataclass(frozen=True)
+class ResourceUsage:
+    """What ptxas gave one kernel: registers per thread, spill bytes, and its SASS length (a
+    static count: loops are counted once). Read with the cuobjdump and nvdisasm Triton ships."""
+
+    registers: int
+    stack_bytes: int
+    local_bytes: int
+    sass_instructions: int
+
+    @property
+    def spills(self) -> bool:
+        return self.stack_bytes > 0 or self.local_bytes > 0
+
+    def text(self) -> str:
+        spill = f" SPILLS stack={self.stack_bytes} B local={self.local_bytes} B" if self.spills else ""
+        return f"regs={self.registers} sass={self.sass_instructions}{spill}"
+
+
+def resource_usage(cubin: bytes) -> ResourceUsage | None:
+    """Static resource usage of a compiled kernel, or None where Triton ships no CUDA binutils."""
+    import re
+    import shutil
+    import tempfile
+
+    import triton
+
+    bindir = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
+    tools = [os.path.join(bindir, t) if os.path.exists(os.path.join(bindir, t)) else shutil.which(t)
+             for t in ("cuobjdump", "nvdisasm")]
+    if not all(tools):
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "kernel.cubin")
+        with open(path, "wb") as f:
+            f.write(cubin)
+        res = subprocess.run([tools[0], "-res-usage", path], capture_output=True, text=True).stdout
+        sass = subprocess.run([tools[1], "-c", path], capture_output=True, text=True).stdout
+    m = re.search(r"REG:(\d+) STACK:(\d+) SHARED:\d+ LOCAL:(\d+)", res)
+    if not m:
+        return None
+    instructions = sum(1 for ln in sass.splitlines() if re.match(r"\s*/\*[0-9a-f]{4,}\*/\s+\S", ln))
+    return ResourceUsage(int(m.group(1)), int(m.group(2)), int(m.group(3)), instructions)
+
+
 def _one_line(exc: Exception) -> str:
     """The informative line of a compiler error (Triton's put the source excerpt first)."""
     lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
@@ -164,15 +211,18 @@ def main(arch: int, methods: tuple[str, ...], record_only: bool) -> None:
     os.environ["TRITON_INTERPRET"] = "0"
     failures = 0
     for rec in records:
+        usage = ""
         try:
             kernel = compile_record(rec, arch)
             smem = kernel.metadata.shared
             status = "ok" if smem <= SMEM_LIMIT.get(arch, 232_448) else f"FAIL: {smem} B shared memory > limit"
+            res = resource_usage(kernel.asm["cubin"])
+            usage = f" smem={smem} {res.text()}" if res else f" smem={smem}"
         except Exception as exc:  # every compiler error is a finding, reported on one line
             status = f"FAIL: {_one_line(exc)}"
         failures += status != "ok"
         consts = ",".join(f"{k}={v}" for k, v in rec.constexprs.items() if k.isupper())
-        click.echo(f"{status:<6} sm_{arch} {rec.kernel}({consts}) {rec.options}")
+        click.echo(f"{status:<6} sm_{arch} {rec.kernel}({consts}) {rec.options}{usage}")
     click.echo(f"{len(records) - failures}/{len(records)} launches compiled for sm_{arch}")
     if failures:
         raise SystemExit(1)
