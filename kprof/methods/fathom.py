@@ -67,10 +67,8 @@ class _FathomFamily(Method):
         return LAUNCH_SPACES
 
     def _prepare(self, workload: Workload, config: MethodConfig) -> Prepared:
-        from kprof.kernels.fathom.decode import FathomDecode
+        from kprof.kernels.fathom.decode import FathomDecode, FathomResidency
         from kprof.kernels.fathom.reference import scan_bits
-
-        from kprof.kernels.fathom.decode import FathomResidency
 
         if self._residency is None or self._residency[0] is not workload:
             self._residency = None  # release the old pinned copies before pinning new ones
