@@ -33,6 +33,17 @@ ncu_tables() {
     step ncu_import_$m kprof ncu import "$rep" --json
   done
 }
+# tune_santa WORKLOAD SECONDS: kprof tune of the five SANTA++ launches; topk screens for SECONDS,
+# attend for half, merge and score for a quarter, reduce (one parameter) for 5 s. Each step's limit
+# leaves room for the worker start and two finalists (~15 s each at 32K tokens).
+tune_santa() {
+  local launch budget
+  for launch in topk attend merge score reduce; do
+    case $launch in topk) budget=$2 ;; attend) budget=$(($2 / 2)) ;; reduce) budget=5 ;; *) budget=$(($2 / 4)) ;; esac
+    STEP_TIMEOUT=$((budget + 40)) step tune_santa_$launch kprof tune --method santa --workload "$1" \
+      --finalists 2 --launch $launch --budget-s $budget
+  done
+}
 step install "$py" -m pip install -q --no-deps --no-build-isolation -e .
 step env kprof env
 kprof env --json > "$out/env.json" 2>&1 || status=1
@@ -48,12 +59,7 @@ if [ "$mode" = acceptance ]; then
     --workload $W32 --config default --out "$out/santa_compare.json"
   STEP_TIMEOUT=150 step fathom_compare kprof compare --method fathom --method sparq16 --baseline scan32 \
     --workload qwen3-8b-1m --rounds 2 --warmup-pairs 5 --observations 30 --config default --out "$out/fathom_compare.json"
-  S="--workload $W32 --finalists 2"
-  STEP_TIMEOUT=50 step tune_santa_topk kprof tune --method santa $S --launch topk --budget-s 20
-  STEP_TIMEOUT=40 step tune_santa_attend kprof tune --method santa $S --launch attend --budget-s 15
-  STEP_TIMEOUT=30 step tune_santa_merge kprof tune --method santa $S --launch merge --budget-s 6
-  STEP_TIMEOUT=30 step tune_santa_score kprof tune --method santa $S --launch score --budget-s 8
-  STEP_TIMEOUT=30 step tune_santa_reduce kprof tune --method santa $S --launch reduce --budget-s 5
+  tune_santa $W32 20
   STEP_TIMEOUT=60 step santa_compare_tuned kprof compare --method santa --method cudnn --baseline flash \
     --workload $W32 --rounds 5 --out "$out/santa_compare_tuned.json"
   STEP_TIMEOUT=40 step santa_validate_fp32 kprof validate --method santa:out=fp32 --workload $W32 --realisations 3
@@ -103,12 +109,7 @@ if [ "$mode" = tune ]; then
     santa:topk.num_warps=16 santa:topk.SELECT=3 santa:topk.SELECT=3,topk.num_warps=16 \
     santa:topk.SELECT=3,topk.num_warps=4 santa:topk.SELECT=3,topk.BLOCK_T=4096,topk.num_warps=16 \
     santa:topk.SELECT=3,topk.BLOCK_T=1024,topk.num_warps=8
-  S="--workload $W32 --finalists 2"
-  STEP_TIMEOUT=150 step tune_santa_topk kprof tune --method santa $S --launch topk --budget-s 55
-  STEP_TIMEOUT=60 step tune_santa_attend kprof tune --method santa $S --launch attend --budget-s 25
-  STEP_TIMEOUT=50 step tune_santa_merge kprof tune --method santa $S --launch merge --budget-s 15
-  STEP_TIMEOUT=50 step tune_santa_score kprof tune --method santa $S --launch score --budget-s 15
-  STEP_TIMEOUT=40 step tune_santa_reduce kprof tune --method santa $S --launch reduce --budget-s 5
+  tune_santa $W32 55
   mkdir -p "$out/tuned" && cp profiles/tuned/*.json "$out/tuned/" 2>/dev/null
   echo "gpu_check: overall status $status (logs in $out)"; exit $status
 fi
