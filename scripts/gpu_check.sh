@@ -35,12 +35,12 @@ ncu_tables() {
 }
 # tune_santa WORKLOAD SECONDS: kprof tune of the five SANTA++ launches; topk screens for SECONDS,
 # attend for half, merge and score for a quarter, reduce (one parameter) for 5 s. Each step's limit
-# leaves room for the worker start and two finalists (~15 s each at 32K tokens).
+# leaves room for the worker start, compiles and two finalists (a topk run took 50-70 s).
 tune_santa() {
   local launch budget
   for launch in topk attend merge score reduce; do
     case $launch in topk) budget=$2 ;; attend) budget=$(($2 / 2)) ;; reduce) budget=5 ;; *) budget=$(($2 / 4)) ;; esac
-    STEP_TIMEOUT=$((budget + 40)) step tune_santa_$launch kprof tune --method santa --workload "$1" \
+    STEP_TIMEOUT=$((budget + 60)) step tune_santa_$launch kprof tune --method santa --workload "$1" \
       --finalists 2 --launch $launch --budget-s $budget
   done
 }
