@@ -68,3 +68,37 @@ def test_resource_usage_reads_registers_and_sass_of_a_cubin(tmp_path):
     if usage["big"] != ["none"]:  # Triton ships cuobjdump and nvdisasm: the numbers must be real
         (big_regs, big_sass), (small_regs, small_sass) = [tuple(map(int, usage[k])) for k in ("big", "small")]
         assert big_regs > small_regs and big_sass > small_sass > 5, usage
+
+
+def test_a_kernel_only_the_compiler_rejects_is_reported(tmp_path):
+    """The interpreter runs this kernel happily; the compiler refuses its non-constexpr global."""
+    (tmp_path / "bad_kernel.py").write_text(textwrap.dedent('''
+        import triton
+        import triton.language as tl
+
+        SCALE = 3
+
+        @triton.jit
+        def scale(X, N: tl.constexpr):
+            offs = tl.arange(0, N)
+            tl.store(X + offs, tl.load(X + offs) * SCALE)
+    '''))
+    code = textwrap.dedent('''
+        from kprof.compile_check import LaunchRecord, compile_record
+        rec = LaunchRecord("bad_kernel", "scale", {"X": "*fp32", "N": "constexpr"}, {"N": 16}, {"num_warps": 1})
+        try:
+            compile_record(rec, 90)
+        except Exception as exc:
+            print("REJECTED", type(exc).__name__)
+        else:
+            print("COMPILED")
+    ''')
+    env = os.environ | {"TRITON_INTERPRET": "0", "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert "REJECTED" in proc.stdout, proc.stdout + proc.stderr[-2000:]
+
+
+def test_a_method_without_triton_launches_is_an_error_not_a_pass():
+    proc = subprocess.run([sys.executable, "-m", "kprof.compile_check", "--method", "math"], capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode != 0 and "made no Triton launch" in proc.stderr
