@@ -34,7 +34,7 @@ DEFAULT_METHODS = (
     "triton-dense", "santa", "santa:topk.SELECT=0,merge.SELECT=0",
     "santa:topk.SELECT=2,merge.SELECT=2,topk.RADIX_BITS=1,merge.RADIX_BITS=4",
     "santa:topk.SELECT=1", "santa:out=fp32", "santa:k=1000000", "fathom", "scan32", "sparq16", "scan-full",
-    "fathom:index=hbm", "fathom:scan.IMPL=1",
+    "fathom:index=hbm", "fathom:scan.FLAT=1",
 )
 SMEM_LIMIT = {90: 232_448, 89: 101_376, 80: 166_912}  # max dynamic shared memory per block, bytes
 _TORCH_TYPES = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32", torch.float64: "fp64",

@@ -20,13 +20,13 @@ LAUNCH_SPACES = {
     "plan": LaunchSpace("plan", (Param("num_warps", (1, 2, 4, 8), 4),)),
     "gather": LaunchSpace("gather", (
         Param("CHUNK", (256, 512, 1024, 2048, 4096), 1024, "words copied per program"),
-        # 8 warps: 0.57 -> 0.93x of cudaMemcpyAsync from pinned host memory (H200, 512 KB runs)
+        # 8 warps: 0.57 -> 0.91x of cudaMemcpyAsync from pinned host memory (H200, 4 KB and 512 KB runs)
         Param("num_warps", (1, 2, 4, 8, 16), 8),
     )),
     "scan": LaunchSpace("scan", (
         Param("BLOCKS", (1, 2, 4, 8), 2, "64-token blocks per program"),
         Param("CH", (4, 8, 16, 32), 8, "active channels decoded per step"),
-        Param("IMPL", (0, 1), 0, "0: [CH, BLOCKS, 64] tiles (a block's plane word loaded once, "
+        Param("FLAT", (0, 1), 0, "0: [CH, BLOCKS, 64] tiles (a block's plane word loaded once, "
                                  "broadcast to its 64 tokens); 1: flat [CH, BLOCKS*64] rows (one word load per token)"),
         Param("num_warps", (1, 2, 4, 8), 4),
     ), (Constraint("the scan's [G, CH, BLOCKS*64] fp32 product must fit in registers: pow2(G)*CH*BLOCKS <= 128",
@@ -111,7 +111,7 @@ class FathomScan:
             self.q, self.staged, self.staged_scales, self.active, self.n_active, self.depth, self.dst, self.scores,
             self.store.n, self.nb, self.staged_words,
             self.q.stride(0), self.staged_scales.stride(0), self.staged_scales.stride(1), self.scores.stride(0),
-            GROUP=self.group, BLOCK_G=self.block_g, D=self.d, BLOCKS=c["BLOCKS"], CH=c["CH"], FLAT=c["IMPL"] == 1,
+            GROUP=self.group, BLOCK_G=self.block_g, D=self.d, BLOCKS=c["BLOCKS"], CH=c["CH"], FLAT=c["FLAT"] == 1,
             num_warps=c["num_warps"])
 
     def run(self) -> torch.Tensor:

@@ -52,8 +52,8 @@ def test_gather_is_bit_exact_including_zero_length_runs(make_workload, target, n
         assert torch.equal(op.staged_scales[kvh, active].cpu(), store.scales[kvh, active])
 
 
-@pytest.mark.parametrize("scan", [{}, {"CH": 4, "BLOCKS": 4}, {"CH": 32, "BLOCKS": 1}, {"IMPL": 1},
-                                  {"IMPL": 1, "CH": 4, "BLOCKS": 4}])
+@pytest.mark.parametrize("scan", [{}, {"CH": 4, "BLOCKS": 4}, {"CH": 32, "BLOCKS": 1}, {"FLAT": 1},
+                                  {"FLAT": 1, "CH": 4, "BLOCKS": 4}])
 def test_scan_scores_match_the_dequantised_reference(make_workload, target, scan):
     # 333 tokens: a partial last block; budget 48: active channels not a multiple of CH
     w, store, op = _scan(make_workload, target, budget=48, n=333, seed=3, scan=scan)
