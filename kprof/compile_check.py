@@ -9,33 +9,38 @@ with Triton's own ptxas, and reports each kernel's shared memory, registers per 
 and SASS length (so a register-heavy or spilling variant shows before device time is spent on
 it). No GPU is needed for either step.
 
-Limits: launches are compiled without the argument specialisations the GPU path adds (16-byte
-alignment of pointers, ints equal to 1), so pipelined loads (cp.async) are not generated and the
-shared-memory figure is a lower bound; the recording workload is the 32K Qwen shape cut to 1,024
-tokens, so shape-derived constexprs can differ from the full-size runs.
+Launches are compiled with the divisibility-by-16 specialisations the GPU launcher would make
+(16-byte aligned pointers, ints divisible by 16, as recorded from the interpreter's arguments), so
+vectorised and pipelined accesses match the device build. Limits: the recording workload is a spec's shape (default the 32K
+Qwen one) cut to 1,024 tokens, so shape-derived constexprs can differ from the full-size runs.
 
-    python -m kprof.compile_check [--arch 90] [--method SPEC ...]
+    python -m kprof.compile_check [--arch 90] [--method SPEC ...] [--workload SPEC] [--dump DIR]
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import click
 import torch
 
+from kprof.atomic import atomic_write_text
 from kprof.errors import KprofError
 
 DEFAULT_METHODS = (
     "triton-dense", "santa", "santa:topk.SELECT=0,merge.SELECT=0",
     "santa:topk.SELECT=2,merge.SELECT=2,topk.RADIX_BITS=1,merge.RADIX_BITS=4",
     "santa:topk.SELECT=1", "santa:out=fp32", "santa:k=1000000", "fathom", "scan32", "sparq16", "scan-full",
-    "fathom:index=hbm", "fathom:scan.FLAT=1",
+    "fathom:index=hbm", "fathom:scan.DECODE=1", "fathom:scan.DECODE=2,scan.BLOCKS=8",
+    "scan32:scan.DECODE=2,scan.BLOCKS=16",
 )
+DEFAULT_SHAPE = "qwen2.5-7b-l14-32k"
 SMEM_LIMIT = {90: 232_448, 89: 101_376, 80: 166_912}  # max dynamic shared memory per block, bytes
 _TORCH_TYPES = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32", torch.float64: "fp64",
                 torch.int8: "i8", torch.uint8: "u8", torch.int16: "i16", torch.int32: "i32", torch.int64: "i64",
@@ -51,6 +56,7 @@ class LaunchRecord:
     signature: dict[str, str]
     constexprs: dict[str, object]
     options: dict[str, int] = field(default_factory=dict)
+    aligned: tuple[str, ...] = ()  # arguments the GPU launcher would specialise as divisible by 16
 
     def key(self) -> str:
         return json.dumps(asdict(self), sort_keys=True, default=str)
@@ -66,6 +72,13 @@ def _arg_type(value) -> str:
     if isinstance(value, float):
         return "fp32"
     raise TypeError(f"cannot type kernel argument {value!r}")
+
+
+def _divisible_by_16(value) -> bool:
+    """What Triton's launcher specialises on: 16-byte aligned pointers and ints divisible by 16."""
+    if isinstance(value, torch.Tensor):
+        return value.data_ptr() % 16 == 0
+    return isinstance(value, int) and not isinstance(value, bool) and value % 16 == 0
 
 
 def record_launches(method_specs: tuple[str, ...], workload) -> list[LaunchRecord]:
@@ -94,7 +107,8 @@ def record_launches(method_specs: tuple[str, ...], workload) -> list[LaunchRecor
             else:
                 signature[p.name] = _arg_type(bound[p.name])
         options = {k: int(kwargs[k]) for k in ("num_warps", "num_stages") if k in kwargs}
-        rec = LaunchRecord(self.fn.__module__, self.fn.__name__, signature, constexprs, options)
+        aligned = tuple(name for name, kind in signature.items() if kind != "constexpr" and _divisible_by_16(bound[name]))
+        rec = LaunchRecord(self.fn.__module__, self.fn.__name__, signature, constexprs, options, aligned)
         seen.setdefault(rec.key(), rec)
         calls[0] += 1
         return original(self, *args, grid=grid, warmup=warmup, **kwargs)
@@ -125,7 +139,9 @@ def compile_record(rec: LaunchRecord, arch: int):
     from triton.compiler import ASTSource
 
     fn = getattr(importlib.import_module(rec.module), rec.kernel)
-    src = ASTSource(fn=fn, signature=rec.signature, constexprs=rec.constexprs)
+    names = list(rec.signature)
+    attrs = {(names.index(a),): [["tt.divisibility", 16]] for a in rec.aligned}
+    src = ASTSource(fn=fn, signature=rec.signature, constexprs=rec.constexprs, attrs=attrs)
     return triton.compile(src, target=GPUTarget("cuda", arch, 32), options=dict(rec.options))
 
 
@@ -148,27 +164,36 @@ class ResourceUsage:
         return f"regs={self.registers} sass={self.sass_instructions}{spill}"
 
 
-def resource_usage(cubin: bytes) -> ResourceUsage | None:
-    """Static resource usage of a compiled kernel, or None where Triton ships no CUDA binutils."""
-    import re
+def _binutil(tool: str, args: list[str], cubin: bytes) -> str | None:
+    """stdout of one of the CUDA binutils Triton ships (or on PATH) run on ``cubin``; None without it."""
     import shutil
     import tempfile
 
     import triton
 
-    bindir = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
-    tools = [os.path.join(bindir, t) if os.path.exists(os.path.join(bindir, t)) else shutil.which(t)
-             for t in ("cuobjdump", "nvdisasm")]
-    if not all(tools):
+    shipped = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", tool)
+    exe = shipped if os.path.exists(shipped) else shutil.which(tool)
+    if not exe:
         return None
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "kernel.cubin")
         with open(path, "wb") as f:
             f.write(cubin)
-        res = subprocess.run([tools[0], "-res-usage", path], capture_output=True, text=True).stdout
-        sass = subprocess.run([tools[1], "-c", path], capture_output=True, text=True).stdout
-    m = re.search(r"REG:(\d+) STACK:(\d+) SHARED:\d+ LOCAL:(\d+)", res)
-    if not m:
+        return subprocess.run([exe, *args, path], capture_output=True, text=True).stdout
+
+
+def disassemble(cubin: bytes) -> str | None:
+    """The kernel's SASS (nvdisasm), or None where no nvdisasm is available."""
+    return _binutil("nvdisasm", ["-c"], cubin)
+
+
+def resource_usage(cubin: bytes) -> ResourceUsage | None:
+    """Static resource usage of a compiled kernel, or None where Triton ships no CUDA binutils."""
+    import re
+
+    res, sass = _binutil("cuobjdump", ["-res-usage"], cubin), disassemble(cubin)
+    m = re.search(r"REG:(\d+) STACK:(\d+) SHARED:\d+ LOCAL:(\d+)", res or "")
+    if not m or sass is None:
         return None
     instructions = sum(1 for ln in sass.splitlines() if re.match(r"\s*/\*[0-9a-f]{4,}\*/\s+\S", ln))
     return ResourceUsage(int(m.group(1)), int(m.group(2)), int(m.group(3)), instructions)
@@ -181,28 +206,44 @@ def _one_line(exc: Exception) -> str:
     return f"{type(exc).__name__}: {(named or lines or [''])[-1][:240]}"
 
 
-def _small_workload():
-    """The 32K Qwen shape (Hq 28, Hkv 4, d 128, fp16) cut to 1,024 tokens: real types, quick to run."""
+def _small_workload(spec: str = DEFAULT_SHAPE):
+    """A workload spec's shape (heads, d, dtype) cut to 1,024 tokens: real types, quick to run."""
     import dataclasses
 
     from kprof.workloads import synthesize
     from kprof.workloads.specs import get_spec
 
-    return synthesize(dataclasses.replace(get_spec("qwen2.5-7b-l14-32k"), name="compile-check", n=1024))
+    return synthesize(dataclasses.replace(get_spec(spec), name="compile-check", n=1024))
+
+
+def _dump(kernel, rec: LaunchRecord, folder: Path) -> None:
+    """The compiler's TTGIR, PTX and SASS of one launch: where layouts, conversions and spills show."""
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = f"{rec.kernel}__{hashlib.sha1(rec.key().encode()).hexdigest()[:8]}"
+    for ext in ("ttgir", "ptx"):
+        atomic_write_text(folder / f"{stem}.{ext}", kernel.asm[ext])
+    sass = disassemble(kernel.asm["cubin"])
+    if sass:
+        atomic_write_text(folder / f"{stem}.sass", sass)
 
 
 @click.command()
 @click.option("--arch", type=int, default=90, show_default=True, help="Compute capability to compile for (90: H100/H200).")
 @click.option("--method", "methods", multiple=True, help="Method spec to record (repeatable) [default: every Triton method and variant].")
+@click.option("--workload", "shape", default=DEFAULT_SHAPE, show_default=True,
+              help="Workload spec whose shape (heads, head dim, dtype) the launches are recorded at, cut to 1,024 tokens.")
+@click.option("--dump", type=click.Path(file_okay=False, path_type=Path),
+              help="Also write each launch's TTGIR, PTX and SASS into this folder (layouts, shared-memory conversions, spills).")
 @click.option("--record-only", is_flag=True, hidden=True, help="Internal: record launches as JSON on stdout.")
-def main(arch: int, methods: tuple[str, ...], record_only: bool) -> None:
+def main(arch: int, methods: tuple[str, ...], shape: str, dump: Path | None, record_only: bool) -> None:
     """Compile every Triton launch of the shipped methods for a GPU target, without a GPU."""
     methods = methods or DEFAULT_METHODS
     if record_only:
-        records = record_launches(methods, _small_workload())
+        records = record_launches(methods, _small_workload(shape))
         click.echo(json.dumps([asdict(r) for r in records], default=str))
         return
-    args = [sys.executable, "-m", "kprof.compile_check", "--record-only", *sum((["--method", m] for m in methods), [])]
+    args = [sys.executable, "-m", "kprof.compile_check", "--record-only", "--workload", shape,
+            *sum((["--method", m] for m in methods), [])]
     proc = subprocess.run(args, capture_output=True, text=True, env=os.environ | {"TRITON_INTERPRET": "1"})
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
@@ -218,6 +259,8 @@ def main(arch: int, methods: tuple[str, ...], record_only: bool) -> None:
             status = "ok" if smem <= SMEM_LIMIT.get(arch, 232_448) else f"FAIL: {smem} B shared memory > limit"
             res = resource_usage(kernel.asm["cubin"])
             usage = f" smem={smem} {res.text()}" if res else f" smem={smem}"
+            if dump is not None:
+                _dump(kernel, rec, dump)
         except Exception as exc:  # every compiler error is a finding, reported on one line
             status = f"FAIL: {_one_line(exc)}"
         failures += status != "ok"

@@ -86,8 +86,10 @@ class MeasurementSession:
             return overrides
         return file_overrides(self.config_mode, method_name)
 
-    def prepare(self, method_name: str, label: str, role: str, overrides=None) -> PreparedMethod:
-        method = get_method(method_name)
+    def prepare(self, method_name: str, label: str, role: str, overrides=None, method=None) -> PreparedMethod:
+        """Prepare and validate ``method_name`` (or the given ``method`` instance, which keeps
+        whatever it caches between prepares, such as Fathom's pinned index, across variants)."""
+        method = method or get_method(method_name)
         if overrides is None:
             overrides = self.launch_config(method_name)
         prepared = method.prepare(self.workload, self.target, overrides)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run every GPU check in one go on a CUDA machine; all logs go to OUTDIR.
-#   bash scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-tune]
+#   bash scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune]
 # Installs kprof without touching the machine's torch/triton, prints `kprof env`, runs the
 # `-m gpu` tests, then by mode: full = dense baselines and the timing protocol (full-protocol
 # comparisons, A/A checks, stages, graph and host-bound modes, order probe, dense benchmark;
@@ -9,11 +9,12 @@
 # latency; fathom = the Fathom benchmarks (gather, compare with host and HBM index, stages); ncu =
 # ncu tables only; screen = launch-variant screens (SANTA++ stage sweep, gather config sweep,
 # Fathom stages and HBM index) plus full ncu sections of the SANTA++ launches; tune = kprof tune
-# of the SANTA++ launches plus a selection screen; fathom-tune = kprof tune of the Fathom launches
+# of the SANTA++ launches plus a selection screen; fathom-screen = Fathom launch-variant screen
+# at 1M tokens (scan decoders, top-k segments, fetch and gather tiles); fathom-tune = kprof tune of the Fathom launches
 # at 1M tokens; acceptance = the headline SANTA++/Fathom comparisons, SANTA++ tuning and stages.
 # Each mode fits one 10-minute device call. Exits non-zero if any step failed (all steps still run).
 set -u
-out=${1:?usage: scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-tune]}
+out=${1:?usage: scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune]}
 mode=${2:-full}
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -82,11 +83,11 @@ if [ "$mode" = screen ]; then
     santa:attend.BLOCK_R=16 santa:attend.BLOCK_R=64 santa:attend.NUM_SPLITS=32 santa:attend.NUM_SPLITS=128
     santa:attend.num_warps=2 santa:attend.num_warps=8 santa:attend.num_stages=2
     santa:score.BLOCK_M=32 santa:score.BLOCK_M=128 santa:score.num_warps=2 santa:score.num_warps=8)
-  STEP_TIMEOUT=200 step santa_sweep "$py" scripts/sweep_santa.py --workload $W32 --rounds 3 --obs 40 "${variants[@]}"
+  STEP_TIMEOUT=200 step santa_sweep "$py" scripts/sweep_stages.py --workload $W32 --rounds 3 --obs 40 "${variants[@]}"
   ncu_bin=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
   STEP_TIMEOUT=150 step ncu_santa_full "$ncu_bin" --set full --import-source yes --cache-control all \
     --clock-control none -k "regex:santa_(score|block_topk|merge_union|attend)" -c 4 -f -o "$out/santa_full" \
-    "$py" scripts/sweep_santa.py --workload $W32 --rounds 1 --obs 1 santa
+    "$py" scripts/sweep_stages.py --workload $W32 --rounds 1 --obs 1 santa
   [ -f "$out/santa_full.ncu-rep" ] && "$ncu_bin" --import "$out/santa_full.ncu-rep" --page details > "$out/santa_full_details.txt" 2>&1
   STEP_TIMEOUT=120 step fathom_stages_scan32 kprof stages --method scan32 --workload qwen3-8b-1m --rounds 3 \
     --stage-observations 20 --warmup-pairs 5
@@ -105,12 +106,38 @@ if [ "$mode" = tune ]; then
   kprof capture --synthetic $W "--out" $W32 > "$out/capture.log" 2>&1 || status=1
   STEP_TIMEOUT=40 step gather_bench "$py" scripts/bench_gather.py
   step santa_prepare kprof santa prepare --workload $W32
-  STEP_TIMEOUT=90 step santa_sweep "$py" scripts/sweep_santa.py --workload $W32 --rounds 3 --obs 40 santa \
+  STEP_TIMEOUT=90 step santa_sweep "$py" scripts/sweep_stages.py --workload $W32 --rounds 3 --obs 40 santa \
     santa:topk.num_warps=16 santa:topk.SELECT=3 santa:topk.SELECT=3,topk.num_warps=16 \
     santa:topk.SELECT=3,topk.num_warps=4 santa:topk.SELECT=3,topk.BLOCK_T=4096,topk.num_warps=16 \
     santa:topk.SELECT=3,topk.BLOCK_T=1024,topk.num_warps=8
   tune_santa $W32 55
   mkdir -p "$out/tuned" && cp profiles/tuned/*.json "$out/tuned/" 2>/dev/null
+  echo "gpu_check: overall status $status (logs in $out)"; exit $status
+fi
+if [ "$mode" = fathom-screen ]; then
+  # the scan's decoders and tiles, the top-k segment, the fetch and gather tiles at 1M tokens (stage
+  # medians per variant in one session), the scan tests on the GPU (validation alone cannot see a
+  # wrong scan: the reference attends over the kernel's own winners), the gather benchmark, and
+  # Fathom against scan32 with the channel-loop scan
+  STEP_TIMEOUT=150 step pytest_fathom_scan "$py" -m pytest -q -x -p no:cacheprovider tests/kernels/fathom \
+    -k "scan or gather or plan"
+  R="scan.DECODE=2,scan.BLOCKS"
+  variants=(scan32 "scan32:$R=8,scan.num_warps=4" "scan32:$R=16,scan.num_warps=4" "scan32:$R=16,scan.num_warps=2"
+    "scan32:$R=32,scan.num_warps=2" "scan32:$R=32,scan.num_warps=4" "scan32:$R=16,scan.num_warps=1"
+    "scan32:$R=8,scan.num_warps=1" "scan32:$R=8,scan.num_warps=2"
+    fathom "fathom:$R=16,scan.num_warps=2" "fathom:$R=32,scan.num_warps=2" "fathom:$R=8,scan.num_warps=4"
+    "fathom:$R=16,scan.num_warps=4")
+  for v in "topk.SEGMENT=0" "topk.SEGMENT=4096" "topk.SEGMENT=8192" "topk.SEGMENT=32768" "topk.SEGMENT=65536" \
+    "fetch.ROWS=32,fetch.num_warps=4" "fetch.ROWS=64,fetch.num_warps=8" "fetch.ROWS=8,fetch.num_warps=2" \
+    "fetch.ROWS=16,fetch.num_warps=8" "gather.CHUNK=4096,gather.num_warps=8" "gather.CHUNK=2048,gather.num_warps=16"; do
+    variants+=("fathom:$R=16,scan.num_warps=2,$v")
+  done
+  STEP_TIMEOUT=300 step fathom_sweep "$py" scripts/sweep_stages.py --workload qwen3-8b-1m --rounds 2 --obs 10 \
+    "${variants[@]}"
+  STEP_TIMEOUT=40 step gather_bench "$py" scripts/bench_gather.py
+  STEP_TIMEOUT=120 step fathom_compare_rows kprof compare --method "fathom:$R=16,scan.num_warps=2" \
+    --baseline "scan32:$R=16,scan.num_warps=2" --workload qwen3-8b-1m --rounds 2 --warmup-pairs 5 \
+    --observations 30 --config default --out "$out/fathom_compare_rows.json"
   echo "gpu_check: overall status $status (logs in $out)"; exit $status
 fi
 if [ "$mode" = fathom-tune ]; then

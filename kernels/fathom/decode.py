@@ -23,13 +23,13 @@ from kprof.kernels.fathom.triton_kernels import fathom_attend, fathom_fetch_rows
 
 SINK_TOKENS = 4
 RECENT_TOKENS = 32
-# top-k over long rows in two passes: the best k of each segment, then the best k of those. One
-# torch.topk over a 1M-token row makes several radix passes over all of it (~0.5 ms for 32 heads
-# at 1M on an H200); many short rows take the per-row fast path. Exact: every global winner is
-# among its own segment's best k.
-TOPK_SEGMENT = 16384
-
 LAUNCH_SPACES = dict(SCAN_SPACES) | {
+    # top-k over long rows in two passes: the best k of each segment, then the best k of those.
+    # One torch.topk over a 1M-token row makes several radix passes over all of it; many short
+    # rows take the per-row path. Exact: every global winner is among its own segment's best k.
+    # Used when the row holds at least 4 segments and k fits in one.
+    "topk": LaunchSpace("topk", (Param("SEGMENT", (0, 4096, 8192, 16384, 32768, 65536), 16384,
+                                       "tokens per first-pass segment (0: one pass over each row)"),)),
     "fetch": LaunchSpace("fetch", (Param("ROWS", (8, 16, 32, 64), 16, "winner rows per program"),
                                    Param("num_warps", (1, 2, 4, 8), 4))),
     "attend": LaunchSpace("attend", (Param("BLOCK_R", (16, 32, 64, 128), 64, "winner rows per tile"),
@@ -70,7 +70,7 @@ class FathomResidency:
 class FathomDecode:
     def __init__(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, policy: ChannelPolicy, k_top: int,
                  config: dict, device: torch.device, index: str = "host", rows: str = "host", basis: str = "raw",
-                 topk_segment: int = TOPK_SEGMENT, residency: FathomResidency | None = None):
+                 residency: FathomResidency | None = None):
         hq, d = q.shape
         hkv, n, _ = k.shape
         self.hq, self.hkv, self.n, self.d, self.group = hq, hkv, n, d, hq // hkv
@@ -81,8 +81,8 @@ class FathomDecode:
         self.store, self.k_rows, self.v_rows = residency.store, residency.k_rows, residency.v_rows
         self.q = q.to(device).contiguous()
         self.cfg = config
-        seg = topk_segment
-        segmented = n >= 4 * seg and self.k_top <= seg
+        seg = config["topk"]["SEGMENT"]
+        segmented = seg > 0 and n >= 4 * seg and self.k_top <= seg
         self.scan = FathomScan(self.q, self.store, policy, config, device, pad_to=seg if segmented else 1)
         self.segment = seg
         self.n_seg = self.scan.scores_padded.shape[1] // seg if segmented else 0

@@ -14,7 +14,7 @@ import triton
 from kprof.config_space import Constraint, LaunchSpace, Param
 from kprof.kernels.fathom.store import FathomStore
 from kprof.kernels.fathom.triton_kernels import (POLICY_ALL, POLICY_TOP_Q, POLICY_WATER, fathom_gather, fathom_plan,
-                                                 fathom_scan)
+                                                 fathom_scan, fathom_scan_rows)
 
 LAUNCH_SPACES = {
     "plan": LaunchSpace("plan", (Param("num_warps", (1, 2, 4, 8), 4),)),
@@ -24,13 +24,17 @@ LAUNCH_SPACES = {
         Param("num_warps", (1, 2, 4, 8, 16), 8),
     )),
     "scan": LaunchSpace("scan", (
-        Param("BLOCKS", (1, 2, 4, 8), 2, "64-token blocks per program"),
-        Param("CH", (4, 8, 16, 32), 8, "active channels decoded per step"),
-        Param("FLAT", (0, 1), 0, "0: [CH, BLOCKS, 64] tiles (a block's plane word loaded once, "
-                                 "broadcast to its 64 tokens); 1: flat [CH, BLOCKS*64] rows (one word load per token)"),
+        Param("DECODE", (0, 1, 2), 0, "0: CH channels per step as [CH, BLOCKS, 64] tiles (a block's plane word "
+                                      "loaded once, broadcast to its 64 tokens); 1: CH channels per step as flat "
+                                      "[CH, BLOCKS*64] rows (one word load per token); 2: one channel per step over "
+                                      "int32 half-words, loads one channel ahead (fathom_scan_rows)"),
+        Param("BLOCKS", (1, 2, 4, 8, 16, 32), 2, "64-token blocks per program"),
+        Param("CH", (4, 8, 16, 32), 8, "active channels decoded per step (DECODE 0 and 1)"),
         Param("num_warps", (1, 2, 4, 8), 4),
-    ), (Constraint("the scan's [G, CH, BLOCKS*64] fp32 product must fit in registers: pow2(G)*CH*BLOCKS <= 128",
-                   lambda c, s: max(2, triton.next_power_of_2(s.hq // s.hkv)) * c["CH"] * c["BLOCKS"] <= 128),)),
+    ), (Constraint("DECODE 0/1: the [G, CH, BLOCKS*64] fp32 product must fit in registers: pow2(G)*CH*BLOCKS <= 128",
+                   lambda c, s: c["DECODE"] == 2 or max(2, triton.next_power_of_2(s.hq // s.hkv)) * c["CH"] * c["BLOCKS"] <= 128),
+        Constraint("DECODE 2 decodes one channel per step: CH stays at its default 8",
+                   lambda c, s: c["DECODE"] != 2 or c["CH"] == 8))),
 }
 
 
@@ -76,6 +80,8 @@ class FathomScan:
         self.depth = torch.empty(self.hkv, self.d, dtype=i32, device=device)
         self.dst = torch.empty(self.hkv, self.d, dtype=i32, device=device)
         self.active = torch.empty(self.hkv, self.d, dtype=i32, device=device)
+        self.active_depth = torch.empty(self.hkv, self.d, dtype=i32, device=device)
+        self.active_dst = torch.empty(self.hkv, self.d, dtype=i32, device=device)
         self.n_active = torch.empty(self.hkv, dtype=i32, device=device)
         self.theta = torch.empty(self.hkv, dtype=torch.float32, device=device)
         self.var = store.var.to(device).contiguous()
@@ -90,7 +96,8 @@ class FathomScan:
 
     def launch_plan(self) -> None:
         fathom_plan[(self.hkv,)](
-            self.q, self.var, self.depth, self.dst, self.active, self.n_active, self.theta, float(self.policy.budget),
+            self.q, self.var, self.depth, self.dst, self.active, self.active_depth, self.active_dst, self.n_active,
+            self.theta, float(self.policy.budget),
             self.q.stride(0), self.var.stride(0), self.nb,
             GROUP=self.group, BLOCK_G=self.block_g, D=self.d, STEPS=30, POLICY=self.policy.kind,
             CHANNELS=max(1, self.policy.channels), num_warps=self.cfg["plan"]["num_warps"])
@@ -107,11 +114,18 @@ class FathomScan:
 
     def launch_scan(self) -> None:
         c = self.cfg["scan"]
+        if c["DECODE"] == 2:
+            fathom_scan_rows[(self.hkv, triton.cdiv(self.nb, c["BLOCKS"]))](
+                self.q, self.staged.view(torch.int32), self.staged_scales, self.active, self.active_depth,
+                self.active_dst, self.n_active, self.scores, self.store.n, self.nb, self.staged_words,
+                self.q.stride(0), self.staged_scales.stride(0), self.staged_scales.stride(1), self.scores.stride(0),
+                GROUP=self.group, BLOCK_G=self.block_g, D=self.d, BLOCKS=c["BLOCKS"], num_warps=c["num_warps"])
+            return
         fathom_scan[(self.hkv, triton.cdiv(self.nb, c["BLOCKS"]))](
             self.q, self.staged, self.staged_scales, self.active, self.n_active, self.depth, self.dst, self.scores,
             self.store.n, self.nb, self.staged_words,
             self.q.stride(0), self.staged_scales.stride(0), self.staged_scales.stride(1), self.scores.stride(0),
-            GROUP=self.group, BLOCK_G=self.block_g, D=self.d, BLOCKS=c["BLOCKS"], CH=c["CH"], FLAT=c["FLAT"] == 1,
+            GROUP=self.group, BLOCK_G=self.block_g, D=self.d, BLOCKS=c["BLOCKS"], CH=c["CH"], FLAT=c["DECODE"] == 1,
             num_warps=c["num_warps"])
 
     def run(self) -> torch.Tensor:

@@ -16,13 +16,14 @@ POLICY_WATER, POLICY_TOP_Q, POLICY_ALL = 0, 1, 2
 
 @triton.jit
 def fathom_plan(
-    Q, Var, Depth, Dst, Active, NActive, Theta, budget,
+    Q, Var, Depth, Dst, Active, ActDepth, ActDst, NActive, Theta, budget,
     stride_qh, stride_vh, n_blocks,
     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, D: tl.constexpr, STEPS: tl.constexpr,
     POLICY: tl.constexpr, CHANNELS: tl.constexpr,
 ):
     """Grid (Hkv,): per-channel read depths for the query group, staging offsets, and the
-    compact list of active channels (ascending) with its length, so the scan visits only those.
+    compact list of active channels (ascending) with their depths, offsets and count, so the scan
+    visits only those and loads a channel's channel, depth and offset without a dependent load.
 
     POLICY 0 (Fathom): g_j = sum_h q_j^2 Var_j, theta by STEPS bisections on log theta, depths
     clip(round(log4(g/theta)), 0, 4) with sum <= budget. POLICY 1 (SparQ-style): the CHANNELS
@@ -64,7 +65,10 @@ def fathom_plan(
     tl.store(Depth + kvh * D + offs_d, t)
     tl.store(Dst + kvh * D + offs_d, (tl.cumsum(t, axis=0) - t) * n_blocks)
     on = (t > 0).to(tl.int32)
-    tl.store(Active + kvh * D + tl.cumsum(on, axis=0) - on, offs_d, mask=on > 0)
+    slot = kvh * D + tl.cumsum(on, axis=0) - on
+    tl.store(Active + slot, offs_d, mask=on > 0)
+    tl.store(ActDepth + slot, t, mask=on > 0)
+    tl.store(ActDst + slot, (tl.cumsum(t, axis=0) - t) * n_blocks, mask=on > 0)
     tl.store(NActive + kvh, tl.sum(on, axis=0))
 
 
@@ -183,6 +187,92 @@ def fathom_scan(
         acc += tl.sum(qj[:, :, None] * value[None, :, :], axis=1)
     tok = b0 * 64 + tl.arange(0, BLOCKS * 64)
     tl.store(Scores + heads[:, None] * stride_oh + tok[None, :], acc, mask=g_mask[:, None] & (tok < n)[None, :])
+
+
+@triton.jit
+def _channel_meta(Active, ActDepth, ActDst, kvh, c, n_active, D: tl.constexpr):
+    """Channel, depth and staging offset of the c-th active channel (depth 0 past the list)."""
+    live = c < n_active
+    j = tl.load(Active + kvh * D + c, mask=live, other=0)
+    t = tl.load(ActDepth + kvh * D + c, mask=live, other=0)
+    dst = tl.load(ActDst + kvh * D + c, mask=live, other=0)
+    return j, t, dst
+
+
+@triton.jit
+def _channel_words(Staged32, StagedScales, Q, kvh, j, t, dst, half, hb_live, blk, heads, g_mask, n_blocks,
+                   staged_words, stride_qh, stride_sh, stride_sd):
+    """One channel's plane half-words per 32-token half-block (0 past its depth: absent low bits of
+    the code), its block scales (0 when the channel is past the list) and the group's q_j."""
+    base = Staged32 + kvh * (2 * staged_words) + 2 * dst + half
+    depth = tl.where(hb_live, t, 0)  # as a tensor: the interpreter mis-types tensor & scalar masks
+    w0 = tl.load(base, mask=depth > 0, other=0)
+    w1 = tl.load(base + 2 * n_blocks, mask=depth > 1, other=0)
+    w2 = tl.load(base + 4 * n_blocks, mask=depth > 2, other=0)
+    w3 = tl.load(base + 6 * n_blocks, mask=depth > 3, other=0)
+    a = tl.load(StagedScales + kvh * stride_sh + j * stride_sd + blk, mask=depth > 0, other=0.0)
+    qj = tl.load(Q + heads * stride_qh + j, mask=g_mask, other=0.0)
+    return w0, w1, w2, w3, a, qj
+
+
+@triton.jit
+def fathom_scan_rows(
+    Q, Staged32, StagedScales, Active, ActDepth, ActDst, NActive, Scores,
+    n, n_blocks, staged_words,
+    stride_qh, stride_sh, stride_sd, stride_oh,
+    GROUP: tl.constexpr, BLOCK_G: tl.constexpr, D: tl.constexpr, BLOCKS: tl.constexpr,
+):
+    """Grid (Hkv, cdiv(nb, BLOCKS)): approximate scores of BLOCKS x 64 tokens for the G heads,
+    one active channel at a time, its loads issued one channel ahead of its arithmetic.
+
+    Why it is cheap per token: planes are read as int32 halves (tokens 0-31 and 32-63 of a block),
+    so extracting a bit is a 32-bit shift and mask; missing planes read as 0 bits, which makes the
+    decoded code c4 = c_t * 2^(4-t) and the t-bit mid-rise value (c4 + 2^(3-t) - 8) * a / 8 with
+    no per-depth select; the code becomes a float by or-ing it into 2^23's mantissa (no int-to-
+    float conversion); and the per-block term q_j a (2^(3-t) - 8) / 8 is summed once per block,
+    not per token. Per token and channel: 4 x (shift, mask, shift-add), or, subtract, G FMAs.
+    """
+    kvh = tl.program_id(0)
+    b0 = tl.program_id(1) * BLOCKS
+    offs_hb = tl.arange(0, 2 * BLOCKS)
+    blk = b0 + offs_hb // 2
+    hb_live = blk < n_blocks
+    half = 2 * b0 + offs_hb  # int32 word of this half-block within a plane run
+    lane = tl.arange(0, 32)
+    offs_g = tl.arange(0, BLOCK_G)
+    g_mask = offs_g < GROUP
+    heads = kvh * GROUP + offs_g
+    n_active = tl.load(NActive + kvh)
+    j, t, dst = _channel_meta(Active, ActDepth, ActDst, kvh, 0, n_active, D)
+    w0, w1, w2, w3, a, qj = _channel_words(Staged32, StagedScales, Q, kvh, j, t, dst, half, hb_live, blk, heads,
+                                           g_mask, n_blocks, staged_words, stride_qh, stride_sh, stride_sd)
+    t_cur = t
+    j, t, dst = _channel_meta(Active, ActDepth, ActDst, kvh, 1, n_active, D)
+    # tiles are [bit, half-block] with the half-blocks fastest: a warp's threads spread over
+    # half-blocks and each thread keeps several bits (tokens) of one half-word, so every plane
+    # word a thread loads serves several tokens (bit-fastest tiles gave one token per load)
+    acc = tl.zeros([BLOCK_G, 32, 2 * BLOCKS], dtype=tl.float32)
+    bias = tl.zeros([BLOCK_G, 2 * BLOCKS], dtype=tl.float32)
+    for c in range(0, n_active):
+        # the next channel's loads first, so they are in flight during this channel's arithmetic
+        nw0, nw1, nw2, nw3, na, nq = _channel_words(Staged32, StagedScales, Q, kvh, j, t, dst, half, hb_live, blk,
+                                                    heads, g_mask, n_blocks, staged_words, stride_qh, stride_sh,
+                                                    stride_sd)
+        nt = t
+        j, t, dst = _channel_meta(Active, ActDepth, ActDst, kvh, c + 2, n_active, D)
+        code = (w0[None, :] >> lane[:, None]) & 1
+        code = code * 2 + ((w1[None, :] >> lane[:, None]) & 1)
+        code = code * 2 + ((w2[None, :] >> lane[:, None]) & 1)
+        code = code * 2 + ((w3[None, :] >> lane[:, None]) & 1)
+        value = (code | 0x4B000000).to(tl.float32, bitcast=True) - 8388608.0
+        wq = qj.to(tl.float32)[:, None] * (a.to(tl.float32) * 0.125)[None, :]
+        bias += wq * (tl.exp2((3 - t_cur).to(tl.float32)) - 8.0)
+        acc += wq[:, None, :] * value[None, :, :]
+        w0, w1, w2, w3, a, qj, t_cur = nw0, nw1, nw2, nw3, na, nq, nt
+    acc += bias[:, None, :]
+    tok = half[None, :] * 32 + lane[:, None]
+    tl.store(Scores + heads[:, None, None] * stride_oh + tok[None, :, :], acc,
+             mask=g_mask[:, None, None] & (tok < n)[None, :, :])
 
 
 @triton.jit

@@ -52,8 +52,9 @@ def test_gather_is_bit_exact_including_zero_length_runs(make_workload, target, n
         assert torch.equal(op.staged_scales[kvh, active].cpu(), store.scales[kvh, active])
 
 
-@pytest.mark.parametrize("scan", [{}, {"CH": 4, "BLOCKS": 4}, {"CH": 32, "BLOCKS": 1}, {"FLAT": 1},
-                                  {"FLAT": 1, "CH": 4, "BLOCKS": 4}])
+@pytest.mark.parametrize("scan", [{}, {"CH": 4, "BLOCKS": 4}, {"CH": 32, "BLOCKS": 1}, {"DECODE": 1},
+                                  {"DECODE": 1, "CH": 4, "BLOCKS": 4}, {"DECODE": 2},
+                                  {"DECODE": 2, "BLOCKS": 1}, {"DECODE": 2, "BLOCKS": 8, "num_warps": 1}])
 def test_scan_scores_match_the_dequantised_reference(make_workload, target, scan):
     # 333 tokens: a partial last block; budget 48: active channels not a multiple of CH
     w, store, op = _scan(make_workload, target, budget=48, n=333, seed=3, scan=scan)
@@ -62,6 +63,19 @@ def test_scan_scores_match_the_dequantised_reference(make_workload, target, scan
     for kvh in range(2):
         depths = op.depth[kvh].cpu()
         ref = approximate_scores(w.q[2 * kvh : 2 * kvh + 2], store.planes[kvh], store.scales[kvh], depths, n=333)
+        assert torch.allclose(scores[2 * kvh : 2 * kvh + 2], ref, atol=1e-4, rtol=1e-5)
+
+
+@pytest.mark.parametrize("scan", [{"DECODE": 2, "BLOCKS": 16}, {"DECODE": 2, "BLOCKS": 4, "num_warps": 2}])
+def test_channel_loop_scan_over_many_programs_and_a_partial_last_one(make_workload, target, scan):
+    """4,133 tokens: 65 blocks, so several programs each carry their next-channel loads through
+    the loop and the last program holds a partial block past the end of the planes."""
+    w, store, op = _scan(make_workload, target, budget=40, n=4133, seed=7, scan=scan)
+    op.scores.fill_(float("nan"))
+    scores = op.run().cpu().double()
+    for kvh in range(2):
+        ref = approximate_scores(w.q[2 * kvh : 2 * kvh + 2], store.planes[kvh], store.scales[kvh],
+                                 op.depth[kvh].cpu(), n=4133)
         assert torch.allclose(scores[2 * kvh : 2 * kvh + 2], ref, atol=1e-4, rtol=1e-5)
 
 

@@ -1,13 +1,15 @@
-"""SANTA++ launch-variant screen: every variant's isolated stage medians and its complete time.
+"""Launch-variant screen: every variant's isolated stage medians and its complete time.
 
-The five launches are coupled (topk's block size sets how many candidates merge reads; attend's
-splits set the reducer's work), so one launch tuned alone can lose end to end. This times each
-variant's stages the way ``kprof stages`` does (upstream launches untimed, eviction before the
-timed one) in one process and one session, and prints one row per variant sorted by the
-complete operator. Every variant is validated against the fp64 reference before timing.
+A method's launches are coupled (SANTA++'s topk block size sets how many candidates merge reads;
+a Fathom scan tile sets how the top-k reads its scores), so one launch tuned alone can lose end
+to end. This times each variant's stages the way ``kprof stages`` does (upstream launches
+untimed, eviction before the timed one) in one process and one session, and prints one row per
+variant sorted by the complete step. Every variant is validated against the fp64 reference
+before timing. Variants of one method (same options, different launch parameters) share one
+method instance, so what it caches (Fathom's pinned 1M-token index) is built once.
 
-    python scripts/sweep_santa.py --workload W [--rounds 3] [--obs 40] SPEC...
-    (SPEC: a santa method spec, e.g. santa:topk.BLOCK_T=512,topk.num_warps=2)
+    python scripts/sweep_stages.py --workload W [--rounds 3] [--obs 40] SPEC...
+    (SPEC: a method spec, e.g. santa:topk.BLOCK_T=512,topk.num_warps=2 or fathom:scan.BLOCKS=16)
 """
 
 from __future__ import annotations
@@ -18,13 +20,21 @@ import sys
 import numpy as np
 
 from kprof.errors import KprofError
+from kprof.methods import get_method
+from kprof.methods.registry import parse_method_spec
 from kprof.runner import StageRunner, TimedOp
 from kprof.session import MeasurementSession
 
 
+def _options_key(spec: str) -> tuple:
+    """A spec's method and non-launch options: variants that differ only in launch parameters share it."""
+    name, options = parse_method_spec(spec)
+    return name, tuple(sorted((k, v) for k, v in options.items() if "." not in k))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("specs", nargs="+", help="santa method specs (launch overrides with dots)")
+    ap.add_argument("specs", nargs="+", help="method specs (launch overrides with dots)")
     ap.add_argument("--workload", help="spec name or file (default: the device's default workload)")
     ap.add_argument("--device", default="cuda", help="cuda (default) or cpu (interpreter, for checking the script)")
     ap.add_argument("--rounds", type=int, default=3)
@@ -33,9 +43,13 @@ def main() -> int:
     session = MeasurementSession.open(args.device, args.workload, {"rounds": args.rounds, "stage_observations": args.obs,
                                                               "warmup_pairs": 10}, config_mode="default")
     rows = []
+    instances = {}
     for spec in args.specs:
         try:
-            pm = session.prepare(spec, spec, "subject", overrides={})
+            variant = get_method(spec)
+            method = instances.setdefault(_options_key(spec), variant)
+            method.launch_overrides = variant.launch_overrides
+            pm = session.prepare(spec, spec, "subject", overrides={}, method=method)
         except KprofError as e:
             print(f"{spec}: skipped ({e})", flush=True)
             continue
