@@ -37,8 +37,7 @@ DEFAULT_METHODS = (
     "triton-dense", "santa", "santa:topk.SELECT=0,merge.SELECT=0",
     "santa:topk.SELECT=2,merge.SELECT=2,topk.RADIX_BITS=1,merge.RADIX_BITS=4",
     "santa:topk.SELECT=1", "santa:out=fp32", "santa:k=1000000", "fathom", "scan32", "sparq16", "scan-full",
-    "fathom:index=hbm", "fathom:scan.DECODE=1", "fathom:scan.DECODE=2,scan.BLOCKS=8",
-    "scan32:scan.DECODE=2,scan.BLOCKS=16",
+    "fathom:index=hbm", "fathom:topk.PRUNE=0", "scan32:scan.BLOCKS=4,scan.num_warps=8",
 )
 DEFAULT_SHAPE = "qwen2.5-7b-l14-32k"
 SMEM_LIMIT = {90: 232_448, 89: 101_376, 80: 166_912}  # max dynamic shared memory per block, bytes

@@ -9,8 +9,9 @@
 # latency; fathom = the Fathom benchmarks (gather, compare with host and HBM index, stages); ncu =
 # ncu tables only; screen = launch-variant screens (SANTA++ stage sweep, gather config sweep,
 # Fathom stages and HBM index) plus full ncu sections of the SANTA++ launches; tune = kprof tune
-# of the SANTA++ launches plus a selection screen; fathom-screen = Fathom launch-variant screen
-# at 1M tokens (scan decoders, top-k segments, fetch and gather tiles); fathom-tune = kprof tune of the Fathom launches
+# of the SANTA++ launches plus a selection screen; fathom-screen = Fathom kernel tests on the GPU
+# and a launch-variant screen at 1M tokens (scan tiles, top-k pruning, fetch, attend), with a
+# third argument `tune` followed by the fathom-tune tuning steps (not its comparison); fathom-tune = kprof tune of the Fathom launches
 # at 1M tokens; acceptance = the headline SANTA++/Fathom comparisons, SANTA++ tuning and stages.
 # Each mode fits one 10-minute device call. Exits non-zero if any step failed (all steps still run).
 set -u
@@ -115,40 +116,29 @@ if [ "$mode" = tune ]; then
   echo "gpu_check: overall status $status (logs in $out)"; exit $status
 fi
 if [ "$mode" = fathom-screen ]; then
-  # the scan's decoders and tiles, the top-k segment, the fetch and gather tiles at 1M tokens (stage
-  # medians per variant in one session), the scan tests on the GPU (validation alone cannot see a
-  # wrong scan: the reference attends over the kernel's own winners), the gather benchmark, and
-  # Fathom against scan32 with the channel-loop scan
-  STEP_TIMEOUT=150 step pytest_fathom_scan "$py" -m pytest -q -x -p no:cacheprovider tests/kernels/fathom \
-    -k "scan or gather or plan"
-  R="scan.DECODE=2,scan.BLOCKS"
-  variants=(scan32 "scan32:$R=8,scan.num_warps=4" "scan32:$R=16,scan.num_warps=4" "scan32:$R=16,scan.num_warps=2"
-    "scan32:$R=32,scan.num_warps=2" "scan32:$R=32,scan.num_warps=4" "scan32:$R=16,scan.num_warps=1"
-    "scan32:$R=8,scan.num_warps=1" "scan32:$R=8,scan.num_warps=2"
-    fathom "fathom:$R=16,scan.num_warps=2" "fathom:$R=32,scan.num_warps=2" "fathom:$R=8,scan.num_warps=4"
-    "fathom:$R=16,scan.num_warps=4")
-  for v in "topk.SEGMENT=0" "topk.SEGMENT=4096" "topk.SEGMENT=8192" "topk.SEGMENT=32768" "topk.SEGMENT=65536" \
-    "fetch.ROWS=32,fetch.num_warps=4" "fetch.ROWS=64,fetch.num_warps=8" "fetch.ROWS=8,fetch.num_warps=2" \
-    "fetch.ROWS=16,fetch.num_warps=8" "gather.CHUNK=4096,gather.num_warps=8" "gather.CHUNK=2048,gather.num_warps=16"; do
-    variants+=("fathom:$R=16,scan.num_warps=2,$v")
-  done
-  STEP_TIMEOUT=300 step fathom_sweep "$py" scripts/sweep_stages.py --workload qwen3-8b-1m --rounds 2 --obs 10 \
+  # the Fathom kernel tests on the GPU (validation alone cannot see a wrong scan: the reference
+  # attends over the kernel's own winners); scan tiles, top-k pruning, fetch and gather tiles at
+  # 1M tokens (stage medians per variant in one session); the gather benchmark
+  STEP_TIMEOUT=150 step pytest_fathom "$py" -m pytest -q -p no:cacheprovider tests/kernels/fathom
+  variants=(scan32 scan32:scan.BLOCKS=16,scan.num_warps=1 scan32:scan.BLOCKS=64,scan.num_warps=4
+    fathom fathom:scan.BLOCKS=16,scan.num_warps=1 fathom:scan.BLOCKS=64,scan.num_warps=4 fathom:topk.PRUNE=0
+    fathom:fetch.ROWS=64,fetch.num_warps=8 fathom:fetch.ROWS=8,fetch.num_warps=2 fathom:fetch.ROWS=32,fetch.num_warps=4
+    fathom:attend.BLOCK_R=32 fathom:attend.num_warps=8)
+  STEP_TIMEOUT=150 step fathom_sweep "$py" scripts/sweep_stages.py --workload qwen3-8b-1m --rounds 2 --obs 10 \
     "${variants[@]}"
   STEP_TIMEOUT=40 step gather_bench "$py" scripts/bench_gather.py
-  STEP_TIMEOUT=120 step fathom_compare_rows kprof compare --method "fathom:$R=16,scan.num_warps=2" \
-    --baseline "scan32:$R=16,scan.num_warps=2" --workload qwen3-8b-1m --rounds 2 --warmup-pairs 5 \
-    --observations 30 --config default --out "$out/fathom_compare_rows.json"
-  echo "gpu_check: overall status $status (logs in $out)"; exit $status
+  [ "${3:-}" = tune ] || { echo "gpu_check: overall status $status (logs in $out)"; exit $status; }
 fi
-if [ "$mode" = fathom-tune ]; then
+if [ "$mode" = fathom-tune ] || [ "$mode" = fathom-screen ]; then
   # kprof tune of the Fathom scan and gather at 1M tokens, and of scan32's scan so the baseline
   # also runs at its tuned config; one finalist each (at 1M tokens the worker starts in ~30 s and
   # one finalist's paired protocol takes ~30 s); then the comparison at tuned configs. The caller
   # copies profiles/tuned.
   F="--workload qwen3-8b-1m --rounds 2 --observations 20 --finalists 1"
-  STEP_TIMEOUT=170 step tune_fathom_scan kprof tune --method fathom $F --launch scan --budget-s 60
-  STEP_TIMEOUT=110 step tune_fathom_gather kprof tune --method fathom $F --launch gather --budget-s 25
-  STEP_TIMEOUT=130 step tune_scan32_scan kprof tune --method scan32 $F --launch scan --budget-s 35
+  STEP_TIMEOUT=115 step tune_fathom_scan kprof tune --method fathom $F --launch scan --budget-s 40
+  STEP_TIMEOUT=90 step tune_fathom_gather kprof tune --method fathom $F --launch gather --budget-s 20
+  STEP_TIMEOUT=100 step tune_scan32_scan kprof tune --method scan32 $F --launch scan --budget-s 25
+  [ "$mode" = fathom-screen ] && { echo "gpu_check: overall status $status (logs in $out)"; exit $status; }
   STEP_TIMEOUT=130 step fathom_compare_tuned kprof compare --method fathom --method sparq16 --baseline scan32 \
     --workload qwen3-8b-1m --rounds 2 --warmup-pairs 5 --observations 30 --out "$out/fathom_compare_tuned.json"
   echo "gpu_check: overall status $status (logs in $out)"; exit $status

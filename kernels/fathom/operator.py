@@ -14,7 +14,9 @@ import triton
 from kprof.config_space import Constraint, LaunchSpace, Param
 from kprof.kernels.fathom.store import FathomStore
 from kprof.kernels.fathom.triton_kernels import (POLICY_ALL, POLICY_TOP_Q, POLICY_WATER, fathom_gather, fathom_plan,
-                                                 fathom_scan, fathom_scan_rows)
+                                                 fathom_scan)
+
+CHUNK = 32  # tokens per scan chunk: one int32 half of a plane word; the scan writes each chunk's max
 
 LAUNCH_SPACES = {
     "plan": LaunchSpace("plan", (Param("num_warps", (1, 2, 4, 8), 4),)),
@@ -24,17 +26,15 @@ LAUNCH_SPACES = {
         Param("num_warps", (1, 2, 4, 8, 16), 8),
     )),
     "scan": LaunchSpace("scan", (
-        Param("DECODE", (0, 1, 2), 0, "0: CH channels per step as [CH, BLOCKS, 64] tiles (a block's plane word "
-                                      "loaded once, broadcast to its 64 tokens); 1: CH channels per step as flat "
-                                      "[CH, BLOCKS*64] rows (one word load per token); 2: one channel per step over "
-                                      "int32 half-words, loads one channel ahead (fathom_scan_rows)"),
-        Param("BLOCKS", (1, 2, 4, 8, 16, 32), 2, "64-token blocks per program"),
-        Param("CH", (4, 8, 16, 32), 8, "active channels decoded per step (DECODE 0 and 1)"),
+        # 1M tokens, H200, before the chunk maxima were added: scan32's scan 1,694 -> 271-306 us
+        # and Fathom's 1,601 -> 250-290 us against the previous [CH, BLOCKS, 64]-tile decoder, best
+        # at 32 tokens per thread; with the chunk-max epilogue those tiles need 255 registers and
+        # spill, so the default keeps 16 tokens per thread (167 registers)
+        Param("BLOCKS", (4, 8, 16, 32, 64), 32, "64-token blocks per program"),
         Param("num_warps", (1, 2, 4, 8), 4),
-    ), (Constraint("DECODE 0/1: the [G, CH, BLOCKS*64] fp32 product must fit in registers: pow2(G)*CH*BLOCKS <= 128",
-                   lambda c, s: c["DECODE"] == 2 or max(2, triton.next_power_of_2(s.hq // s.hkv)) * c["CH"] * c["BLOCKS"] <= 128),
-        Constraint("DECODE 2 decodes one channel per step: CH stays at its default 8",
-                   lambda c, s: c["DECODE"] != 2 or c["CH"] == 8))),
+    ), (Constraint("each thread's G x tokens fp32 accumulators must fit in registers: "
+                   "pow2(G) * BLOCKS * 64 / (32 * num_warps) <= 128",
+                   lambda c, s: max(2, triton.next_power_of_2(s.hq // s.hkv)) * c["BLOCKS"] * 2 // c["num_warps"] <= 128),)),
 }
 
 
@@ -65,7 +65,7 @@ ALL_CHANNELS = ChannelPolicy(POLICY_ALL)
 
 class FathomScan:
     def __init__(self, q: torch.Tensor, store: FathomStore, policy: ChannelPolicy | float, config: dict,
-                 device: torch.device, pad_to: int = 1):
+                 device: torch.device):
         policy = water(policy) if isinstance(policy, (int, float)) else policy
         self.q = store.query(q).contiguous().to(device)
         self.store = store
@@ -87,11 +87,13 @@ class FathomScan:
         self.var = store.var.to(device).contiguous()
         self.staged = torch.empty(self.hkv, self.staged_words, dtype=torch.int64, device=device)
         self.staged_scales = torch.empty(self.hkv, self.d, self.nb, dtype=torch.float16, device=device)
-        # rows padded to a multiple of pad_to with -inf (the scan writes only the first n): a
-        # segmented top-k can then view them as equal segments
-        n_pad = triton.cdiv(store.n, pad_to) * pad_to
-        self.scores_padded = torch.full((self.hq, n_pad), float("-inf"), dtype=torch.float32, device=device)
+        # rows padded to whole chunks with -inf (the scan writes only the first n), so that a
+        # chunk's 32 scores can be gathered without a bounds check; and each chunk's best score
+        self.n_chunks = triton.cdiv(store.n, CHUNK)
+        self.scores_padded = torch.full((self.hq, self.n_chunks * CHUNK), float("-inf"), dtype=torch.float32,
+                                        device=device)
         self.scores = self.scores_padded[:, : store.n]
+        self.chunk_max = torch.empty(self.hq, self.n_chunks, dtype=torch.float32, device=device)
         self.block_g = max(2, triton.next_power_of_2(self.group))
 
     def launch_plan(self) -> None:
@@ -114,18 +116,11 @@ class FathomScan:
 
     def launch_scan(self) -> None:
         c = self.cfg["scan"]
-        if c["DECODE"] == 2:
-            fathom_scan_rows[(self.hkv, triton.cdiv(self.nb, c["BLOCKS"]))](
-                self.q, self.staged.view(torch.int32), self.staged_scales, self.active, self.active_depth,
-                self.active_dst, self.n_active, self.scores, self.store.n, self.nb, self.staged_words,
-                self.q.stride(0), self.staged_scales.stride(0), self.staged_scales.stride(1), self.scores.stride(0),
-                GROUP=self.group, BLOCK_G=self.block_g, D=self.d, BLOCKS=c["BLOCKS"], num_warps=c["num_warps"])
-            return
         fathom_scan[(self.hkv, triton.cdiv(self.nb, c["BLOCKS"]))](
-            self.q, self.staged, self.staged_scales, self.active, self.n_active, self.depth, self.dst, self.scores,
-            self.store.n, self.nb, self.staged_words,
+            self.q, self.staged.view(torch.int32), self.staged_scales, self.active, self.active_depth,
+            self.active_dst, self.n_active, self.scores, self.chunk_max, self.store.n, self.nb, self.staged_words,
             self.q.stride(0), self.staged_scales.stride(0), self.staged_scales.stride(1), self.scores.stride(0),
-            GROUP=self.group, BLOCK_G=self.block_g, D=self.d, BLOCKS=c["BLOCKS"], CH=c["CH"], FLAT=c["DECODE"] == 1,
+            self.chunk_max.stride(0), GROUP=self.group, BLOCK_G=self.block_g, D=self.d, BLOCKS=c["BLOCKS"],
             num_warps=c["num_warps"])
 
     def run(self) -> torch.Tensor:

@@ -105,91 +105,6 @@ def fathom_gather(
 
 
 @triton.jit
-def _prefix_values_tiles(Staged, StagedScales, kvh, j, t, dst, c_mask, b0, n_blocks, staged_words, stride_sh,
-                         stride_sd, BLOCKS: tl.constexpr, CH: tl.constexpr):
-    """[CH, BLOCKS * 64] dequantised prefix values: each block's plane word loaded once per channel
-    and broadcast to its 64 tokens."""
-    offs_b = b0 + tl.arange(0, BLOCKS)
-    b_mask = offs_b < n_blocks
-    bit = tl.arange(0, 64).to(tl.int64)
-    code = tl.zeros([CH, BLOCKS, 64], dtype=tl.int32)
-    for p in tl.static_range(4):
-        live = c_mask & (t > p)
-        w = tl.load(Staged + kvh * staged_words + dst[:, None] + p * n_blocks + offs_b[None, :],
-                    mask=live[:, None] & b_mask[None, :], other=0)
-        code = tl.where(live[:, None, None], code * 2 + ((w[:, :, None] >> bit[None, None, :]) & 1).to(tl.int32), code)
-    half = tl.exp2((t - 1).to(tl.float32))
-    a = tl.load(StagedScales + kvh * stride_sh + j[:, None] * stride_sd + offs_b[None, :],
-                mask=c_mask[:, None] & b_mask[None, :], other=0.0).to(tl.float32)
-    value = (code.to(tl.float32) + 0.5 - half[:, None, None]) * (a / half[:, None])[:, :, None]
-    return tl.reshape(value, (CH, BLOCKS * 64))
-
-
-@triton.jit
-def _prefix_values_flat(Staged, StagedScales, kvh, j, t, dst, c_mask, b0, n_blocks, staged_words, stride_sh,
-                        stride_sd, BLOCKS: tl.constexpr, CH: tl.constexpr):
-    """[CH, BLOCKS * 64] dequantised prefix values with tokens flat: every element loads its own
-    plane word (a block's 64 tokens share it through L1), so no tile is reshaped or broadcast."""
-    tok = tl.arange(0, BLOCKS * 64)
-    blk = b0 + tok // 64
-    bit = (tok % 64).to(tl.int64)
-    m = c_mask[:, None] & (blk < n_blocks)[None, :]
-    code = tl.zeros([CH, BLOCKS * 64], dtype=tl.int32)
-    for p in tl.static_range(4):
-        live = c_mask & (t > p)
-        w = tl.load(Staged + kvh * staged_words + dst[:, None] + p * n_blocks + blk[None, :],
-                    mask=live[:, None] & m, other=0)
-        code = tl.where(live[:, None], code * 2 + ((w >> bit[None, :]) & 1).to(tl.int32), code)
-    half = tl.exp2((t - 1).to(tl.float32))
-    a = tl.load(StagedScales + kvh * stride_sh + j[:, None] * stride_sd + blk[None, :], mask=m,
-                other=0.0).to(tl.float32)
-    return (code.to(tl.float32) + 0.5 - half[:, None]) * (a / half[:, None])
-
-
-@triton.jit
-def fathom_scan(
-    Q, Staged, StagedScales, Active, NActive, Depth, Dst, Scores,
-    n, n_blocks, staged_words,
-    stride_qh, stride_sh, stride_sd, stride_oh,
-    GROUP: tl.constexpr, BLOCK_G: tl.constexpr, D: tl.constexpr, BLOCKS: tl.constexpr, CH: tl.constexpr,
-    FLAT: tl.constexpr,
-):
-    """Grid (Hkv, cdiv(nb, BLOCKS)): approximate scores of BLOCKS x 64 tokens for the G heads
-    from each active channel's staged prefix (per-channel depth), dequantised in registers.
-
-    Channels are taken CH at a time from the plan's active list: one vector load of their depths
-    and offsets, then the planes of all CH channels at once, so a program waits on two dependent
-    loads per CH channels instead of three per channel. FLAT picks how the planes are decoded
-    (``_prefix_values_flat`` or ``_prefix_values_tiles``).
-    """
-    kvh = tl.program_id(0)
-    b0 = tl.program_id(1) * BLOCKS
-    offs_g = tl.arange(0, BLOCK_G)
-    g_mask = offs_g < GROUP
-    heads = kvh * GROUP + offs_g
-    n_active = tl.load(NActive + kvh)
-    acc = tl.zeros([BLOCK_G, BLOCKS * 64], dtype=tl.float32)
-    for c0 in range(0, n_active, CH):
-        offs_c = c0 + tl.arange(0, CH)
-        c_mask = offs_c < n_active
-        j = tl.load(Active + kvh * D + offs_c, mask=c_mask, other=0)
-        t = tl.load(Depth + kvh * D + j, mask=c_mask, other=0)
-        dst = tl.load(Dst + kvh * D + j, mask=c_mask, other=0)
-        if FLAT:
-            value = _prefix_values_flat(Staged, StagedScales, kvh, j, t, dst, c_mask, b0, n_blocks, staged_words,
-                                        stride_sh, stride_sd, BLOCKS, CH)
-        else:
-            value = _prefix_values_tiles(Staged, StagedScales, kvh, j, t, dst, c_mask, b0, n_blocks, staged_words,
-                                         stride_sh, stride_sd, BLOCKS, CH)
-        value = tl.where(c_mask[:, None], value, 0.0)
-        qj = tl.load(Q + heads[:, None] * stride_qh + j[None, :], mask=g_mask[:, None] & c_mask[None, :],
-                     other=0.0).to(tl.float32)
-        acc += tl.sum(qj[:, :, None] * value[None, :, :], axis=1)
-    tok = b0 * 64 + tl.arange(0, BLOCKS * 64)
-    tl.store(Scores + heads[:, None] * stride_oh + tok[None, :], acc, mask=g_mask[:, None] & (tok < n)[None, :])
-
-
-@triton.jit
 def _channel_meta(Active, ActDepth, ActDst, kvh, c, n_active, D: tl.constexpr):
     """Channel, depth and staging offset of the c-th active channel (depth 0 past the list)."""
     live = c < n_active
@@ -216,14 +131,15 @@ def _channel_words(Staged32, StagedScales, Q, kvh, j, t, dst, half, hb_live, blk
 
 
 @triton.jit
-def fathom_scan_rows(
-    Q, Staged32, StagedScales, Active, ActDepth, ActDst, NActive, Scores,
+def fathom_scan(
+    Q, Staged32, StagedScales, Active, ActDepth, ActDst, NActive, Scores, ChunkMax,
     n, n_blocks, staged_words,
-    stride_qh, stride_sh, stride_sd, stride_oh,
+    stride_qh, stride_sh, stride_sd, stride_oh, stride_ch,
     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, D: tl.constexpr, BLOCKS: tl.constexpr,
 ):
     """Grid (Hkv, cdiv(nb, BLOCKS)): approximate scores of BLOCKS x 64 tokens for the G heads,
-    one active channel at a time, its loads issued one channel ahead of its arithmetic.
+    one active channel at a time, its loads issued one channel ahead of its arithmetic; also
+    each 32-token chunk's best score per head (the top-k's first, pruning pass reads only those).
 
     Why it is cheap per token: planes are read as int32 halves (tokens 0-31 and 32-63 of a block),
     so extracting a bit is a 32-bit shift and mask; missing planes read as 0 bits, which makes the
@@ -271,8 +187,11 @@ def fathom_scan_rows(
         w0, w1, w2, w3, a, qj, t_cur = nw0, nw1, nw2, nw3, na, nq, nt
     acc += bias[:, None, :]
     tok = half[None, :] * 32 + lane[:, None]
-    tl.store(Scores + heads[:, None, None] * stride_oh + tok[None, :, :], acc,
-             mask=g_mask[:, None, None] & (tok < n)[None, :, :])
+    live = tok < n
+    best = tl.max(acc + tl.where(live, 0.0, float("-inf"))[None], axis=1)
+    tl.store(Scores + heads[:, None, None] * stride_oh + tok[None, :, :], acc, mask=g_mask[:, None, None] & live[None])
+    tl.store(ChunkMax + heads[:, None] * stride_ch + half[None, :], best,
+             mask=g_mask[:, None] & (half * 32 < n)[None, :])
 
 
 @triton.jit

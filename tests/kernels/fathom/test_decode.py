@@ -12,20 +12,19 @@ from kprof.kernels.fathom.reference import approximate_scores
 from kprof.methods import get_method
 
 
-def _decode(make_workload, target, k_top=48, n=256, seed=0, segment=None, **kw):
+def _decode(make_workload, target, k_top=48, n=256, seed=0, prune=1, **kw):
     w = make_workload(4, 2, n, 32, seed=seed, scale=2.0)
-    cfg = resolve_method_config(LAUNCH_SPACES, {"gather": {"CHUNK": 256}}, w.shape)
-    if segment is not None:
-        cfg["topk"]["SEGMENT"] = segment  # below the space's sizes, so that 300 tokens span 5 segments
+    cfg = resolve_method_config(LAUNCH_SPACES, {"gather": {"CHUNK": 256}, "topk": {"PRUNE": prune}}, w.shape)
     return w, FathomDecode(w.q, w.k, w.v, water(40), k_top, cfg, target.device, **kw)
 
 
-@pytest.mark.parametrize("n,segment", [(256, None), (256, 0), (300, 64)])
-def test_winners_are_the_top_k_of_the_approximate_scores_with_forced_tokens(make_workload, target, n, segment):
-    """One top-k over each row, and the segmented two-pass top-k (300 tokens: 5 segments of 64,
-    the last one padded with -inf) give the same winners."""
-    w, op = _decode(make_workload, target, n=n, segment=segment)
-    assert bool(op.n_seg) == bool(segment)
+@pytest.mark.parametrize("n,prune,pruned", [(256, 1, False), (4100, 0, False), (4100, 1, True)])
+def test_winners_are_the_top_k_of_the_approximate_scores_with_forced_tokens(make_workload, target, n, prune, pruned):
+    """One top-k over each row, and the chunk-pruned top-k (4,100 tokens: 129 chunks of 32, the
+    last one partial; at 256 tokens 8 chunks cannot hold k = 48 winners, so it is not used), give
+    the exact top-k."""
+    w, op = _decode(make_workload, target, n=n, prune=prune)
+    assert op.pruned == pruned
     op.run()
     win = op.winners()
     forced = set(range(SINK_TOKENS)) | set(range(n - RECENT_TOKENS, n))
