@@ -131,16 +131,21 @@ if [ "$mode" = fathom-screen ]; then
 fi
 if [ "$mode" = fathom-tune ] || [ "$mode" = fathom-screen ]; then
   # kprof tune of the Fathom scan and gather at 1M tokens, and of scan32's scan so the baseline
-  # also runs at its tuned config; one finalist each (at 1M tokens the worker starts in ~30 s and
-  # one finalist's paired protocol takes ~30 s); then the comparison at tuned configs. The caller
-  # copies profiles/tuned.
-  F="--workload qwen3-8b-1m --rounds 2 --observations 20 --finalists 1"
-  STEP_TIMEOUT=115 step tune_fathom_scan kprof tune --method fathom $F --launch scan --budget-s 40
-  STEP_TIMEOUT=90 step tune_fathom_gather kprof tune --method fathom $F --launch gather --budget-s 20
-  STEP_TIMEOUT=100 step tune_scan32_scan kprof tune --method scan32 $F --launch scan --budget-s 25
+  # also runs at its tuned config, on a captured workload file (every tune worker would otherwise
+  # synthesise the 1M-token spec on the CPU first); one finalist each; then the comparison at
+  # default and at tuned configs. The caller copies profiles/tuned.
+  F1M=/tmp/kprof_f1m.safetensors
+  [ -f $F1M ] || STEP_TIMEOUT=150 step capture_f1m kprof capture --synthetic qwen3-8b-1m --out $F1M
+  F="--workload $F1M --rounds 2 --observations 20 --finalists 1"
+  STEP_TIMEOUT=100 step tune_fathom_scan kprof tune --method fathom $F --launch scan --budget-s 25
+  STEP_TIMEOUT=70 step tune_fathom_gather kprof tune --method fathom $F --launch gather --budget-s 12
+  STEP_TIMEOUT=80 step tune_scan32_scan kprof tune --method scan32 $F --launch scan --budget-s 15
   [ "$mode" = fathom-screen ] && { echo "gpu_check: overall status $status (logs in $out)"; exit $status; }
-  STEP_TIMEOUT=130 step fathom_compare_tuned kprof compare --method fathom --method sparq16 --baseline scan32 \
-    --workload qwen3-8b-1m --rounds 2 --warmup-pairs 5 --observations 30 --out "$out/fathom_compare_tuned.json"
+  STEP_TIMEOUT=100 step fathom_compare_tuned kprof compare --method fathom --method sparq16 --method scan-full \
+    --baseline scan32 --workload $F1M --rounds 2 --warmup-pairs 5 --observations 20 --out "$out/fathom_compare_tuned.json"
+  STEP_TIMEOUT=100 step fathom_compare_default kprof compare --method fathom --method fathom:index=hbm \
+    --method scan32:index=hbm --baseline scan32 --workload $F1M --rounds 2 --warmup-pairs 5 --observations 20 \
+    --config default --out "$out/fathom_compare_default.json"
   echo "gpu_check: overall status $status (logs in $out)"; exit $status
 fi
 if [ "$mode" = santa ]; then

@@ -1,6 +1,6 @@
 """Decode workloads: the Workload type, its file format, named specs and the synthetic generator."""
 
-from kprof.workloads.resolve import resolve_workload
+from kprof.workloads.resolve import resolve_shape, resolve_workload
 from kprof.workloads.specs import SPECS, WorkloadSpec, get_spec
 from kprof.workloads.storage import load, save
 from kprof.workloads.synthetic import SyntheticRecipe, synthesize
@@ -14,6 +14,7 @@ __all__ = [
     "WorkloadSpec",
     "get_spec",
     "load",
+    "resolve_shape",
     "resolve_workload",
     "save",
     "synthesize",

@@ -10,7 +10,7 @@ from kprof.errors import WorkloadError
 from kprof.workloads.specs import SPECS
 from kprof.workloads.storage import load
 from kprof.workloads.synthetic import synthesize
-from kprof.workloads.workload import Workload
+from kprof.workloads.workload import Workload, WorkloadShape
 
 
 def resolve_workload(name_or_path: str, device: torch.device | str = "cpu") -> Workload:
@@ -24,3 +24,11 @@ def resolve_workload(name_or_path: str, device: torch.device | str = "cpu") -> W
     raise WorkloadError(
         f"workload {name_or_path!r} is neither a file nor a spec: pass a .safetensors file or one of {', '.join(SPECS)}"
     )
+
+
+def resolve_shape(name_or_path: str) -> WorkloadShape:
+    """The shape of what ``--workload`` names, without materialising a spec (synthesising the 1M-
+    token spec on a CPU takes minutes: the tuner's parent needs only the shape)."""
+    if name_or_path in SPECS and not Path(name_or_path).exists():
+        return SPECS[name_or_path].shape
+    return resolve_workload(name_or_path).shape

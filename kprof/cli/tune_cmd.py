@@ -17,7 +17,7 @@ from kprof.methods import get_method
 from kprof.session import CPU_DEFAULT_WORKLOAD, GPU_DEFAULT_WORKLOAD
 from kprof.tune_cache import TUNED_DIR
 from kprof.tuner import STRATEGIES, TuneRequest, tune_launch
-from kprof.workloads import resolve_workload
+from kprof.workloads.resolve import resolve_shape
 
 
 @click.command()
@@ -51,7 +51,7 @@ def tune(method, workload, launches, strategy, max_configs, budget_s, rounds, ob
     target = resolve_target(device)
     gpu = target.is_gpu
     name = workload or (GPU_DEFAULT_WORKLOAD if gpu else CPU_DEFAULT_WORKLOAD)
-    shape = resolve_workload(name).shape
+    shape = resolve_shape(name)
     spaces = get_method(method).config_space()
     launches = list(launches) or list(spaces)
     if not launches:

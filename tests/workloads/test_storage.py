@@ -117,3 +117,15 @@ def test_failed_save_leaves_existing_file_intact(tmp_path, make_workload, monkey
         save(make_workload(4, 2, 16, 16, seed=2), path)
     assert load(path).content_hash() == first.content_hash()
     assert [p.name for p in tmp_path.iterdir()] == ["w.safetensors"]
+
+
+def test_resolve_shape_names_a_spec_without_synthesising_it_and_reads_files(tmp_path, make_workload, monkeypatch):
+    import kprof.workloads.resolve as resolve
+
+    from kprof.workloads import SPECS, resolve_shape
+
+    monkeypatch.setattr(resolve, "synthesize", lambda *a, **k: pytest.fail("a spec's shape must not synthesise it"))
+    assert resolve_shape("qwen3-8b-1m") == SPECS["qwen3-8b-1m"].shape
+    w = make_workload(8, 2, 100, 64, torch.float16, seed=3)
+    save(w, tmp_path / "w.safetensors")
+    assert resolve_shape(str(tmp_path / "w.safetensors")) == w.shape
