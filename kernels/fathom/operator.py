@@ -26,10 +26,11 @@ LAUNCH_SPACES = {
         Param("num_warps", (1, 2, 4, 8, 16), 8),
     )),
     "scan": LaunchSpace("scan", (
-        # 1M tokens, H200: scan32's scan 1,694 us with the previous [CH, BLOCKS, 64]-tile decoder,
-        # 262 us here at BLOCKS 64 x 4 warps (305 at 32 x 4); Fathom's 1,601 -> 248 us (291). 32
-        # tokens per thread beat 16 although the chunk-max epilogue then spills 32 B (255 registers)
-        Param("BLOCKS", (4, 8, 16, 32, 64), 64, "64-token blocks per program"),
+        # 1M tokens, G = 4, H200: scan32's scan 1,694 us with the previous [CH, BLOCKS, 64]-tile
+        # decoder, 262 us here at BLOCKS 64 x 4 warps, 305 at 32 x 4; Fathom's 1,601 -> 248 (291).
+        # The default stays at 32 x 4 because it must fit every group size up to 8 (the tuner
+        # picks the larger tile where G allows it)
+        Param("BLOCKS", (4, 8, 16, 32, 64), 32, "64-token blocks per program"),
         Param("num_warps", (1, 2, 4, 8), 4),
     ), (Constraint("each thread's G x tokens fp32 accumulators must fit in registers: "
                    "pow2(G) * BLOCKS * 64 / (32 * num_warps) <= 128",
