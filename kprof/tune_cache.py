@@ -111,6 +111,15 @@ class TuneFile:
         return path
 
 
+class StaleTuneFile(KprofError):
+    """A cache file measured under another key (device, versions, source): refused, kept as is."""
+
+    def __init__(self, path: Path, differences: list[str]):
+        self.differences = differences
+        super().__init__(f"tuning cache {path} was measured on another setup ({'; '.join(differences)}): re-tune here "
+                         "with `kprof tune --replace-stale` (the old file is kept as *.stale.json) or pass --config default")
+
+
 def load_tune_file(path: Path, key: TuneKey | None = None) -> TuneFile:
     """Read a cache file; with ``key``, refuse it unless it was measured under that key."""
     try:
@@ -123,6 +132,5 @@ def load_tune_file(path: Path, key: TuneKey | None = None) -> TuneFile:
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise KprofError(f"tuning cache {path} is corrupt ({exc}): move it away to re-tune; it was not modified") from None
     if key is not None and f.key != key:
-        raise KprofError(f"tuning cache {path} was measured on another setup ({'; '.join(f.key.differences(key))}): "
-                         "re-tune here or pass --config default")
+        raise StaleTuneFile(path, f.key.differences(key))
     return f

@@ -9,6 +9,7 @@ bootstrap interval to replace it.
 
 from __future__ import annotations
 
+import os
 import random
 import time
 from dataclasses import dataclass, field
@@ -19,7 +20,8 @@ from kprof.environment import collect_environment
 from kprof.errors import KprofError
 from kprof.methods import get_method
 from kprof.stats import paired_bootstrap
-from kprof.tune_cache import TUNED_DIR, CandidateRecord, TuneFile, TuneKey, load_tune_file, shape_bucket, source_hash
+from kprof.tune_cache import (TUNED_DIR, CandidateRecord, StaleTuneFile, TuneFile, TuneKey, load_tune_file, shape_bucket,
+                               source_hash)
 from kprof.tune_worker import CandidateWorker, WorkerSpec
 from kprof.workloads.workload import WorkloadShape
 
@@ -45,6 +47,7 @@ class TuneRequest:
     paired: dict = field(default_factory=lambda: {"rounds": 10, "warmup_pairs": 50, "observations": 200})
     seed: int = 0
     out_dir: Path = TUNED_DIR
+    replace_stale: bool = False  # move a cache measured under another key aside and tune afresh
 
 
 @dataclass
@@ -92,6 +95,23 @@ def _record_text(rec: CandidateRecord) -> str:
     return f"{_config_text(rec.config)}: {rec.status} ({rec.reason[:80]})"
 
 
+def _open_cache(path: Path, key, replace_stale: bool, say: Callable[[str], None]) -> TuneFile | None:
+    """The launch's cache file if it exists and matches ``key``. One measured under another key
+    is refused, or with ``replace_stale`` renamed to ``*.stale.json`` (kept, never overwritten)."""
+    if not path.exists():
+        return None
+    try:
+        return load_tune_file(path, key)
+    except StaleTuneFile as exc:
+        if not replace_stale:
+            raise
+        aside = path.with_suffix(".stale.json")
+        os.replace(path, aside)
+        say(f"{path.name} was measured on another setup ({'; '.join(exc.differences)}): kept as {aside.name}, "
+            "tuning afresh")
+        return None
+
+
 def tune_launch(req: TuneRequest, launch: str, progress: Callable[..., None]) -> LaunchOutcome:
     """Screen, halve and finalise one launch. ``progress(launch, done, total, message="")`` is
     called before and after every candidate; ``message`` says what just finished (one line, so a
@@ -103,8 +123,9 @@ def tune_launch(req: TuneRequest, launch: str, progress: Callable[..., None]) ->
     space = spaces[launch]
     key = tune_key(req.method, launch, req.shape)
     path = req.out_dir / key.filename
-    tf = load_tune_file(path, key) if path.exists() else TuneFile(key=key, default=space.default())
     order = choose(list(space.candidates(req.shape)), space.default(), req.strategy, req.max_configs, req.seed)
+    tf = _open_cache(path, key, req.replace_stale, lambda msg: progress(launch, 0, len(order), msg))
+    tf = tf or TuneFile(key=key, default=space.default())
     todo = [c for c in order if tf.measured(c) is None]
     spec = WorkerSpec(req.method, req.workload, req.device, launch, req.rounds, req.observations, req.warmup,
                       req.evict_mib)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run every GPU check in one go on a CUDA machine; all logs go to OUTDIR.
-#   bash scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages]
+#   bash scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune]
 # Installs kprof without touching the machine's torch/triton, prints `kprof env`, runs the
 # `-m gpu` tests, then by mode: full = dense baselines and the timing protocol (full-protocol
 # comparisons, A/A checks, stages, graph and host-bound modes, order probe, dense benchmark;
@@ -12,10 +12,11 @@
 # of the SANTA++ launches plus a selection screen; fathom-screen = Fathom kernel tests on the GPU
 # and a launch-variant screen at 1M tokens (scan tiles, top-k pruning, fetch, attend), with a
 # third argument `tune` followed by the fathom-tune tuning steps (not its comparison); fathom-tune = kprof tune of the Fathom launches
-# at 1M tokens; fathom-stages = resumed gather/scan32 tunes and the stage breakdowns at 1M; acceptance = the headline SANTA++/Fathom comparisons, SANTA++ tuning and stages.
+# at 1M tokens; fathom-stages = resumed gather/scan32 tunes and the stage breakdowns at 1M;
+# fathom-retune = the three Fathom tunes afresh plus the tuned comparison; acceptance = the headline SANTA++/Fathom comparisons, SANTA++ tuning and stages.
 # Each mode fits one 10-minute device call. Exits non-zero if any step failed (all steps still run).
 set -u
-out=${1:?usage: scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages]}
+out=${1:?usage: scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune]}
 mode=${2:-full}
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -129,12 +130,25 @@ if [ "$mode" = fathom-screen ]; then
   STEP_TIMEOUT=40 step gather_bench "$py" scripts/bench_gather.py
   [ "${3:-}" = tune ] || { echo "gpu_check: overall status $status (logs in $out)"; exit $status; }
 fi
+if [ "$mode" = fathom-retune ]; then
+  # the three Fathom tunes at 1M tokens afresh (a kernel edit re-keys their caches: the old files
+  # are kept as *.stale.json), then Fathom and sparq16 against scan32 at the tuned configs
+  F1M=/tmp/kprof_f1m.safetensors
+  STEP_TIMEOUT=150 step capture_f1m kprof capture --synthetic qwen3-8b-1m --out $F1M
+  F="--workload $F1M --rounds 2 --observations 20 --finalists 1 --replace-stale"
+  STEP_TIMEOUT=55 step tune_fathom_scan kprof tune --method fathom $F --launch scan --budget-s 20
+  STEP_TIMEOUT=50 step tune_fathom_gather kprof tune --method fathom $F --launch gather --budget-s 20
+  STEP_TIMEOUT=55 step tune_scan32_scan kprof tune --method scan32 $F --launch scan --budget-s 20
+  STEP_TIMEOUT=60 step fathom_compare_tuned kprof compare --method fathom --method sparq16 --baseline scan32 \
+    --workload $F1M --rounds 2 --warmup-pairs 5 --observations 10 --out "$out/fathom_compare_tuned.json"
+  echo "gpu_check: overall status $status (logs in $out)"; exit $status
+fi
 if [ "$mode" = fathom-stages ]; then
   # stage breakdown of Fathom and scan32 at 1M tokens, after resuming the gather and scan32-scan
   # tunes (the cache keeps what earlier calls measured; each tune's first candidate pays the worker start)
   F1M=/tmp/kprof_f1m.safetensors
   STEP_TIMEOUT=150 step capture_f1m kprof capture --synthetic qwen3-8b-1m --out $F1M
-  F="--workload $F1M --rounds 2 --observations 20 --finalists 1"
+  F="--workload $F1M --rounds 2 --observations 20 --finalists 1 --replace-stale"
   STEP_TIMEOUT=100 step tune_fathom_gather kprof tune --method fathom $F --launch gather --budget-s 45
   STEP_TIMEOUT=90 step tune_scan32_scan kprof tune --method scan32 $F --launch scan --budget-s 35
   for m in fathom scan32; do
@@ -150,7 +164,7 @@ if [ "$mode" = fathom-tune ] || [ "$mode" = fathom-screen ]; then
   # default and at tuned configs. The caller copies profiles/tuned.
   F1M=/tmp/kprof_f1m.safetensors
   [ -f $F1M ] || STEP_TIMEOUT=150 step capture_f1m kprof capture --synthetic qwen3-8b-1m --out $F1M
-  F="--workload $F1M --rounds 2 --observations 20 --finalists 1"
+  F="--workload $F1M --rounds 2 --observations 20 --finalists 1 --replace-stale"
   STEP_TIMEOUT=100 step tune_fathom_scan kprof tune --method fathom $F --launch scan --budget-s 25
   STEP_TIMEOUT=70 step tune_fathom_gather kprof tune --method fathom $F --launch gather --budget-s 12
   STEP_TIMEOUT=80 step tune_scan32_scan kprof tune --method scan32 $F --launch scan --budget-s 15

@@ -1,5 +1,6 @@
 """kprof tune on the CPU: worker isolation, validation, resumable cache, key refusal, auto-pick."""
 
+import dataclasses
 import json
 import textwrap
 
@@ -90,7 +91,7 @@ def test_wrong_crashing_and_hanging_candidates_are_recorded_and_the_run_goes_on(
     assert out.file.best == {"MODE": 0}
 
 
-def test_a_cache_from_another_setup_is_refused_and_not_overwritten(tiny, tmp_path):
+def test_a_cache_from_another_setup_is_refused_and_not_overwritten_unless_replaced(tiny, tmp_path):
     req = _request(tiny, tmp_path, max_configs=1)
     out = tune_launch(req, "combine", lambda *a: None)
     doc = json.loads(out.path.read_text())
@@ -99,6 +100,12 @@ def test_a_cache_from_another_setup_is_refused_and_not_overwritten(tiny, tmp_pat
     with pytest.raises(KprofError, match="another setup.*triton"):
         tune_launch(req, "combine", lambda *a: None)
     assert json.loads(out.path.read_text())["key"]["triton"] == "0.0.1"
+    messages = []
+    replaced = tune_launch(dataclasses.replace(req, replace_stale=True), "combine", lambda *a: messages.append(a))
+    aside = out.path.with_suffix(".stale.json")
+    assert json.loads(aside.read_text())["key"]["triton"] == "0.0.1", "the stale file is kept, unmodified"
+    assert json.loads(replaced.path.read_text())["key"]["triton"] != "0.0.1"
+    assert any(len(m) > 3 and "another setup" in m[3] and "triton" in m[3] for m in messages)
     out.path.write_text("{not json")
     with pytest.raises(KprofError, match="corrupt"):
         tune_launch(req, "combine", lambda *a: None)

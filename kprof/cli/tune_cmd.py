@@ -38,9 +38,12 @@ from kprof.workloads.resolve import resolve_shape
 @click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True)
 @click.option("--out-dir", type=click.Path(file_okay=False), default=str(TUNED_DIR), show_default=True,
               help="Where the per-launch cache files live (resumable).")
+@click.option("--replace-stale", is_flag=True,
+              help="A cache file measured on another setup (device, versions, kernel source) is renamed to "
+                   "*.stale.json and the launch tuned afresh (without this flag such a file stops the run).")
 @click.option("--json", "as_json", is_flag=True, help="Print the cache documents as JSON.")
 def tune(method, workload, launches, strategy, max_configs, budget_s, rounds, observations, finalists, timeout_s,
-         device, out_dir, as_json) -> None:
+         device, out_dir, replace_stale, as_json) -> None:
     """Search each launch's declared config space; every candidate validated before it is timed.
 
     Candidates run in a worker process with a timeout, so compile errors, resource errors,
@@ -63,7 +66,7 @@ def tune(method, workload, launches, strategy, max_configs, budget_s, rounds, ob
         timeout_s=timeout_s, finalists=finalists,
         paired={"rounds": 10, "warmup_pairs": 50, "observations": 200} if gpu else
                {"rounds": 3, "warmup_pairs": 0, "observations": 2, "evict_mib": 8},
-        out_dir=Path(out_dir),
+        out_dir=Path(out_dir), replace_stale=replace_stale,
     )
     if not gpu:
         err_console.print("[yellow]CPU interpreter: tuning numbers are not GPU numbers[/]")
