@@ -57,6 +57,7 @@ class LaunchOutcome:
     file: TuneFile
     measured_now: int
     seconds: float
+    left: int = 0  # candidates of the space not measured because the budget ran out (a rerun resumes them)
 
 
 def tune_key(method_spec: str, launch: str, shape: WorkloadShape, env=None) -> TuneKey:
@@ -149,7 +150,8 @@ def tune_launch(req: TuneRequest, launch: str, progress: Callable[..., None]) ->
         tf.save(req.out_dir)
     finally:
         worker.close()
-    return LaunchOutcome(launch, path, tf, len(todo), time.perf_counter() - t0)
+    measured_now = done - (len(order) - len(todo))
+    return LaunchOutcome(launch, path, tf, measured_now, time.perf_counter() - t0, len(todo) - measured_now)
 
 
 def _halve(tf: TuneFile, worker: CandidateWorker, req: TuneRequest, note: Callable[[str], None]) -> None:

@@ -69,7 +69,7 @@ def test_tune_writes_a_cache_and_resumes_without_remeasuring(tiny, tmp_path):
     assert first.file.candidates[0].config == first.file.default, "the default is always measured"
     # "interrupted" after two candidates: asking for three measures only the missing one
     again = tune_launch(_request(tiny, tmp_path, max_configs=3), "combine", lambda *a: None)
-    assert again.measured_now == 1
+    assert again.measured_now == 1 and again.left == 0
     for c in again.file.candidates[:2]:
         assert before[json.dumps(c.config, sort_keys=True)] == c.median_us
     assert load_tune_file(again.path).best is not None
@@ -89,6 +89,13 @@ def test_wrong_crashing_and_hanging_candidates_are_recorded_and_the_run_goes_on(
     assert status[3][0] == "failed" and "died" in status[3][1]
     assert status[4][0] == "failed" and "timeout" in status[4][1]
     assert out.file.best == {"MODE": 0}
+
+
+def test_a_budget_cut_reports_what_it_left_and_a_rerun_resumes_it(tiny, tmp_path):
+    cut = tune_launch(_request(tiny, tmp_path, max_configs=3, budget_s=0.0), "combine", lambda *a: None)
+    assert cut.measured_now == 0 and cut.left == 3, "the budget is checked before each candidate"
+    rest = tune_launch(_request(tiny, tmp_path, max_configs=3), "combine", lambda *a: None)
+    assert rest.measured_now == 3 and rest.left == 0
 
 
 def test_a_cache_from_another_setup_is_refused_and_not_overwritten_unless_replaced(tiny, tmp_path):

@@ -100,7 +100,8 @@ def _report(outcome) -> None:
     counts = {s: sum(1 for c in tf.candidates if c.status == s) for s in ("ok", "rejected", "failed")}
     t = Table(title=f"{tf.key.method}.{outcome.launch} on {tf.key.device} ({tf.key.bucket}): "
                     f"{counts['ok']} ok, {counts['rejected']} rejected, {counts['failed']} failed; "
-                    f"{outcome.measured_now} measured now in {outcome.seconds:.0f} s")
+                    f"{outcome.measured_now} measured now in {outcome.seconds:.0f} s"
+                    + (f"; {outcome.left} left by the budget (a rerun resumes them)" if outcome.left else ""))
     for col in ("config", "median us", "vs default", "status"):
         t.add_column(col, justify="left" if col == "config" else "right")
     for rec in ok[:5] + [c for c in tf.candidates if c.status != "ok"][:3]:
