@@ -9,10 +9,12 @@ with Triton's own ptxas, and reports each kernel's shared memory, registers per 
 and SASS length (so a register-heavy or spilling variant shows before device time is spent on
 it). No GPU is needed for either step.
 
-Launches are compiled with the divisibility-by-16 specialisations the GPU launcher would make
-(16-byte aligned pointers, ints divisible by 16, as recorded from the interpreter's arguments), so
-vectorised and pipelined accesses match the device build. Limits: the recording workload is a spec's shape (default the 32K
-Qwen one) cut to 1,024 tokens, so shape-derived constexprs can differ from the full-size runs.
+Launches are compiled with the divisibility-by-16 specialisations the GPU launcher makes (16-byte
+aligned pointers, ints divisible by 16, as recorded from the interpreter's arguments), so
+vectorised and pipelined accesses are those of the device build at the recorded sizes. Limits:
+ints equal to 1 are not specialised and bools are typed i1; the recording workload is a spec's
+shape (default the 32K Qwen one) cut to 1,024 tokens, so shape-derived constexprs, and the
+alignment of sizes that are multiples of 16 only at 1,024 tokens, can differ from full-size runs.
 
     python -m kprof.compile_check [--arch 90] [--method SPEC ...] [--workload SPEC] [--dump DIR]
 """

@@ -30,11 +30,25 @@ def shape_bucket(shape: WorkloadShape) -> str:
     return f"hq{shape.hq}-hkv{shape.hkv}-d{shape.d}-n{n}-{shape.dtype}"
 
 
+def _canonical(node) -> str:
+    """An AST as text that is the same on every Python version: node names and their non-empty
+    fields only. ``ast.unparse`` is not (3.12 renders f-strings with other quotes) and neither is
+    ``ast.dump`` (3.12 adds empty ``type_params`` fields)."""
+    if isinstance(node, ast.AST):
+        fields = [f"{name}={_canonical(value)}" for name, value in ast.iter_fields(node)
+                  if value not in (None, []) and name not in ("type_comment", "kind")]
+        return f"{type(node).__name__}({','.join(fields)})"
+    if isinstance(node, list):
+        return "[" + ",".join(_canonical(v) for v in node) + "]"
+    return repr(node)
+
+
 def code_text(source: str) -> str:
-    """Source reduced to its code: comments, docstrings and formatting dropped (``ast`` round trip).
+    """Source reduced to its code: comments, docstrings and formatting dropped, as a canonical AST.
 
     Tune caches key on this, so rewording a docstring or re-wrapping a line keeps a measured
-    profile valid, while any change to what runs invalidates it.
+    profile valid, while any change to what runs invalidates it; the text does not depend on the
+    Python version that computes it (a profile measured on the device's 3.12 is valid on 3.11).
     """
     tree = ast.parse(source)
     for node in ast.walk(tree):
@@ -43,7 +57,7 @@ def code_text(source: str) -> str:
                 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
                 and isinstance(body[0].value.value, str)):
             node.body = body[1:] or [ast.Pass()]
-    return ast.unparse(tree)
+    return _canonical(tree)
 
 
 def source_hash(method) -> str:

@@ -106,7 +106,8 @@ def _open_cache(path: Path, key, replace_stale: bool, say: Callable[[str], None]
     except StaleTuneFile as exc:
         if not replace_stale:
             raise
-        aside = path.with_suffix(".stale.json")
+        aside = next(p for i in range(1, 10_000) if not (p := path.with_suffix(".stale.json" if i == 1 else
+                                                                             f".stale-{i}.json")).exists())
         os.replace(path, aside)
         say(f"{path.name} was measured on another setup ({'; '.join(exc.differences)}): kept as {aside.name}, "
             "tuning afresh")

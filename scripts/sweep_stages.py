@@ -58,18 +58,18 @@ def main() -> int:
         obs = runner.run(stages, TimedOp("complete", pm.prepared.run))
         med = [float(np.median(o)) for o in obs]
         v = pm.record.validation
-        rows.append((spec, med, v.max_abs_error, v.passed))
+        rows.append((spec, med, v.max_abs_error, v.passed, tuple(s.label for s in stages)))
         print(f"{spec}: " + " ".join(f"{s.label}={m:.2f}" for s, m in zip(stages, med)) + f" complete={med[-1]:.2f} "
               f"max_abs={v.max_abs_error:.2e} {'ok' if v.passed else 'FAILED'}", flush=True)
     if not rows:
         print("no variant could be prepared", file=sys.stderr)
         return 1
-    names = [s.label for s in stages]
-    print("\n| variant | " + " | ".join(names) + " | complete us | max abs err |")
-    print("|---" * (len(names) + 3) + "|")
-    for spec, med, err, ok in sorted(rows, key=lambda r: r[1][-1]):
-        print(f"| {spec} | " + " | ".join(f"{m:.2f}" for m in med[:-1]) + f" | {med[-1]:.2f} | {err:.2e}"
-              + ("" if ok else " FAILED") + " |")
+    for names in dict.fromkeys(r[4] for r in rows):  # one table per stage list (methods differ)
+        print("\n| variant | " + " | ".join(names) + " | complete us | max abs err |")
+        print("|---" * (len(names) + 3) + "|")
+        for spec, med, err, ok, _ in sorted((r for r in rows if r[4] == names), key=lambda r: r[1][-1]):
+            print(f"| {spec} | " + " | ".join(f"{m:.2f}" for m in med[:-1]) + f" | {med[-1]:.2f} | {err:.2e}"
+                  + ("" if ok else " FAILED") + " |")
     return 0 if all(r[3] for r in rows) else 1
 
 

@@ -113,6 +113,12 @@ def test_a_cache_from_another_setup_is_refused_and_not_overwritten_unless_replac
     assert json.loads(aside.read_text())["key"]["triton"] == "0.0.1", "the stale file is kept, unmodified"
     assert json.loads(replaced.path.read_text())["key"]["triton"] != "0.0.1"
     assert any(len(m) > 3 and "another setup" in m[3] and "triton" in m[3] for m in messages)
+    doc = json.loads(replaced.path.read_text())
+    doc["key"]["triton"] = "0.0.2"
+    replaced.path.write_text(json.dumps(doc))
+    tune_launch(dataclasses.replace(req, replace_stale=True), "combine", lambda *a: None)
+    assert json.loads(aside.read_text())["key"]["triton"] == "0.0.1", "an earlier stale file is never overwritten"
+    assert json.loads(out.path.with_suffix(".stale-2.json").read_text())["key"]["triton"] == "0.0.2"
     out.path.write_text("{not json")
     with pytest.raises(KprofError, match="corrupt"):
         tune_launch(req, "combine", lambda *a: None)
@@ -159,3 +165,61 @@ def test_source_hash_ignores_comments_and_docstrings_but_not_code():
     assert code_text(base) == code_text(reworded)
     assert code_text(base) != code_text(changed)
     assert "Doc" not in code_text(base) and "one" not in code_text(base)
+
+
+def test_source_hash_text_does_not_depend_on_the_python_version():
+    """Profiles are measured on the device's Python and used on others: the code text must not
+    follow a version's rendering (``ast.unparse`` quotes f-strings differently on 3.12) nor its
+    empty AST fields (3.12 adds ``type_params`` to every function)."""
+    import ast
+
+    from kprof.tune_cache import _canonical, code_text
+
+    assert code_text("f'{x!r} {\" or \".join(y)}'") == code_text('f"{x!r} {\' or \'.join(y)}"')
+    tree = ast.parse("def f(x):\n    return x\n")
+    plain = _canonical(tree)
+    fn = tree.body[0]
+    fn._fields = (*fn._fields, "type_params")
+    fn.type_params = []
+    assert _canonical(tree) == plain
+
+
+def _other_pythons() -> list[str]:
+    import glob
+    import os
+    import shutil
+    import sys
+
+    root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
+    found = [shutil.which(f"python3.{m}") for m in range(8, 16)] + glob.glob(f"{root}/versions/3.*/bin/python")
+    here = os.path.realpath(sys.executable)
+    return sorted({os.path.realpath(p) for p in found if p} - {here})
+
+
+def test_source_hash_text_is_the_same_under_every_installed_python():
+    """The real check behind the one above: the code text of a module with nested-quote f-strings
+    (where ``ast.unparse`` differs between 3.11 and 3.12) computed by each other CPython >= 3.9
+    installed here equals this interpreter's."""
+    import inspect
+    import subprocess
+
+    import kprof.methods.fathom as fathom_method
+    from kprof import tune_cache
+
+    script = ("import ast, sys\n" + inspect.getsource(tune_cache._canonical) + inspect.getsource(tune_cache.code_text)
+              + "sys.stdout.write(code_text(open(sys.argv[1]).read()))\n")
+    script = script.replace("def code_text(source: str) -> str:", "def code_text(source):")
+    script = script.replace("def _canonical(node) -> str:", "def _canonical(node):")
+    here = tune_cache.code_text(inspect.getsource(fathom_method))
+    checked = 0
+    for exe in _other_pythons():
+        version = subprocess.run([exe, "-c", "import sys; print(sys.version_info[:2] >= (3, 9))"],
+                                 capture_output=True, text=True).stdout.strip()
+        if version != "True":
+            continue
+        out = subprocess.run([exe, "-c", script, fathom_method.__file__], capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout == here, f"{exe} computes another code text"
+        checked += 1
+    if not checked:
+        pytest.skip("no other CPython >= 3.9 installed here to compare with")

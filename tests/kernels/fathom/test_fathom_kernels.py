@@ -89,6 +89,28 @@ def test_scan_over_many_programs_and_a_partial_last_one_with_chunk_maxima(make_w
     assert torch.equal(op.chunk_max.cpu(), padded.view(4, 130, 32).amax(dim=2))
 
 
+def test_scan_writes_only_its_groups_heads_and_chunks(make_workload, target):
+    """G = 3 (a 4-wide head tile with one dead lane) and 980 tokens (the last block holds 20, so
+    its second half-block is past the end): the dead lane and the missing chunk write nothing
+    (a guard row after the buffers stays NaN) and the real tail tokens, made to score far below
+    the zero padding, still set the last chunk's max."""
+    w, store, op = _scan(make_workload, target, budget=40, hq=3, hkv=1, n=980, seed=11)
+    w.k[0, 960:] = -4.0 * w.q.float().sum(0)
+    store = _host_store(w.k, target)
+    op = FathomScan(w.q, store, 40, op.cfg, target.device)
+    nan = float("nan")
+    scores = torch.full((4, op.scores_padded.shape[1]), nan, device=target.device)
+    chunks = torch.full((4, op.n_chunks), nan, device=target.device)
+    scores[:3] = float("-inf")  # the padding the operator keeps past n
+    op.scores_padded, op.scores, op.chunk_max = scores[:3], scores[:3, :980], chunks[:3]
+    op.run()
+    assert torch.isnan(scores[3]).all() and torch.isnan(chunks[3]).all(), "a dead head lane or chunk was written"
+    ref = approximate_scores(w.q, store.planes[0], store.scales[0], op.depth[0].cpu(), n=980)
+    assert torch.allclose(op.scores.cpu().double(), ref, atol=1e-4, rtol=1e-5)
+    assert float(ref[:, 960:].max()) < 0, "the tail tokens score below the padding"
+    assert torch.equal(chunks[:3].cpu(), scores[:3].cpu().view(3, -1, 32).amax(dim=2))
+
+
 def test_full_budget_scan_approaches_exact_scores(make_workload, target):
     w, store, op = _scan(make_workload, target, budget=4 * 32, n=128, seed=5)
     scores = op.run().cpu().double()
