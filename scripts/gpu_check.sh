@@ -47,6 +47,19 @@ tune_santa() {
       --finalists 2 --launch $launch --budget-s $budget
   done
 }
+# tune_fathom SCAN GATHER SCAN32 (budgets in seconds; 0 skips): kprof tune of the Fathom scan and
+# gather and of scan32's scan at 1M tokens, on a captured file (every tune worker would otherwise
+# synthesise the 1M-token spec on the CPU first); one finalist each; a cache keyed to other code
+# is kept as *.stale.json. Each step's limit leaves ~35 s for the worker start and the finalist.
+F1M=/tmp/kprof_f1m.safetensors
+tune_fathom() {
+  local F="--workload $F1M --rounds 2 --observations 20 --finalists 1 --replace-stale"
+  [ -f $F1M ] || STEP_TIMEOUT=150 step capture_f1m kprof capture --synthetic qwen3-8b-1m --out $F1M
+  [ "$1" -gt 0 ] && STEP_TIMEOUT=$(($1 + 35)) step tune_fathom_scan kprof tune --method fathom $F --launch scan --budget-s $1
+  [ "$2" -gt 0 ] && STEP_TIMEOUT=$(($2 + 35)) step tune_fathom_gather kprof tune --method fathom $F --launch gather --budget-s $2
+  [ "$3" -gt 0 ] && STEP_TIMEOUT=$(($3 + 35)) step tune_scan32_scan kprof tune --method scan32 $F --launch scan --budget-s $3
+  return 0
+}
 step install "$py" -m pip install -q --no-deps --no-build-isolation -e .
 step env kprof env
 kprof env --json > "$out/env.json" 2>&1 || status=1
@@ -131,26 +144,16 @@ if [ "$mode" = fathom-screen ]; then
   [ "${3:-}" = tune ] || { echo "gpu_check: overall status $status (logs in $out)"; exit $status; }
 fi
 if [ "$mode" = fathom-retune ]; then
-  # the three Fathom tunes at 1M tokens afresh (a kernel edit re-keys their caches: the old files
-  # are kept as *.stale.json), then Fathom and sparq16 against scan32 at the tuned configs
-  F1M=/tmp/kprof_f1m.safetensors
-  STEP_TIMEOUT=150 step capture_f1m kprof capture --synthetic qwen3-8b-1m --out $F1M
-  F="--workload $F1M --rounds 2 --observations 20 --finalists 1 --replace-stale"
-  STEP_TIMEOUT=55 step tune_fathom_scan kprof tune --method fathom $F --launch scan --budget-s 20
-  STEP_TIMEOUT=50 step tune_fathom_gather kprof tune --method fathom $F --launch gather --budget-s 20
-  STEP_TIMEOUT=55 step tune_scan32_scan kprof tune --method scan32 $F --launch scan --budget-s 20
+  # the three Fathom tunes afresh (after a kernel edit), then Fathom and sparq16 against scan32
+  tune_fathom 20 20 20
   STEP_TIMEOUT=60 step fathom_compare_tuned kprof compare --method fathom --method sparq16 --baseline scan32 \
     --workload $F1M --rounds 2 --warmup-pairs 5 --observations 10 --out "$out/fathom_compare_tuned.json"
   echo "gpu_check: overall status $status (logs in $out)"; exit $status
 fi
 if [ "$mode" = fathom-stages ]; then
-  # stage breakdown of Fathom and scan32 at 1M tokens, after resuming the gather and scan32-scan
-  # tunes (the cache keeps what earlier calls measured; each tune's first candidate pays the worker start)
-  F1M=/tmp/kprof_f1m.safetensors
-  STEP_TIMEOUT=150 step capture_f1m kprof capture --synthetic qwen3-8b-1m --out $F1M
-  F="--workload $F1M --rounds 2 --observations 20 --finalists 1 --replace-stale"
-  STEP_TIMEOUT=100 step tune_fathom_gather kprof tune --method fathom $F --launch gather --budget-s 45
-  STEP_TIMEOUT=90 step tune_scan32_scan kprof tune --method scan32 $F --launch scan --budget-s 35
+  # gather and scan32-scan tunes resumed (the cache keeps what earlier calls measured), then the
+  # stage breakdown of Fathom and scan32 at 1M tokens
+  tune_fathom 0 45 35
   for m in fathom scan32; do
     STEP_TIMEOUT=80 step stages_$m kprof stages --method $m --workload $F1M --rounds 2 --stage-observations 15 \
       --warmup-pairs 5 --out "$out/stages_$m.json"
@@ -158,16 +161,9 @@ if [ "$mode" = fathom-stages ]; then
   echo "gpu_check: overall status $status (logs in $out)"; exit $status
 fi
 if [ "$mode" = fathom-tune ] || [ "$mode" = fathom-screen ]; then
-  # kprof tune of the Fathom scan and gather at 1M tokens, and of scan32's scan so the baseline
-  # also runs at its tuned config, on a captured workload file (every tune worker would otherwise
-  # synthesise the 1M-token spec on the CPU first); one finalist each; then the comparison at
-  # default and at tuned configs. The caller copies profiles/tuned.
-  F1M=/tmp/kprof_f1m.safetensors
-  [ -f $F1M ] || STEP_TIMEOUT=150 step capture_f1m kprof capture --synthetic qwen3-8b-1m --out $F1M
-  F="--workload $F1M --rounds 2 --observations 20 --finalists 1 --replace-stale"
-  STEP_TIMEOUT=100 step tune_fathom_scan kprof tune --method fathom $F --launch scan --budget-s 25
-  STEP_TIMEOUT=70 step tune_fathom_gather kprof tune --method fathom $F --launch gather --budget-s 12
-  STEP_TIMEOUT=80 step tune_scan32_scan kprof tune --method scan32 $F --launch scan --budget-s 15
+  # the Fathom tunes, then (fathom-tune) the comparisons at default and at tuned configs. The
+  # caller copies profiles/tuned.
+  tune_fathom 25 20 20
   [ "$mode" = fathom-screen ] && { echo "gpu_check: overall status $status (logs in $out)"; exit $status; }
   STEP_TIMEOUT=100 step fathom_compare_tuned kprof compare --method fathom --method sparq16 --method scan-full \
     --baseline scan32 --workload $F1M --rounds 2 --warmup-pairs 5 --observations 20 --out "$out/fathom_compare_tuned.json"
@@ -186,13 +182,13 @@ step pytest_gpu "$py" -m pytest -m gpu -q -p no:cacheprovider tests
 if [ "$mode" = fathom ]; then
   F=qwen3-8b-1m
   step fathom_gather "$py" scripts/bench_gather.py
-  kprof capture --synthetic $F --out /tmp/kprof_f1m.safetensors > "$out/capture_f1m.log" 2>&1 || status=1
-  step fathom_check kprof validate --method fathom --workload /tmp/kprof_f1m.safetensors
+  kprof capture --synthetic $F --out $F1M > "$out/capture_f1m.log" 2>&1 || status=1
+  step fathom_check kprof validate --method fathom --workload $F1M
   step fathom_compare kprof compare --method fathom --method sparq16 --method scan-full --baseline scan32 \
-    --workload /tmp/kprof_f1m.safetensors --rounds 5 --warmup-pairs 20 --observations 100 --out "$out/fathom_compare.json"
+    --workload $F1M --rounds 5 --warmup-pairs 20 --observations 100 --out "$out/fathom_compare.json"
   step fathom_compare_hbm kprof compare --method fathom:index=hbm --baseline scan32:index=hbm \
-    --workload /tmp/kprof_f1m.safetensors --rounds 5 --warmup-pairs 20 --observations 100 --out "$out/fathom_hbm.json"
-  step fathom_stages kprof stages --method fathom --workload /tmp/kprof_f1m.safetensors --rounds 5 --stage-observations 50
+    --workload $F1M --rounds 5 --warmup-pairs 20 --observations 100 --out "$out/fathom_hbm.json"
+  step fathom_stages kprof stages --method fathom --workload $F1M --rounds 5 --stage-observations 50
 fi
 [ "$mode" = fathom ] && { echo "gpu_check: overall status $status (logs in $out)"; exit $status; }
 if [ "$mode" = ncu ]; then
