@@ -106,8 +106,10 @@ def _open_cache(path: Path, key, replace_stale: bool, say: Callable[[str], None]
     except StaleTuneFile as exc:
         if not replace_stale:
             raise
-        aside = next(p for i in range(1, 10_000) if not (p := path.with_suffix(".stale.json" if i == 1 else
-                                                                             f".stale-{i}.json")).exists())
+        aside, i = path.with_suffix(".stale.json"), 1
+        while aside.exists():
+            i += 1
+            aside = path.with_suffix(f".stale-{i}.json")
         os.replace(path, aside)
         say(f"{path.name} was measured on another setup ({'; '.join(exc.differences)}): kept as {aside.name}, "
             "tuning afresh")

@@ -102,3 +102,17 @@ def test_a_method_without_triton_launches_is_an_error_not_a_pass():
     proc = subprocess.run([sys.executable, "-m", "kprof.compile_check", "--method", "math"], capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode != 0 and "made no Triton launch" in proc.stderr
+
+
+def test_workload_shape_alignment_and_dump(tmp_path):
+    """--workload records the launches at that spec's shape (G = 4 for Qwen3-8B, not the default
+    32K Qwen's 7); --dump writes each launch's TTGIR, PTX and SASS; aligned arguments reach the
+    compiler as divisibility-16 attributes, as the GPU launcher would pass them."""
+    args = [sys.executable, "-m", "kprof.compile_check", "--method", "triton-dense", "--workload", "qwen3-8b-1m",
+            "--dump", str(tmp_path)]
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "_split_kv_partial(GROUP=4," in proc.stdout
+    ttgir = sorted(tmp_path.glob("_split_kv_*.ttgir"))
+    assert len(ttgir) == 2 and all(p.with_suffix(".ptx").stat().st_size > 0 for p in ttgir)
+    assert all("tt.divisibility = 16" in p.read_text() for p in ttgir)

@@ -167,15 +167,14 @@ def test_source_hash_ignores_comments_and_docstrings_but_not_code():
     assert "Doc" not in code_text(base) and "one" not in code_text(base)
 
 
-def test_source_hash_text_does_not_depend_on_the_python_version():
-    """Profiles are measured on the device's Python and used on others: the code text must not
-    follow a version's rendering (``ast.unparse`` quotes f-strings differently on 3.12) nor its
-    empty AST fields (3.12 adds ``type_params`` to every function)."""
+def test_source_hash_text_ignores_the_empty_ast_fields_newer_pythons_add():
+    """Profiles are measured on the device's Python and used on others: 3.12 adds an empty
+    ``type_params`` to every function, which must not change the code text (an ``ast.dump``-based
+    text fails this; the cross-interpreter test below covers ``ast.unparse``'s f-string quoting)."""
     import ast
 
-    from kprof.tune_cache import _canonical, code_text
+    from kprof.tune_cache import _canonical
 
-    assert code_text("f'{x!r} {\" or \".join(y)}'") == code_text('f"{x!r} {\' or \'.join(y)}"')
     tree = ast.parse("def f(x):\n    return x\n")
     plain = _canonical(tree)
     fn = tree.body[0]
