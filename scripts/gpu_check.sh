@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run every GPU check in one go on a CUDA machine; all logs go to OUTDIR.
-#   bash scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune]
+#   bash scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused]
 # Installs kprof without touching the machine's torch/triton, prints `kprof env`, runs the
 # `-m gpu` tests, then by mode: full = dense baselines and the timing protocol (full-protocol
 # comparisons, A/A checks, stages, graph and host-bound modes, order probe, dense benchmark;
@@ -13,10 +13,12 @@
 # and a launch-variant screen at 1M tokens (scan tiles, top-k pruning, fetch, attend), with a
 # third argument `tune` followed by the fathom-tune tuning steps (not its comparison); fathom-tune = kprof tune of the Fathom launches
 # at 1M tokens; fathom-stages = resumed gather/scan32 tunes and the stage breakdowns at 1M;
-# fathom-retune = the three Fathom tunes afresh plus the tuned comparison; acceptance = the headline SANTA++/Fathom comparisons, SANTA++ tuning and stages.
+# fathom-retune = the three Fathom tunes afresh plus the tuned comparison; fathom-fused = Fathom
+# kernel tests on the GPU, a 1M-token screen of the staged and fused gathers and the Triton top-k
+# and union, and both gather families against scan32; acceptance = the headline SANTA++/Fathom comparisons, SANTA++ tuning and stages.
 # Each mode fits one 10-minute device call. Exits non-zero if any step failed (all steps still run).
 set -u
-out=${1:?usage: scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune]}
+out=${1:?usage: scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused]}
 mode=${2:-full}
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -142,6 +144,25 @@ if [ "$mode" = fathom-screen ]; then
     "${variants[@]}"
   STEP_TIMEOUT=40 step gather_bench "$py" scripts/bench_gather.py
   [ "${3:-}" = tune ] || { echo "gpu_check: overall status $status (logs in $out)"; exit $status; }
+fi
+if [ "$mode" = fathom-fused ]; then
+  # the Fathom kernel tests on the GPU; then at 1M tokens the stage screen of the staged (copy)
+  # and fused gathers, top-k and union variants, and both families against scan32
+  STEP_TIMEOUT=150 step pytest_fathom "$py" -m pytest -q -p no:cacheprovider tests/kernels/fathom
+  [ -f $F1M ] || STEP_TIMEOUT=150 step capture_f1m kprof capture --synthetic qwen3-8b-1m --out $F1M
+  variants=(scan32 scan32:gather=fused scan32:gather=fused,scan.BLOCKS=64,scan.num_warps=4
+    scan32:gather=fused,scan.BLOCKS=16,scan.num_warps=2
+    fathom fathom:topk.PRUNE=1 fathom:topk.num_warps=32 fathom:topk.num_warps=8 fathom:union.num_warps=8
+    fathom:gather=fused fathom:gather=fused,scan.BLOCKS=64,scan.num_warps=4
+    fathom:gather=fused,scan.BLOCKS=16,scan.num_warps=2 fathom:gather=fused,scan.BLOCKS=8,scan.num_warps=1)
+  STEP_TIMEOUT=200 step fathom_sweep "$py" scripts/sweep_stages.py --workload $F1M --rounds 2 --obs 10 \
+    "${variants[@]}"
+  STEP_TIMEOUT=70 step fathom_compare_fused kprof compare --method fathom:gather=fused --method sparq16:gather=fused \
+    --baseline scan32:gather=fused --workload $F1M --rounds 2 --warmup-pairs 5 --observations 10 \
+    --out "$out/fathom_compare_fused.json"
+  STEP_TIMEOUT=70 step fathom_compare_copy kprof compare --method fathom --baseline scan32 --workload $F1M \
+    --rounds 2 --warmup-pairs 5 --observations 10 --out "$out/fathom_compare_copy.json"
+  echo "gpu_check: overall status $status (logs in $out)"; exit $status
 fi
 if [ "$mode" = fathom-retune ]; then
   # the three Fathom tunes afresh (after a kernel edit), then Fathom and sparq16 against scan32

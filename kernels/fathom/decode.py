@@ -3,8 +3,8 @@
 plan -> gather (index planes, host or HBM) -> scan -> top-k per query head (first 4 and last 32
 tokens always kept) -> union of winners per KV head -> fetch of the distinct winner K/V rows
 (host or HBM) -> exact attention of each head over its own winners. All buffers are allocated
-here; ``run()`` launches only (Triton kernels plus a few torch ops that run on the device
-without host synchronisation: topk, sort, cumsum, scatter).
+here; ``run()`` launches only: Triton kernels (plus, for the torch top-k variants, a few torch
+ops that run on the device without host synchronisation).
 """
 
 from __future__ import annotations
@@ -18,19 +18,24 @@ import triton
 from kprof.config_space import LaunchSpace, Param
 from kprof.kernels.fathom.operator import LAUNCH_SPACES as SCAN_SPACES
 from kprof.kernels.fathom.operator import CHUNK, ChannelPolicy, FathomScan
+from kprof.kernels.fathom.selection import fathom_topk, fathom_union
 from kprof.kernels.fathom.store import FathomStore
 from kprof.kernels.fathom.triton_kernels import fathom_attend, fathom_fetch_rows
 
 SINK_TOKENS = 4
 RECENT_TOKENS = 32
+GATHER_MODES = ("copy", "fused")
+MAX_TRITON_TOPK_ROW = 65536  # chunk maxima or candidate tokens one Triton top-k program holds (2M tokens)
 LAUNCH_SPACES = dict(SCAN_SPACES) | {
-    # PRUNE 1: the k chunks (32 tokens) with the best chunk maxima, then the exact top-k among
-    # their k * 32 tokens. Exact: a top-k token's chunk has a max at least its score; if that chunk
-    # were not picked, k picked chunks would each hold a distinct token scoring at least as high,
-    # so it would not be in the top-k. Reads 1/32 of the scores plus k * 32 per head instead of
-    # every score (one torch.topk over a 1M-token row: ~0.5 ms for 32 heads on an H200).
-    "topk": LaunchSpace("topk", (Param("PRUNE", (0, 1), 1, "1: top-k chunks by their best score, then the "
-                                       "exact top-k of their tokens; 0: one torch.topk over each row"),)),
+    # PRUNE 2 (default): one Triton program per head picks the k chunks (32 tokens) with the best
+    # chunk maxima, then the exact top-k among their k * 32 tokens (proof in selection.fathom_topk);
+    # 1: the same pruning as torch launches (two radix top-ks, four gathers: ~205 us for 32 heads
+    # at 1M tokens on an H200); 0: one torch.topk over each whole row (~0.5 ms there)
+    "topk": LaunchSpace("topk", (Param("PRUNE", (0, 1, 2), 2, "2: chunk-pruned top-k in one Triton launch; "
+                                       "1: the same pruning as torch launches; 0: one torch.topk over each row"),
+                                 Param("num_warps", (4, 8, 16), 16, "warps of the Triton top-k (PRUNE 2)"))),
+    # sm_90, G = 4, k = 512: 16 warps 90 registers per thread, 8 warps 204, 4 warps spill
+    "union": LaunchSpace("union", (Param("num_warps", (8, 16), 16),)),
     # 64 rows x 8 warps: 194 us against 245-282 at 16 x 4 (1M tokens, H200, K|V rows interleaved)
     "fetch": LaunchSpace("fetch", (Param("ROWS", (8, 16, 32, 64), 64, "winner rows per program"),
                                    Param("num_warps", (1, 2, 4, 8), 8))),
@@ -74,7 +79,11 @@ class FathomResidency:
 class FathomDecode:
     def __init__(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, policy: ChannelPolicy, k_top: int,
                  config: dict, device: torch.device, index: str = "host", rows: str = "host", basis: str = "raw",
-                 residency: FathomResidency | None = None):
+                 residency: FathomResidency | None = None, gather: str = "copy"):
+        """``gather``: 'copy' stages the active planes in HBM with the gather launch, then scans them;
+        'fused' scans them where the index lives (one launch reads the same bytes once)."""
+        if gather not in GATHER_MODES:
+            raise ValueError(f"gather must be one of {', '.join(GATHER_MODES)}, not {gather!r}")
         hq, d = q.shape
         hkv, n, _ = k.shape
         self.hq, self.hkv, self.n, self.d, self.group = hq, hkv, n, d, hq // hkv
@@ -85,25 +94,31 @@ class FathomDecode:
         self.store, self.k_rows, self.v_rows = residency.store, residency.k_rows, residency.v_rows
         self.q = q.to(device).contiguous()
         self.cfg = config
-        self.scan = FathomScan(self.q, self.store, policy, config, device)
+        self.scan = FathomScan(self.q, self.store, policy, config, device, fused=gather == "fused")
         n_chunks = self.scan.n_chunks
-        self.pruned = config["topk"]["PRUNE"] == 1 and self.k_top <= n_chunks and self.k_top * CHUNK < n
+        prune = config["topk"]["PRUNE"]
+        fits = self.k_top <= n_chunks and self.k_top * CHUNK < n  # k chunks exist and prune something
+        if prune == 2 and fits and max(n_chunks, self.k_top * CHUNK) > MAX_TRITON_TOPK_ROW:
+            prune = 1  # the Triton top-k keeps a row in registers; longer rows take the torch launches
+        self.prune = prune if fits else 0
         e = self.group * self.k_top
         self.entries = e
         i64 = torch.int64
         self.top_vals = torch.empty(hq, self.k_top, dtype=torch.float32, device=device)
         self.top_idx = torch.empty(hq, self.k_top, dtype=i64, device=device)
         self.forced = torch.cat([torch.arange(min(SINK_TOKENS, n)), torch.arange(max(0, n - RECENT_TOKENS), n)]).to(device)
-        if self.pruned:
+        self.chunk_idx = torch.empty(hq, self.k_top, dtype=i64 if self.prune == 1 else torch.int32, device=device)
+        if self.prune == 1:
             self.forced_chunks = torch.unique(self.forced // CHUNK)
             self.chunk_vals = torch.empty(hq, self.k_top, dtype=torch.float32, device=device)
-            self.chunk_idx = torch.empty(hq, self.k_top, dtype=i64, device=device)
             self.lanes = torch.arange(CHUNK, device=device).view(1, 1, CHUNK)
             self.cand_tok = torch.empty(hq, self.k_top, CHUNK, dtype=i64, device=device)
             self.cand_scores = torch.empty(hq, self.k_top * CHUNK, dtype=torch.float32, device=device)
             self.pick = torch.empty(hq, self.k_top, dtype=i64, device=device)
+        if self.prune < 2:
+            self.unsorted_idx = torch.empty(hq, self.k_top, dtype=i64, device=device)
+            self.sort_perm = torch.empty(hq, self.k_top, dtype=i64, device=device)
         self.sorted_rows = torch.empty(hkv, e, dtype=i64, device=device)
-        self.perm = torch.empty(hkv, e, dtype=i64, device=device)
         self.first = torch.ones(hkv, e, dtype=torch.bool, device=device)
         self.slot = torch.empty(hkv, e, dtype=i64, device=device)
         self.head_slots = torch.empty(hq, self.k_top, dtype=i64, device=device)
@@ -111,26 +126,43 @@ class FathomDecode:
         self.union_v = torch.empty_like(self.union_k)
         self.out = torch.empty(hq, d, dtype=q.dtype, device=device)
 
+    @property
+    def pruned(self) -> bool:
+        return self.prune > 0
+
     def launch_topk(self) -> None:
+        """Each head's top-k token ids, ascending (the union merges sorted lists)."""
+        if self.prune == 2:
+            c = self.cfg["topk"]
+            block_t = triton.next_power_of_2(self.k_top * CHUNK)
+            block_c = triton.next_power_of_2(self.scan.n_chunks)
+            fathom_topk[(self.hq,)](
+                self.scan.scores_padded, self.scan.chunk_max, self.chunk_idx, self.top_idx,
+                self.n, self.scan.n_chunks, self.k_top, self.scan.scores_padded.stride(0),
+                self.scan.chunk_max.stride(0), self.top_idx.stride(0),
+                CHUNK=CHUNK, SINK=SINK_TOKENS, RECENT=RECENT_TOKENS, BLOCK_C=block_c, BLOCK_T=block_t,
+                TILE=min(4096, block_c, block_t), num_warps=c["num_warps"])
+            return
         scores = self.scan.scores
         scores.index_fill_(1, self.forced, float("inf"))
-        if not self.pruned:
-            torch.topk(scores, self.k_top, dim=1, out=(self.top_vals, self.top_idx))
-            return
-        self.scan.chunk_max.index_fill_(1, self.forced_chunks, float("inf"))
-        torch.topk(self.scan.chunk_max, self.k_top, dim=1, out=(self.chunk_vals, self.chunk_idx))
-        torch.add(self.lanes, self.chunk_idx.unsqueeze(2), alpha=CHUNK, out=self.cand_tok)
-        candidates = self.cand_tok.view(self.hq, -1)
-        torch.gather(self.scan.scores_padded, 1, candidates, out=self.cand_scores)
-        torch.topk(self.cand_scores, self.k_top, dim=1, out=(self.top_vals, self.pick))
-        torch.gather(candidates, 1, self.pick, out=self.top_idx)
+        if self.prune == 0:
+            torch.topk(scores, self.k_top, dim=1, out=(self.top_vals, self.unsorted_idx))
+        else:
+            self.scan.chunk_max.index_fill_(1, self.forced_chunks, float("inf"))
+            torch.topk(self.scan.chunk_max, self.k_top, dim=1, out=(self.chunk_vals, self.chunk_idx))
+            torch.add(self.lanes, self.chunk_idx.unsqueeze(2), alpha=CHUNK, out=self.cand_tok)
+            candidates = self.cand_tok.view(self.hq, -1)
+            torch.gather(self.scan.scores_padded, 1, candidates, out=self.cand_scores)
+            torch.topk(self.cand_scores, self.k_top, dim=1, out=(self.top_vals, self.pick))
+            torch.gather(candidates, 1, self.pick, out=self.unsorted_idx)
+        torch.sort(self.unsorted_idx, dim=1, out=(self.top_idx, self.sort_perm))
 
     def launch_union(self) -> None:
-        torch.sort(self.top_idx.view(self.hkv, self.entries), dim=1, out=(self.sorted_rows, self.perm))
-        torch.ne(self.sorted_rows[:, 1:], self.sorted_rows[:, :-1], out=self.first[:, 1:])
-        torch.cumsum(self.first, dim=1, out=self.slot)
-        self.slot.sub_(1)
-        self.head_slots.view(self.hkv, self.entries).scatter_(1, self.perm, self.slot)
+        fathom_union[(self.hkv,)](
+            self.top_idx, self.sorted_rows, self.first, self.slot, self.head_slots,
+            self.k_top, self.entries, self.top_idx.stride(0), self.head_slots.stride(0),
+            GROUP=self.group, BLOCK_E=triton.next_power_of_2(self.entries),
+            SEARCH_STEPS=self.k_top.bit_length(), num_warps=self.cfg["union"]["num_warps"])
 
     def launch_fetch(self) -> None:
         c = self.cfg["fetch"]
@@ -148,9 +180,8 @@ class FathomDecode:
             self.out.stride(0), GROUP=self.group, D=self.d, BLOCK_R=c["BLOCK_R"], num_warps=c["num_warps"])
 
     def stages(self):
-        return (("plan", self.scan.launch_plan), ("gather", self.scan.launch_gather), ("scan", self.scan.launch_scan),
-                ("topk", self.launch_topk), ("union", self.launch_union), ("fetch", self.launch_fetch),
-                ("attend", self.launch_attend))
+        return (*self.scan.stages(), ("topk", self.launch_topk), ("union", self.launch_union),
+                ("fetch", self.launch_fetch), ("attend", self.launch_attend))
 
     def run(self) -> torch.Tensor:
         for _, launch in self.stages():

@@ -65,8 +65,11 @@ ALL_CHANNELS = ChannelPolicy(POLICY_ALL)
 
 class FathomScan:
     def __init__(self, q: torch.Tensor, store: FathomStore, policy: ChannelPolicy | float, config: dict,
-                 device: torch.device):
+                 device: torch.device, fused: bool = False):
+        """``fused``: the scan reads the active channels' planes where the store keeps them (its
+        loads are the gather: the same bytes, no staging copy and no second pass over them)."""
         policy = water(policy) if isinstance(policy, (int, float)) else policy
+        self.fused = fused
         self.q = store.query(q).contiguous().to(device)
         self.store = store
         self.hq, self.d = q.shape
@@ -85,8 +88,11 @@ class FathomScan:
         self.n_active = torch.empty(self.hkv, dtype=i32, device=device)
         self.theta = torch.empty(self.hkv, dtype=torch.float32, device=device)
         self.var = store.var.to(device).contiguous()
-        self.staged = torch.empty(self.hkv, self.staged_words, dtype=torch.int64, device=device)
-        self.staged_scales = torch.empty(self.hkv, self.d, self.nb, dtype=torch.float16, device=device)
+        if fused and store.planes.stride()[2:] != (self.nb, 1):
+            raise ValueError("the fused scan needs the store's planes contiguous per channel ([Hkv, d, 4, nb])")
+        staged_shape = (0, 0) if fused else (self.hkv, self.staged_words)  # the fused scan stages nothing
+        self.staged = torch.empty(staged_shape, dtype=torch.int64, device=device)
+        self.staged_scales = torch.empty(self.hkv, self.d, 0 if fused else self.nb, dtype=torch.float16, device=device)
         # rows padded to whole chunks with -inf (the scan writes only the first n), so that a
         # chunk's 32 scores can be gathered without a bounds check; and each chunk's best score
         self.n_chunks = triton.cdiv(store.n, CHUNK)
@@ -105,6 +111,8 @@ class FathomScan:
             CHANNELS=max(1, self.policy.channels), num_warps=self.cfg["plan"]["num_warps"])
 
     def launch_gather(self) -> None:
+        if self.fused:
+            raise RuntimeError("a fused scan reads the store itself: there is no gather to launch")
         c = self.cfg["gather"]
         s = self.store
         chunks = triton.cdiv(4 * self.nb, c["CHUNK"])
@@ -116,15 +124,25 @@ class FathomScan:
 
     def launch_scan(self) -> None:
         c = self.cfg["scan"]
+        if self.fused:
+            planes, scales = self.store.planes, self.store.scales
+            stride_wh, stride_wd = planes.stride(0), planes.stride(1)
+        else:
+            planes, scales = self.staged, self.staged_scales
+            stride_wh, stride_wd = self.staged_words, 0
         fathom_scan[(self.hkv, triton.cdiv(self.nb, c["BLOCKS"]))](
-            self.q, self.staged.view(torch.int32), self.staged_scales, self.active, self.active_depth,
-            self.active_dst, self.n_active, self.scores, self.chunk_max, self.store.n, self.nb, self.staged_words,
-            self.q.stride(0), self.staged_scales.stride(0), self.staged_scales.stride(1), self.scores.stride(0),
+            self.q, planes.view(torch.int32), scales, self.active, self.active_depth,
+            self.active_dst, self.n_active, self.scores, self.chunk_max, self.store.n, self.nb, stride_wh, stride_wd,
+            self.q.stride(0), scales.stride(0), scales.stride(1), self.scores.stride(0),
             self.chunk_max.stride(0), GROUP=self.group, BLOCK_G=self.block_g, D=self.d, BLOCKS=c["BLOCKS"],
-            num_warps=c["num_warps"])
+            FUSED=self.fused, num_warps=c["num_warps"])
+
+    def stages(self):
+        """(name, launch) in order; the fused scan has no separate gather."""
+        gather = () if self.fused else (("gather", self.launch_gather),)
+        return (("plan", self.launch_plan), *gather, ("scan", self.launch_scan))
 
     def run(self) -> torch.Tensor:
-        self.launch_plan()
-        self.launch_gather()
-        self.launch_scan()
+        for _, launch in self.stages():
+            launch()
         return self.scores

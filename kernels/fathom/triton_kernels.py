@@ -88,7 +88,7 @@ def fathom_gather(
     """
     chunk = tl.program_id(0)
     j = tl.program_id(1)
-    kvh = tl.program_id(2)
+    kvh = tl.program_id(2).to(tl.int64)  # head offsets pass 2^31 words beyond ~16M tokens at Hkv 8
     t = tl.load(Depth + kvh * D + j)
     length = t * n_blocks
     start = chunk * CHUNK
@@ -115,31 +115,39 @@ def _channel_meta(Active, ActDepth, ActDst, kvh, c, n_active, D: tl.constexpr):
 
 
 @triton.jit
-def _channel_words(Staged32, StagedScales, Q, kvh, j, t, dst, half, hb_live, blk, heads, g_mask, n_blocks,
-                   staged_words, stride_qh, stride_sh, stride_sd):
+def _channel_words(Words32, Scales, Q, kvh, j, t, dst, half, hb_live, blk, heads, g_mask, n_blocks,
+                   stride_wh, stride_wd, stride_qh, stride_sh, stride_sd, FUSED: tl.constexpr):
     """One channel's plane half-words per 32-token half-block (0 past its depth: absent low bits of
-    the code), its block scales (0 when the channel is past the list) and the group's q_j."""
-    base = Staged32 + kvh * (2 * staged_words) + 2 * dst + half
+    the code), its block scales (0 when the channel is past the list) and the group's q_j.
+
+    The planes come from the staging buffer (channel at word ``dst``) or, FUSED, straight from
+    the store (channel ``j``, wherever it lives: pinned host memory over PCIe, or HBM); either way
+    plane p of the channel starts p * n_blocks words further on.
+    """
+    off = j * stride_wd if FUSED else dst
+    base = Words32 + 2 * (kvh.to(tl.int64) * stride_wh + off) + half  # 64-bit: past 16M tokens at Hkv 8
     depth = tl.where(hb_live, t, 0)  # as a tensor: the interpreter mis-types tensor & scalar masks
     w0 = tl.load(base, mask=depth > 0, other=0)
     w1 = tl.load(base + 2 * n_blocks, mask=depth > 1, other=0)
     w2 = tl.load(base + 4 * n_blocks, mask=depth > 2, other=0)
     w3 = tl.load(base + 6 * n_blocks, mask=depth > 3, other=0)
-    a = tl.load(StagedScales + kvh * stride_sh + j * stride_sd + blk, mask=depth > 0, other=0.0)
+    a = tl.load(Scales + kvh * stride_sh + j * stride_sd + blk, mask=depth > 0, other=0.0)
     qj = tl.load(Q + heads * stride_qh + j, mask=g_mask, other=0.0)
     return w0, w1, w2, w3, a, qj
 
 
 @triton.jit
 def fathom_scan(
-    Q, Staged32, StagedScales, Active, ActDepth, ActDst, NActive, Scores, ChunkMax,
-    n, n_blocks, staged_words,
+    Q, Words32, Scales, Active, ActDepth, ActDst, NActive, Scores, ChunkMax,
+    n, n_blocks, stride_wh, stride_wd,
     stride_qh, stride_sh, stride_sd, stride_oh, stride_ch,
-    GROUP: tl.constexpr, BLOCK_G: tl.constexpr, D: tl.constexpr, BLOCKS: tl.constexpr,
+    GROUP: tl.constexpr, BLOCK_G: tl.constexpr, D: tl.constexpr, BLOCKS: tl.constexpr, FUSED: tl.constexpr,
 ):
     """Grid (Hkv, cdiv(nb, BLOCKS)): approximate scores of BLOCKS x 64 tokens for the G heads,
     one active channel at a time, its loads issued one channel ahead of its arithmetic; also
     each 32-token chunk's best score per head (the top-k's first, pruning pass reads only those).
+    ``Words32`` is the staging buffer (``stride_wh`` words per head) or, FUSED, the store's planes
+    (``stride_wh``, ``stride_wd`` words per head and channel): the fused scan is its own gather.
 
     Why it is cheap per token: planes are read as int32 halves (tokens 0-31 and 32-63 of a block),
     so extracting a bit is a 32-bit shift and mask; missing planes read as 0 bits, which makes the
@@ -160,8 +168,8 @@ def fathom_scan(
     heads = kvh * GROUP + offs_g
     n_active = tl.load(NActive + kvh)
     j, t, dst = _channel_meta(Active, ActDepth, ActDst, kvh, 0, n_active, D)
-    w0, w1, w2, w3, a, qj = _channel_words(Staged32, StagedScales, Q, kvh, j, t, dst, half, hb_live, blk, heads,
-                                           g_mask, n_blocks, staged_words, stride_qh, stride_sh, stride_sd)
+    w0, w1, w2, w3, a, qj = _channel_words(Words32, Scales, Q, kvh, j, t, dst, half, hb_live, blk, heads, g_mask,
+                                           n_blocks, stride_wh, stride_wd, stride_qh, stride_sh, stride_sd, FUSED)
     t_cur = t
     j, t, dst = _channel_meta(Active, ActDepth, ActDst, kvh, 1, n_active, D)
     # tiles are [bit, half-block] with the half-blocks fastest: a warp's threads spread over
@@ -171,9 +179,9 @@ def fathom_scan(
     bias = tl.zeros([BLOCK_G, 2 * BLOCKS], dtype=tl.float32)
     for c in range(0, n_active):
         # the next channel's loads first, so they are in flight during this channel's arithmetic
-        nw0, nw1, nw2, nw3, na, nq = _channel_words(Staged32, StagedScales, Q, kvh, j, t, dst, half, hb_live, blk,
-                                                    heads, g_mask, n_blocks, staged_words, stride_qh, stride_sh,
-                                                    stride_sd)
+        nw0, nw1, nw2, nw3, na, nq = _channel_words(Words32, Scales, Q, kvh, j, t, dst, half, hb_live, blk, heads,
+                                                    g_mask, n_blocks, stride_wh, stride_wd, stride_qh, stride_sh,
+                                                    stride_sd, FUSED)
         nt = t
         j, t, dst = _channel_meta(Active, ActDepth, ActDst, kvh, c + 2, n_active, D)
         code = (w0[None, :] >> lane[:, None]) & 1

@@ -2,7 +2,9 @@
 
 All four share the 4-bit bit-plane index, the gather, the scan, the top-k, the union and the
 exact attention; they differ only in how the plan picks channel depths. Options:
-``fathom:budget=48,k=512,index=host,rows=host,basis=raw`` (baselines take all but ``budget``).
+``fathom:budget=48,k=512,index=host,rows=host,basis=raw,gather=copy`` (baselines take all but
+``budget``). ``gather=fused`` lets the scan read the active planes where the index lives instead
+of staging them in HBM first (same bytes; no separate gather launch).
 """
 
 from __future__ import annotations
@@ -18,19 +20,21 @@ from kprof.methods.base import Method, Prepared, Stage
 from kprof.methods.registry import register
 from kprof.workloads.workload import Workload
 
-_CHOICES = {"index": ("host", "hbm"), "rows": ("host", "hbm"), "basis": ("raw", "klt")}
+_CHOICES = {"index": ("host", "hbm"), "rows": ("host", "hbm"), "basis": ("raw", "klt"), "gather": ("copy", "fused")}
 
 
 class _FathomFamily(Method):
     selection_dependent = True
     pow2_head_dim = True
     kernel_modules = ("kprof.kernels.fathom.triton_kernels", "kprof.kernels.fathom.operator",
-                      "kprof.kernels.fathom.decode")
+                      "kprof.kernels.fathom.selection", "kprof.kernels.fathom.decode")
     dtypes = (torch.float16, torch.bfloat16, torch.float32)
     takes_budget: ClassVar[bool] = False
 
-    def __init__(self, budget: float = 48.0, k: int = 512, index: str = "host", rows: str = "host", basis: str = "raw"):
+    def __init__(self, budget: float = 48.0, k: int = 512, index: str = "host", rows: str = "host", basis: str = "raw",
+                 gather: str = "copy"):
         self.budget, self.k, self.index, self.rows, self.basis = float(budget), int(k), index, rows, basis
+        self.gather = gather
         self._residency = None  # (workload, FathomResidency) of the last prepare: reused for the same workload
 
     @classmethod
@@ -75,14 +79,14 @@ class _FathomFamily(Method):
             self._residency = (workload, FathomResidency.build(workload.k, workload.v, workload.q.device, self.index,
                                                                self.rows, self.basis))
         op = FathomDecode(workload.q, workload.k, workload.v, self.policy(), self.k, config, workload.q.device,
-                          residency=self._residency[1])
+                          residency=self._residency[1], gather=self.gather)
         op.scan.launch_plan()  # one plan outside timing, only to report the bytes this query reads
         bits = [scan_bits(op.scan.depth[h].cpu()) for h in range(op.hkv)]
         return Prepared(
             method=self.name, config=config, run=op.run,
             stages=tuple(Stage(name, fn) for name, fn in op.stages()),
             expected_kernels=(), output=op.out, handle=op,
-            details={"k": op.k_top, "index": self.index, "rows": self.rows, "basis": self.basis,
+            details={"k": op.k_top, "index": self.index, "rows": self.rows, "basis": self.basis, "gather": self.gather,
                      "scan_bits_per_token": bits, "index_bytes": op.store.nbytes(),
                      "scan_bytes_per_step": sum(b * workload.shape.n / 8 for b in bits)},
         )

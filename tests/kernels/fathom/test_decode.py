@@ -12,21 +12,23 @@ from kprof.kernels.fathom.reference import approximate_scores
 from kprof.methods import get_method
 
 
-def _decode(make_workload, target, k_top=48, n=256, seed=0, prune=1, **kw):
+def _decode(make_workload, target, k_top=48, n=256, seed=0, prune=2, **kw):
     w = make_workload(4, 2, n, 32, seed=seed, scale=2.0)
     cfg = resolve_method_config(LAUNCH_SPACES, {"gather": {"CHUNK": 256}, "topk": {"PRUNE": prune}}, w.shape)
     return w, FathomDecode(w.q, w.k, w.v, water(40), k_top, cfg, target.device, **kw)
 
 
-@pytest.mark.parametrize("n,prune,pruned", [(256, 1, False), (4100, 0, False), (4100, 1, True)])
-def test_winners_are_the_top_k_of_the_approximate_scores_with_forced_tokens(make_workload, target, n, prune, pruned):
-    """One top-k over each row, and the chunk-pruned top-k (4,100 tokens: 129 chunks of 32, the
-    last one partial; at 256 tokens 8 chunks cannot hold k = 48 winners, so it is not used), give
-    the exact top-k."""
+@pytest.mark.parametrize("n,prune,used", [(256, 2, 0), (4100, 0, 0), (4100, 1, 1), (4100, 2, 2)])
+def test_winners_are_the_top_k_of_the_approximate_scores_with_forced_tokens(make_workload, target, n, prune, used):
+    """One top-k over each row, and the chunk-pruned top-k as torch launches or as one Triton
+    launch (4,100 tokens: 129 chunks of 32, the last one partial; at 256 tokens 8 chunks cannot
+    hold k = 48 winners, so pruning is not used) give the exact top-k, each head's ascending."""
     w, op = _decode(make_workload, target, n=n, prune=prune)
-    assert op.pruned == pruned
+    assert op.prune == used
+    op.top_idx.fill_(-3)
     op.run()
     win = op.winners()
+    assert torch.all(win[:, 1:] > win[:, :-1]), "ascending: the union merges sorted lists"
     forced = set(range(SINK_TOKENS)) | set(range(n - RECENT_TOKENS, n))
     for h in range(4):
         kvh = h // 2
@@ -38,9 +40,11 @@ def test_winners_are_the_top_k_of_the_approximate_scores_with_forced_tokens(make
         assert forced <= set(win[h].tolist())
 
 
-def test_union_fetches_each_distinct_row_once_and_heads_see_their_own_rows(make_workload, target):
-    w, op = _decode(make_workload, target, seed=2)
+@pytest.mark.parametrize("n,prune,gather", [(256, 2, "copy"), (4100, 2, "fused"), (4100, 1, "copy")])
+def test_union_fetches_each_distinct_row_once_and_heads_see_their_own_rows(make_workload, target, n, prune, gather):
+    w, op = _decode(make_workload, target, n=n, seed=2, prune=prune, gather=gather)
     op.union_k.fill_(float("nan"))
+    op.head_slots.fill_(-1)
     op.run()
     win = op.winners()
     for kvh in range(2):
@@ -52,8 +56,9 @@ def test_union_fetches_each_distinct_row_once_and_heads_see_their_own_rows(make_
             assert torch.equal(op.union_v[kvh, slots].cpu(), w.v[kvh, win[h]])
 
 
-def test_output_is_exact_attention_over_each_heads_winners(make_workload, target):
-    w, op = _decode(make_workload, target, seed=4)
+@pytest.mark.parametrize("gather", ["copy", "fused"])
+def test_output_is_exact_attention_over_each_heads_winners(make_workload, target, gather):
+    w, op = _decode(make_workload, target, seed=4, gather=gather)
     op.out.fill_(float("nan"))
     out = op.run().cpu().double()
     win = op.winners()
@@ -83,3 +88,15 @@ def test_fathom_budget_bounds_the_bits(make_workload, target):
     p = get_method("fathom:budget=48,k=40,gather.CHUNK=256").prepare(w, target)
     for b in p.details["scan_bits_per_token"]:
         assert 40 <= b <= 48 + 0.25 * 48
+
+
+def test_gather_option_picks_the_fused_scan_and_rejects_unknown_values(make_workload, target):
+    from kprof.errors import ConfigError
+
+    w = make_workload(4, 2, 128, 128, seed=1)
+    p = get_method("scan32:gather=fused,k=40").prepare(w, target)
+    assert p.details["gather"] == "fused"
+    assert [s.name for s in p.stages] == ["plan", "scan", "topk", "union", "fetch", "attend"]
+    assert p.details["scan_bits_per_token"] == [136.0, 136.0], "the same bytes as the staged gather"
+    with pytest.raises(ConfigError, match="gather='stream': choose copy or fused"):
+        get_method("fathom:gather=stream")

@@ -16,12 +16,12 @@ def _host_store(k, target):
     return store.pinned() if target.is_gpu else store
 
 
-def _scan(make_workload, target, budget, hq=4, hkv=2, n=200, d=32, seed=0, scan=None):
+def _scan(make_workload, target, budget, hq=4, hkv=2, n=200, d=32, seed=0, scan=None, fused=False):
     w = make_workload(hq, hkv, n, d, seed=seed)
     w.k *= torch.linspace(0.1, 3.0, d)  # uneven channel variances: water-filling has work to do
     store = _host_store(w.k, target)
     cfg = resolve_method_config(LAUNCH_SPACES, {"gather": {"CHUNK": 256}, "scan": scan or {}}, w.shape)
-    op = FathomScan(w.q, store, budget, cfg, target.device)
+    op = FathomScan(w.q, store, budget, cfg, target.device, fused=fused)
     return w, store, op
 
 
@@ -59,10 +59,12 @@ def test_gather_is_bit_exact_including_zero_length_runs(make_workload, target, n
         assert torch.equal(op.staged_scales[kvh, active].cpu(), store.scales[kvh, active])
 
 
-@pytest.mark.parametrize("scan", [{}, {"BLOCKS": 4}, {"BLOCKS": 8, "num_warps": 1}, {"BLOCKS": 4, "num_warps": 8}])
-def test_scan_scores_match_the_dequantised_reference(make_workload, target, scan):
-    # 333 tokens: a partial last block; budget 48: active channels not a multiple of CH
-    w, store, op = _scan(make_workload, target, budget=48, n=333, seed=3, scan=scan)
+@pytest.mark.parametrize("scan,fused", [({}, False), ({"BLOCKS": 4}, False), ({"BLOCKS": 8, "num_warps": 1}, False),
+                                        ({"BLOCKS": 4, "num_warps": 8}, False), ({}, True), ({"BLOCKS": 4}, True)])
+def test_scan_scores_match_the_dequantised_reference(make_workload, target, scan, fused):
+    """333 tokens: a partial last block; budget 48: channels at every depth. Fused: the scan reads
+    the store's planes (host memory on a GPU) instead of the staged copy."""
+    w, store, op = _scan(make_workload, target, budget=48, n=333, seed=3, scan=scan, fused=fused)
     op.scores.fill_(float("nan"))
     scores = op.run().cpu().double()
     for kvh in range(2):
@@ -71,12 +73,13 @@ def test_scan_scores_match_the_dequantised_reference(make_workload, target, scan
         assert torch.allclose(scores[2 * kvh : 2 * kvh + 2], ref, atol=1e-4, rtol=1e-5)
 
 
-@pytest.mark.parametrize("scan", [{"BLOCKS": 16}, {"BLOCKS": 4, "num_warps": 2}])
-def test_scan_over_many_programs_and_a_partial_last_one_with_chunk_maxima(make_workload, target, scan):
+@pytest.mark.parametrize("scan,fused", [({"BLOCKS": 16}, False), ({"BLOCKS": 4, "num_warps": 2}, False),
+                                        ({"BLOCKS": 16}, True)])
+def test_scan_over_many_programs_and_a_partial_last_one_with_chunk_maxima(make_workload, target, scan, fused):
     """4,133 tokens: 65 blocks, so several programs each carry their next-channel loads through
     the loop and the last program holds a partial block past the end of the planes. Each 32-token
     chunk's max is the max of its scores that exist (the last chunk has 5)."""
-    w, store, op = _scan(make_workload, target, budget=40, n=4133, seed=7, scan=scan)
+    w, store, op = _scan(make_workload, target, budget=40, n=4133, seed=7, scan=scan, fused=fused)
     op.scores.fill_(float("nan"))
     op.chunk_max.fill_(float("nan"))
     scores = op.run().cpu().double()
@@ -87,6 +90,20 @@ def test_scan_over_many_programs_and_a_partial_last_one_with_chunk_maxima(make_w
     padded = torch.nn.functional.pad(op.scores.cpu(), (0, 130 * 32 - 4133), value=float("-inf"))
     assert op.chunk_max.shape == (4, 130)
     assert torch.equal(op.chunk_max.cpu(), padded.view(4, 130, 32).amax(dim=2))
+    assert [name for name, _ in op.stages()] == ["plan", "scan"] if fused else ["plan", "gather", "scan"]
+
+
+def test_fused_scan_gives_the_staged_scans_scores_bit_for_bit(make_workload, target):
+    """Same words, same arithmetic: only where the planes are read from differs (and no staging)."""
+    w, store, staged = _scan(make_workload, target, budget=44, n=1000, seed=12)
+    fused = FathomScan(w.q, store, 44, staged.cfg, target.device, fused=True)
+    assert fused.staged.numel() == 0, "the fused scan allocates no staging buffer"
+    with pytest.raises(RuntimeError, match="no gather"):
+        fused.launch_gather()
+    staged.scores.fill_(float("nan"))
+    fused.scores.fill_(float("nan"))
+    assert torch.equal(staged.run().cpu(), fused.run().cpu())
+    assert torch.equal(staged.chunk_max.cpu(), fused.chunk_max.cpu())
 
 
 def test_scan_writes_only_its_groups_heads_and_chunks(make_workload, target):

@@ -1,0 +1,161 @@
+"""Fathom's selection launches: the exact chunk-pruned top-k per query head, and the union of
+winners per KV head. Both replace chains of torch launches (two radix top-ks and four gathers;
+a segmented sort, compare, cumsum and scatter) with one Triton program per row.
+
+Top-k works on order-preserving int32 keys of the fp32 scores and finds the k-th largest key by
+bisection over the int32 range (32 counting passes over a register-resident row), then writes the
+selected positions in ascending order with one prefix sum: ties at the threshold are taken
+lowest position first, so the result is exactly one of the valid top-k sets.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _order_key(x):
+    """fp32 -> int32 with the same order (negative floats have their magnitude bits flipped)."""
+    b = x.to(tl.int32, bitcast=True)
+    return b ^ ((b >> 31) & 0x7FFFFFFF)
+
+
+@triton.jit
+def _threshold(key, k):
+    """The k-th largest key T (the largest T with at least k keys >= T, by 32 bisection steps)
+    and how many keys equal to T the top k take (k minus the count above T).
+
+    Dead lanes carry the smallest int32, below every float's key, so they never count; only
+    this one vector is live across the loop (a second one spills at 1M tokens).
+    """
+    lo = tl.min(key, axis=0).to(tl.int64)
+    hi = tl.max(key, axis=0).to(tl.int64)
+    for _ in range(32):
+        mid = lo + (hi - lo + 1) // 2
+        enough = tl.sum((key >= mid.to(tl.int32)).to(tl.int32), axis=0) >= k
+        lo = tl.where(enough, mid, lo)
+        hi = tl.where(enough, hi, mid - 1)
+    thresh = lo.to(tl.int32)
+    return thresh, k - tl.sum((key > thresh).to(tl.int32), axis=0)
+
+
+@triton.jit
+def _compact(key, thresh, need, base_gt, base_eq, Out, values, live):
+    """Store ``values`` of the selected elements of one tile at their ranks: every key above the
+    threshold, and the first ``need`` (over all tiles) equal to it. Returns the updated counts.
+
+    One prefix sum serves both counts (above in the low 16 bits, equal in the high ones): a
+    selected element's rank is (above so far) + min(equal so far, need) - 1.
+    """
+    gt = live & (key > thresh)
+    eq = live & (key == thresh)
+    s = tl.cumsum(gt.to(tl.int32) + eq.to(tl.int32) * 65536, axis=0)
+    c_gt = base_gt + (s & 0xFFFF)
+    c_eq = base_eq + (s >> 16)
+    sel = gt | (eq & (c_eq <= need))
+    tl.store(Out + c_gt + tl.minimum(c_eq, need) - 1, values, mask=sel)
+    return base_gt + tl.sum(gt.to(tl.int32), axis=0), base_eq + tl.sum(eq.to(tl.int32), axis=0)
+
+
+@triton.jit
+def _chunk_keys(ChunkMax, h, offs, n, n_chunks, stride_ch, CHUNK: tl.constexpr, RECENT: tl.constexpr):
+    """Keys of chunk maxima; chunks holding a forced token (the first, and the last RECENT tokens) rank first."""
+    live = offs < n_chunks
+    m = tl.load(ChunkMax + h * stride_ch + offs, mask=live, other=float("-inf"))
+    forced = live & ((offs == 0) | ((offs + 1) * CHUNK > n - RECENT))
+    return _order_key(tl.where(forced, float("inf"), m)), live
+
+
+@triton.jit
+def _token_keys(Scores, ChunkSel, h, offs, n, k, stride_sh, CHUNK: tl.constexpr, SINK: tl.constexpr,
+                RECENT: tl.constexpr):
+    """Keys and token ids of the selected chunks' tokens; forced tokens rank first."""
+    c = offs // CHUNK
+    live = c < k
+    chunk = tl.load(ChunkSel + h * k + c, mask=live, other=0)
+    tok = chunk * CHUNK + offs % CHUNK
+    s = tl.load(Scores + h * stride_sh + tok, mask=live, other=float("-inf"))  # padded row: no bound check
+    forced = live & ((tok < SINK) | ((tok >= n - RECENT) & (tok < n)))
+    return _order_key(tl.where(forced, float("inf"), s)), tok, live
+
+
+@triton.jit
+def fathom_topk(
+    Scores, ChunkMax, ChunkSel, TopIdx,
+    n, n_chunks, k, stride_sh, stride_ch, stride_th,
+    CHUNK: tl.constexpr, SINK: tl.constexpr, RECENT: tl.constexpr,
+    BLOCK_C: tl.constexpr, BLOCK_T: tl.constexpr, TILE: tl.constexpr,
+):
+    """Grid (Hq,): the exact top-k tokens of one head, ascending, with forced tokens first.
+
+    Pass 1 picks the k chunks with the best maxima (``ChunkSel``, ascending); pass 2 the k best
+    of their k x CHUNK tokens. Exact: a top-k token's chunk has a max at least its score, and an
+    unpicked chunk loses only to k picked chunks that each hold a token scoring at least as high.
+    Rows of ``Scores`` are padded to whole chunks with -inf. BLOCK_C >= n_chunks and
+    BLOCK_T >= k * CHUNK are powers of two; TILE divides both and bounds each prefix sum.
+    """
+    h = tl.program_id(0)
+    key, live = _chunk_keys(ChunkMax, h, tl.arange(0, BLOCK_C), n, n_chunks, stride_ch, CHUNK, RECENT)
+    thresh, need = _threshold(tl.where(live, key, -2147483648), k)
+    base_gt = tl.zeros([], dtype=tl.int32)
+    base_eq = tl.zeros([], dtype=tl.int32)
+    for t0 in tl.static_range(0, BLOCK_C, TILE):
+        offs = t0 + tl.arange(0, TILE)
+        key, live = _chunk_keys(ChunkMax, h, offs, n, n_chunks, stride_ch, CHUNK, RECENT)
+        base_gt, base_eq = _compact(key, thresh, need, base_gt, base_eq, ChunkSel + h * k, offs, live)
+    tl.debug_barrier()  # pass 2 reads the chunk list this program's threads just wrote
+
+    key, tok, live = _token_keys(Scores, ChunkSel, h, tl.arange(0, BLOCK_T), n, k, stride_sh, CHUNK, SINK, RECENT)
+    thresh, need = _threshold(tl.where(live, key, -2147483648), k)
+    base_gt = tl.zeros([], dtype=tl.int32)
+    base_eq = tl.zeros([], dtype=tl.int32)
+    for t0 in tl.static_range(0, BLOCK_T, TILE):
+        offs = t0 + tl.arange(0, TILE)
+        key, tok, live = _token_keys(Scores, ChunkSel, h, offs, n, k, stride_sh, CHUNK, SINK, RECENT)
+        base_gt, base_eq = _compact(key, thresh, need, base_gt, base_eq, TopIdx + h * stride_th, tok.to(tl.int64),
+                                    live)
+
+
+@triton.jit
+def fathom_union(
+    TopIdx, SortedRows, First, Slot, HeadSlots,
+    k, n_entries, stride_th, stride_hs,
+    GROUP: tl.constexpr, BLOCK_E: tl.constexpr, SEARCH_STEPS: tl.constexpr,
+):
+    """Grid (Hkv,): merge the G heads' ascending winner lists into one sorted list of G*k entries
+    (``SortedRows``), flag each distinct row's first entry (``First``), number the distinct rows
+    (``Slot``, per sorted entry) and give every head its winners' union slots (``HeadSlots``).
+
+    An entry's merged position is its index in its own list plus, for every other list, the
+    count of smaller rows found by binary search (equal rows of lower heads count too, so
+    duplicates sit together, lowest head first). SEARCH_STEPS >= log2(k + 1).
+    """
+    kvh = tl.program_id(0)
+    offs = tl.arange(0, BLOCK_E)
+    live = offs < n_entries
+    a = offs // k
+    i = offs % k
+    x = tl.load(TopIdx + (kvh * GROUP + a) * stride_th + i, mask=live, other=0)
+    pos = i
+    first = live
+    for b in tl.static_range(GROUP):
+        row = TopIdx + (kvh * GROUP + b) * stride_th
+        lo = tl.zeros([BLOCK_E], dtype=tl.int32)
+        hi = tl.zeros([BLOCK_E], dtype=tl.int32) + k
+        for _ in tl.static_range(SEARCH_STEPS):  # lower bound: first index with row[idx] >= x
+            mid = (lo + hi) // 2
+            smaller = tl.load(row + mid, mask=live & (mid < k), other=9223372036854775807) < x
+            lo = tl.where(smaller, mid + 1, lo)
+            hi = tl.where(smaller, hi, mid)
+        found = tl.load(row + lo, mask=live & (lo < k), other=-1) == x
+        pos += tl.where(b < a, lo + found.to(tl.int32), tl.where(b > a, lo, 0))
+        first = first & ~(found & (b < a))
+    tl.store(SortedRows + kvh * n_entries + pos, x, mask=live)
+    tl.store(First + kvh * n_entries + pos, first, mask=live)
+    tl.debug_barrier()  # the numbering below reads the flags in merged order
+    f = tl.load(First + kvh * n_entries + offs, mask=live, other=0).to(tl.int32)
+    tl.store(Slot + kvh * n_entries + offs, (tl.cumsum(f, axis=0) - 1).to(tl.int64), mask=live)
+    tl.debug_barrier()
+    slot = tl.load(Slot + kvh * n_entries + pos, mask=live, other=0)
+    tl.store(HeadSlots + (kvh * GROUP + a) * stride_hs + i, slot, mask=live)

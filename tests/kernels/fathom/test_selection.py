@@ -1,0 +1,111 @@
+"""Fathom's selection launches against torch: the chunk-pruned top-k and the union of winners."""
+
+import pytest
+import torch
+import triton
+
+from kprof.kernels.fathom.decode import RECENT_TOKENS, SINK_TOKENS
+from kprof.kernels.fathom.operator import CHUNK
+from kprof.kernels.fathom.selection import fathom_topk, fathom_union
+
+
+def _topk(scores: torch.Tensor, k: int, device, tile: int = 4096, num_warps: int = 4) -> torch.Tensor:
+    """Run the Triton top-k over ``scores [H, n]`` the way the decode step lays its buffers out."""
+    hq, n = scores.shape
+    n_chunks = triton.cdiv(n, CHUNK)
+    padded = torch.full((hq, n_chunks * CHUNK), float("-inf"))
+    padded[:, :n] = scores
+    chunk_max = padded.view(hq, n_chunks, CHUNK).amax(dim=2)
+    padded, chunk_max = padded.to(device), chunk_max.to(device)
+    sel = torch.full((hq, k), -7, dtype=torch.int32, device=device)
+    out = torch.full((hq, k), -7, dtype=torch.int64, device=device)  # poisoned: every slot must be written
+    block_c, block_t = triton.next_power_of_2(n_chunks), triton.next_power_of_2(k * CHUNK)
+    fathom_topk[(hq,)](padded, chunk_max, sel, out, n, n_chunks, k, padded.stride(0), chunk_max.stride(0),
+                       out.stride(0), CHUNK=CHUNK, SINK=SINK_TOKENS, RECENT=RECENT_TOKENS, BLOCK_C=block_c,
+                       BLOCK_T=block_t, TILE=min(tile, block_c, block_t), num_warps=num_warps)
+    return out.cpu()
+
+
+def _forced(n: int) -> list[int]:
+    return list(range(SINK_TOKENS)) + list(range(n - RECENT_TOKENS, n))
+
+
+def _check_top_k(scores: torch.Tensor, got: torch.Tensor, k: int) -> None:
+    """Ascending, distinct, forced tokens in, and the kept scores are the k largest (as a multiset:
+    with ties any of the equal tokens may be kept)."""
+    n = scores.shape[1]
+    for h in range(scores.shape[0]):
+        row = got[h]
+        assert torch.all(row[1:] > row[:-1]), "ascending and distinct"
+        assert row.min() >= 0 and row.max() < n
+        assert set(_forced(n)) <= set(row.tolist())
+        s = scores[h].clone()
+        s[_forced(n)] = float("inf")
+        expected = torch.sort(torch.topk(s, k).values).values
+        assert torch.equal(torch.sort(s[row]).values, expected)
+
+
+@pytest.mark.parametrize("n,k,tile", [(4100, 48, 4096), (4100, 48, 64), (9000, 100, 128), (1300, 40, 32)])
+def test_topk_is_exact_on_random_scores(target, n, k, tile):
+    """4,100 tokens: a partial last chunk; small tiles carry the ranks across many prefix sums."""
+    g = torch.Generator().manual_seed(n + k)
+    scores = torch.randn(3, n, generator=g) * 3
+    got = _topk(scores, k, target.device, tile=tile)
+    _check_top_k(scores, got, k)
+    for h in range(3):  # with distinct scores the set itself is determined
+        s = scores[h].clone()
+        s[_forced(n)] = float("inf")
+        assert set(got[h].tolist()) == set(torch.topk(s, k).indices.tolist())
+
+
+def test_topk_with_heavy_ties_keeps_exactly_k_of_the_best_values(target):
+    """Five distinct values over 12,000 tokens: the k-th score is tied many times at both levels
+    (chunk maxima and tokens). Exactly k distinct tokens are kept, and their scores are the k best."""
+    g = torch.Generator().manual_seed(3)
+    scores = torch.randint(0, 5, (2, 12000), generator=g).float() - 10.0  # negative: sign handling
+    k = 300
+    got = _topk(scores, k, target.device, tile=256)
+    _check_top_k(scores, got, k)
+
+
+def test_topk_ranks_negative_and_infinite_scores(target):
+    g = torch.Generator().manual_seed(9)
+    scores = -torch.rand(2, 2000, generator=g) * 1e30
+    scores[0, 700] = float("-inf")
+    scores[0, 900] = -0.0
+    scores[1, 1000:1040] = 0.0
+    got = _topk(scores, 40, target.device)
+    _check_top_k(scores, got, 40)
+    assert 900 in got[0].tolist() and 700 not in got[0].tolist()
+    assert set(range(1000, 1004)) <= set(got[1].tolist())
+
+
+def _union(top_idx: torch.Tensor, group: int, device):
+    hq, k = top_idx.shape
+    hkv, e = hq // group, group * k
+    poison = dict(dtype=torch.int64, device=device)
+    rows, slot = torch.full((hkv, e), -5, **poison), torch.full((hkv, e), -5, **poison)
+    first = torch.zeros(hkv, e, dtype=torch.bool, device=device)
+    head_slots = torch.full((hq, k), -5, **poison)
+    top = top_idx.to(device)
+    fathom_union[(hkv,)](top, rows, first, slot, head_slots, k, e, top.stride(0), head_slots.stride(0),
+                         GROUP=group, BLOCK_E=triton.next_power_of_2(e), SEARCH_STEPS=k.bit_length(), num_warps=4)
+    return rows.cpu(), first.cpu(), slot.cpu(), head_slots.cpu()
+
+
+@pytest.mark.parametrize("group,k,universe", [(3, 37, 60), (4, 64, 1000), (1, 40, 100), (8, 20, 25)])
+def test_union_merges_sorted_lists_and_numbers_distinct_rows(group, k, universe, target):
+    """G = 3 and k = 37: no power of two anywhere; a small universe forces many shared rows."""
+    g = torch.Generator().manual_seed(group * k)
+    hkv = 2
+    top = torch.stack([torch.sort(torch.randperm(universe, generator=g)[:k]).values for _ in range(hkv * group)])
+    rows, first, slot, head_slots = _union(top, group, target.device)
+    for kvh in range(hkv):
+        mine = top[kvh * group : (kvh + 1) * group]
+        assert torch.equal(rows[kvh], torch.sort(mine.flatten()).values)
+        distinct = torch.unique(mine)
+        assert int(first[kvh].sum()) == distinct.numel()
+        assert torch.equal(rows[kvh][first[kvh]], distinct), "one first flag per distinct row, at its first entry"
+        assert torch.equal(slot[kvh], torch.searchsorted(distinct, rows[kvh])), "slot = rank among distinct rows"
+        for a in range(group):
+            assert torch.equal(distinct[head_slots[kvh * group + a]], mine[a]), "each head finds its own rows"
