@@ -14,8 +14,8 @@
 # third argument `tune` followed by the fathom-tune tuning steps (not its comparison); fathom-tune = kprof tune of the Fathom launches
 # at 1M tokens; fathom-stages = resumed gather/scan32 tunes and the stage breakdowns at 1M;
 # fathom-retune = the three Fathom tunes afresh plus the tuned comparison; fathom-fused = Fathom
-# kernel tests on the GPU, a 1M-token screen of the staged and fused gathers and the Triton top-k
-# and union, and both gather families against scan32; acceptance = the headline SANTA++/Fathom comparisons, SANTA++ tuning and stages.
+# decode tests on the GPU, a 1M-token screen of the decode's launch variants and Fathom/sparq16
+# against scan32, with a third argument `tune` the two scan tunes; acceptance = the headline SANTA++/Fathom comparisons, SANTA++ tuning and stages.
 # Each mode fits one 10-minute device call. Exits non-zero if any step failed (all steps still run).
 set -u
 out=${1:?usage: scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused]}
@@ -146,22 +146,20 @@ if [ "$mode" = fathom-screen ]; then
   [ "${3:-}" = tune ] || { echo "gpu_check: overall status $status (logs in $out)"; exit $status; }
 fi
 if [ "$mode" = fathom-fused ]; then
-  # the Fathom kernel tests on the GPU; then at 1M tokens the stage screen of the staged (copy)
-  # and fused gathers, top-k and union variants, and both families against scan32
-  STEP_TIMEOUT=150 step pytest_fathom "$py" -m pytest -q -p no:cacheprovider tests/kernels/fathom
+  # the Fathom decode tests on the GPU (selection, attend, fetch, fused scan); at 1M tokens a
+  # stage screen of the launch variants, both methods against scan32 on one shared residency,
+  # then (third argument `tune`) the scan tunes of Fathom and scan32
+  STEP_TIMEOUT=150 step pytest_fathom "$py" -m pytest -q -p no:cacheprovider tests/kernels/fathom \
+    -k "selection or decode or fused"
   [ -f $F1M ] || STEP_TIMEOUT=150 step capture_f1m kprof capture --synthetic qwen3-8b-1m --out $F1M
-  variants=(scan32 scan32:gather=fused scan32:gather=fused,scan.BLOCKS=64,scan.num_warps=4
-    scan32:gather=fused,scan.BLOCKS=16,scan.num_warps=2
-    fathom fathom:topk.PRUNE=1 fathom:topk.num_warps=32 fathom:topk.num_warps=8 fathom:union.num_warps=8
-    fathom:gather=fused fathom:gather=fused,scan.BLOCKS=64,scan.num_warps=4
-    fathom:gather=fused,scan.BLOCKS=16,scan.num_warps=2 fathom:gather=fused,scan.BLOCKS=8,scan.num_warps=1)
+  variants=(scan32 scan32:scan.BLOCKS=64,scan.num_warps=4 fathom fathom:scan.BLOCKS=64,scan.num_warps=4
+    fathom:topk.num_warps=8 fathom:topk.PRUNE=1 fathom:attend.BLOCK_R=16 fathom:attend.BLOCK_R=64,attend.num_warps=8
+    fathom:fetch.PAIRED=0 fathom:fetch.ROWS=32,fetch.num_warps=4 fathom:gather=copy)
   STEP_TIMEOUT=200 step fathom_sweep "$py" scripts/sweep_stages.py --workload $F1M --rounds 2 --obs 10 \
     "${variants[@]}"
-  STEP_TIMEOUT=70 step fathom_compare_fused kprof compare --method fathom:gather=fused --method sparq16:gather=fused \
-    --baseline scan32:gather=fused --workload $F1M --rounds 2 --warmup-pairs 5 --observations 10 \
-    --out "$out/fathom_compare_fused.json"
-  STEP_TIMEOUT=70 step fathom_compare_copy kprof compare --method fathom --baseline scan32 --workload $F1M \
-    --rounds 2 --warmup-pairs 5 --observations 10 --out "$out/fathom_compare_copy.json"
+  STEP_TIMEOUT=70 step fathom_compare kprof compare --method fathom --method sparq16 --baseline scan32 \
+    --workload $F1M --rounds 2 --warmup-pairs 5 --observations 10 --out "$out/fathom_compare.json"
+  [ "${3:-}" = tune ] && tune_fathom 25 0 25
   echo "gpu_check: overall status $status (logs in $out)"; exit $status
 fi
 if [ "$mode" = fathom-retune ]; then

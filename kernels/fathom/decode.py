@@ -1,8 +1,9 @@
 """FathomDecode: one layer's sparse decode step over a bit-plane index.
 
-plan -> gather (index planes, host or HBM) -> scan -> top-k per query head (first 4 and last 32
-tokens always kept) -> union of winners per KV head -> fetch of the distinct winner K/V rows
-(host or HBM) -> exact attention of each head over its own winners. All buffers are allocated
+plan -> gather (index planes, host or HBM; fused into the scan by default) -> scan -> top-k per
+query head (first 4 and last 32 tokens always kept) -> union of winners per KV head -> fetch of
+the distinct winner K/V rows (host or HBM) -> exact attention of each head over its own winners
+(tile partials, then a merge). All buffers are allocated
 here; ``run()`` launches only: Triton kernels (plus, for the torch top-k variants, a few torch
 ops that run on the device without host synchronisation).
 """
@@ -10,7 +11,9 @@ ops that run on the device without host synchronisation).
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 import triton
@@ -20,7 +23,7 @@ from kprof.kernels.fathom.operator import LAUNCH_SPACES as SCAN_SPACES
 from kprof.kernels.fathom.operator import CHUNK, ChannelPolicy, FathomScan
 from kprof.kernels.fathom.selection import fathom_topk, fathom_union
 from kprof.kernels.fathom.store import FathomStore
-from kprof.kernels.fathom.triton_kernels import fathom_attend, fathom_fetch_rows
+from kprof.kernels.fathom.triton_kernels import fathom_attend, fathom_attend_reduce, fathom_fetch_rows
 
 SINK_TOKENS = 4
 RECENT_TOKENS = 32
@@ -38,8 +41,12 @@ LAUNCH_SPACES = dict(SCAN_SPACES) | {
     "union": LaunchSpace("union", (Param("num_warps", (8, 16), 16),)),
     # 64 rows x 8 warps: 194 us against 245-282 at 16 x 4 (1M tokens, H200, K|V rows interleaved)
     "fetch": LaunchSpace("fetch", (Param("ROWS", (8, 16, 32, 64), 64, "winner rows per program"),
-                                   Param("num_warps", (1, 2, 4, 8), 8))),
-    "attend": LaunchSpace("attend", (Param("BLOCK_R", (16, 32, 64, 128), 64, "winner rows per tile"),
+                                   Param("num_warps", (1, 2, 4, 8), 8),
+                                   Param("PAIRED", (0, 1), 1, "1: a row's K and V (adjacent) as one 2d-wide load "
+                                                              "and store; 0: two d-wide ones"))),
+    # one program per tile of a head's winners, then a merge launch (one program per head walking
+    # its 8 tiles: 53 us at k = 512 on an H200)
+    "attend": LaunchSpace("attend", (Param("BLOCK_R", (16, 32, 64, 128), 32, "winner rows per program"),
                                      Param("num_warps", (1, 2, 4, 8), 4))),
 }
 
@@ -61,6 +68,21 @@ class FathomResidency:
     store: FathomStore
     k_rows: torch.Tensor  # [Hkv, n, d] views of one [Hkv, n, 2, d] buffer: row stride 2d
     v_rows: torch.Tensor
+    # registry of live residencies, (id(k), id(v), device, index, rows, basis) -> residency; an
+    # entry goes when its key tensor is freed
+    _shared: ClassVar[dict[tuple, "FathomResidency"]] = {}
+
+    @classmethod
+    def shared(cls, k: torch.Tensor, v: torch.Tensor, device: torch.device, index: str = "host",
+               rows: str = "host", basis: str = "raw") -> "FathomResidency":
+        """The residency of this cache and placement, built on first use: every method prepared on
+        one workload (Fathom and its baselines in one comparison) reads the same index and rows,
+        as layers of one model would, instead of each pinning its own gigabytes."""
+        key = (id(k), id(v), str(device), index, rows, basis)
+        if key not in cls._shared:
+            cls._shared[key] = cls.build(k, v, device, index, rows, basis)
+            weakref.finalize(k, cls._shared.pop, key, None)
+        return cls._shared[key]
 
     @classmethod
     def build(cls, k: torch.Tensor, v: torch.Tensor, device: torch.device, index: str = "host", rows: str = "host",
@@ -79,7 +101,7 @@ class FathomResidency:
 class FathomDecode:
     def __init__(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, policy: ChannelPolicy, k_top: int,
                  config: dict, device: torch.device, index: str = "host", rows: str = "host", basis: str = "raw",
-                 residency: FathomResidency | None = None, gather: str = "copy"):
+                 residency: FathomResidency | None = None, gather: str = "fused"):
         """``gather``: 'copy' stages the active planes in HBM with the gather launch, then scans them;
         'fused' scans them where the index lives (one launch reads the same bytes once)."""
         if gather not in GATHER_MODES:
@@ -122,9 +144,17 @@ class FathomDecode:
         self.first = torch.ones(hkv, e, dtype=torch.bool, device=device)
         self.slot = torch.empty(hkv, e, dtype=i64, device=device)
         self.head_slots = torch.empty(hq, self.k_top, dtype=i64, device=device)
-        self.union_k = torch.empty(hkv, e, d, dtype=k.dtype, device=device)
-        self.union_v = torch.empty_like(self.union_k)
+        # K and V of a union row side by side, as in the residency: the fetch copies one 2d run
+        union = torch.empty(hkv, e, 2, d, dtype=k.dtype, device=device)
+        self.union_k, self.union_v = union[:, :, 0], union[:, :, 1]
+        if self.v_rows.data_ptr() != self.k_rows.data_ptr() + d * self.k_rows.element_size() \
+                or self.v_rows.stride() != self.k_rows.stride():
+            raise ValueError("the residency must keep each row's V right after its K (FathomResidency.build does)")
         self.out = torch.empty(hq, d, dtype=q.dtype, device=device)
+        self.splits = triton.cdiv(self.k_top, config["attend"]["BLOCK_R"])  # attend's tile partials per head
+        self.part_m = torch.empty(hq, self.splits, dtype=torch.float32, device=device)
+        self.part_l = torch.empty_like(self.part_m)
+        self.part_acc = torch.empty(hq, self.splits, d, dtype=torch.float32, device=device)
 
     @property
     def pruned(self) -> bool:
@@ -169,15 +199,19 @@ class FathomDecode:
         fathom_fetch_rows[(self.hkv, triton.cdiv(self.entries, c["ROWS"]))](
             self.k_rows, self.v_rows, self.sorted_rows, self.first, self.slot, self.union_k, self.union_v,
             self.entries, self.k_rows.stride(0), self.k_rows.stride(1), self.union_k.stride(0), self.union_k.stride(1),
-            D=self.d, ROWS=c["ROWS"], num_warps=c["num_warps"])
+            D=self.d, ROWS=c["ROWS"], PAIRED=bool(c["PAIRED"]), num_warps=c["num_warps"])
 
     def launch_attend(self) -> None:
+        """Tile partials of each head's softmax, then one merge per head (two launches)."""
         c = self.cfg["attend"]
-        fathom_attend[(self.hq,)](
-            self.q, self.union_k, self.union_v, self.head_slots, self.out,
+        fathom_attend[(self.hq, self.splits)](
+            self.q, self.union_k, self.union_v, self.head_slots, self.part_m, self.part_l, self.part_acc,
             self.k_top, 1.4426950408889634 / math.sqrt(self.d),
             self.q.stride(0), self.union_k.stride(0), self.union_k.stride(1), self.head_slots.stride(0),
-            self.out.stride(0), GROUP=self.group, D=self.d, BLOCK_R=c["BLOCK_R"], num_warps=c["num_warps"])
+            self.part_m.stride(0), GROUP=self.group, D=self.d, BLOCK_R=c["BLOCK_R"], num_warps=c["num_warps"])
+        fathom_attend_reduce[(self.hq,)](
+            self.part_m, self.part_l, self.part_acc, self.out, self.splits, self.part_m.stride(0), self.out.stride(0),
+            D=self.d, BLOCK_S=max(2, triton.next_power_of_2(self.splits)), num_warps=4)
 
     def stages(self):
         return (*self.scan.stages(), ("topk", self.launch_topk), ("union", self.launch_union),

@@ -12,9 +12,10 @@ from kprof.kernels.fathom.reference import approximate_scores
 from kprof.methods import get_method
 
 
-def _decode(make_workload, target, k_top=48, n=256, seed=0, prune=2, **kw):
+def _decode(make_workload, target, k_top=48, n=256, seed=0, prune=2, attend=None, fetch=None, **kw):
     w = make_workload(4, 2, n, 32, seed=seed, scale=2.0)
-    cfg = resolve_method_config(LAUNCH_SPACES, {"gather": {"CHUNK": 256}, "topk": {"PRUNE": prune}}, w.shape)
+    cfg = resolve_method_config(LAUNCH_SPACES, {"gather": {"CHUNK": 256}, "topk": {"PRUNE": prune},
+                                                "attend": attend or {}, "fetch": fetch or {}}, w.shape)
     return w, FathomDecode(w.q, w.k, w.v, water(40), k_top, cfg, target.device, **kw)
 
 
@@ -40,10 +41,14 @@ def test_winners_are_the_top_k_of_the_approximate_scores_with_forced_tokens(make
         assert forced <= set(win[h].tolist())
 
 
-@pytest.mark.parametrize("n,prune,gather", [(256, 2, "copy"), (4100, 2, "fused"), (4100, 1, "copy")])
-def test_union_fetches_each_distinct_row_once_and_heads_see_their_own_rows(make_workload, target, n, prune, gather):
-    w, op = _decode(make_workload, target, n=n, seed=2, prune=prune, gather=gather)
+@pytest.mark.parametrize("n,prune,gather,paired", [(256, 2, "copy", 1), (4100, 2, "fused", 1), (4100, 1, "copy", 0),
+                                                    (256, 2, "fused", 0)])
+def test_union_fetches_each_distinct_row_once_and_heads_see_their_own_rows(make_workload, target, n, prune, gather,
+                                                                           paired):
+    """Each distinct row is copied once, K and V (as one 2d run, or as two d-wide ones)."""
+    w, op = _decode(make_workload, target, n=n, seed=2, prune=prune, gather=gather, fetch={"PAIRED": paired})
     op.union_k.fill_(float("nan"))
+    op.union_v.fill_(float("nan"))
     op.head_slots.fill_(-1)
     op.run()
     win = op.winners()
@@ -56,9 +61,11 @@ def test_union_fetches_each_distinct_row_once_and_heads_see_their_own_rows(make_
             assert torch.equal(op.union_v[kvh, slots].cpu(), w.v[kvh, win[h]])
 
 
-@pytest.mark.parametrize("gather", ["copy", "fused"])
-def test_output_is_exact_attention_over_each_heads_winners(make_workload, target, gather):
-    w, op = _decode(make_workload, target, seed=4, gather=gather)
+@pytest.mark.parametrize("gather,block_r", [("copy", 32), ("fused", 32), ("copy", 16), ("copy", 128)])
+def test_output_is_exact_attention_over_each_heads_winners(make_workload, target, gather, block_r):
+    """k = 48 winners in tiles of 32 (a partial second tile), 16 (three) or 128 (one, mostly dead)."""
+    w, op = _decode(make_workload, target, seed=4, gather=gather, attend={"BLOCK_R": block_r})
+    op.part_acc.fill_(float("nan"))
     op.out.fill_(float("nan"))
     out = op.run().cpu().double()
     win = op.winners()
@@ -100,3 +107,22 @@ def test_gather_option_picks_the_fused_scan_and_rejects_unknown_values(make_work
     assert p.details["scan_bits_per_token"] == [136.0, 136.0], "the same bytes as the staged gather"
     with pytest.raises(ConfigError, match="gather='stream': choose copy or fused"):
         get_method("fathom:gather=stream")
+
+
+def test_methods_on_one_workload_share_one_residency_until_the_cache_is_freed(make_workload, target):
+    import gc
+
+    from kprof.kernels.fathom.decode import FathomResidency
+
+    w = make_workload(4, 2, 128, 32, seed=3)
+    a = get_method("fathom:k=40").prepare(w, target).handle
+    b = get_method("scan32:k=40").prepare(w, target).handle
+    c = get_method("scan32:k=40,rows=hbm").prepare(w, target).handle
+    assert a.store is b.store and a.k_rows is b.k_rows, "one index and one row copy for both methods"
+    assert c.store is not a.store, "another placement is another residency"
+    other = get_method("scan32:k=40").prepare(make_workload(4, 2, 128, 32, seed=4), target).handle
+    assert other.store is not a.store
+    before = len(FathomResidency._shared)
+    del w, a, b, c
+    gc.collect()
+    assert len(FathomResidency._shared) == before - 2, "the workload's two residencies went with its keys"
