@@ -14,8 +14,8 @@
 # third argument `tune` followed by the fathom-tune tuning steps (not its comparison); fathom-tune = kprof tune of the Fathom launches
 # at 1M tokens; fathom-stages = resumed gather/scan32 tunes and the stage breakdowns at 1M;
 # fathom-retune = the three Fathom tunes afresh plus the tuned comparison; fathom-fused = Fathom
-# decode tests on the GPU, a 1M-token screen of the decode's launch variants and Fathom/sparq16
-# against scan32, with a third argument `tune` the two scan tunes; acceptance = the headline SANTA++/Fathom comparisons, SANTA++ tuning and stages.
+# selection and decode tests on the GPU, the 1M-token top-k and fetch tunes of Fathom and scan32,
+# and Fathom/sparq16 against scan32 at the tuned configs; acceptance = the headline SANTA++/Fathom comparisons, SANTA++ tuning and stages.
 # Each mode fits one 10-minute device call. Exits non-zero if any step failed (all steps still run).
 set -u
 out=${1:?usage: scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused]}
@@ -61,6 +61,17 @@ tune_fathom() {
   [ "$2" -gt 0 ] && STEP_TIMEOUT=$(($2 + 35)) step tune_fathom_gather kprof tune --method fathom $F --launch gather --budget-s $2
   [ "$3" -gt 0 ] && STEP_TIMEOUT=$(($3 + 35)) step tune_scan32_scan kprof tune --method scan32 $F --launch scan --budget-s $3
   return 0
+}
+# tune_selection SECONDS: kprof tune of the top-k and the row fetch of Fathom and of scan32 (the
+# baseline gets the same tuning as the method), SECONDS each
+tune_selection() {
+  local F="--workload $F1M --rounds 2 --observations 20 --finalists 1 --replace-stale" m launch
+  [ -f $F1M ] || STEP_TIMEOUT=150 step capture_f1m kprof capture --synthetic qwen3-8b-1m --out $F1M
+  for m in fathom scan32; do
+    for launch in topk fetch; do
+      STEP_TIMEOUT=$(($1 + 40)) step tune_${m}_$launch kprof tune --method $m $F --launch $launch --budget-s $1
+    done
+  done
 }
 step install "$py" -m pip install -q --no-deps --no-build-isolation -e .
 step env kprof env
@@ -146,20 +157,13 @@ if [ "$mode" = fathom-screen ]; then
   [ "${3:-}" = tune ] || { echo "gpu_check: overall status $status (logs in $out)"; exit $status; }
 fi
 if [ "$mode" = fathom-fused ]; then
-  # the Fathom decode tests on the GPU (selection, attend, fetch, fused scan); at 1M tokens a
-  # stage screen of the launch variants, both methods against scan32 on one shared residency,
-  # then (third argument `tune`) the scan tunes of Fathom and scan32
-  STEP_TIMEOUT=150 step pytest_fathom "$py" -m pytest -q -p no:cacheprovider tests/kernels/fathom \
-    -k "selection or decode or fused"
-  [ -f $F1M ] || STEP_TIMEOUT=150 step capture_f1m kprof capture --synthetic qwen3-8b-1m --out $F1M
-  variants=(scan32 scan32:scan.BLOCKS=64,scan.num_warps=4 fathom fathom:scan.BLOCKS=64,scan.num_warps=4
-    fathom:topk.num_warps=8 fathom:topk.PRUNE=1 fathom:attend.BLOCK_R=16 fathom:attend.BLOCK_R=64,attend.num_warps=8
-    fathom:fetch.PAIRED=0 fathom:fetch.ROWS=32,fetch.num_warps=4 fathom:gather=copy)
-  STEP_TIMEOUT=200 step fathom_sweep "$py" scripts/sweep_stages.py --workload $F1M --rounds 2 --obs 10 \
-    "${variants[@]}"
+  # the Fathom selection and decode tests on the GPU; at 1M tokens the top-k and fetch tunes of
+  # Fathom and scan32, then both methods and sparq16 against scan32 at the tuned configs
+  STEP_TIMEOUT=170 step pytest_fathom "$py" -m pytest -q -p no:cacheprovider tests/kernels/fathom/test_selection.py \
+    tests/kernels/fathom/test_decode.py -k "selection or residency"
+  tune_selection 20
   STEP_TIMEOUT=70 step fathom_compare kprof compare --method fathom --method sparq16 --baseline scan32 \
     --workload $F1M --rounds 2 --warmup-pairs 5 --observations 10 --out "$out/fathom_compare.json"
-  [ "${3:-}" = tune ] && tune_fathom 25 0 25
   echo "gpu_check: overall status $status (logs in $out)"; exit $status
 fi
 if [ "$mode" = fathom-retune ]; then

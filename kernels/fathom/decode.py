@@ -36,12 +36,14 @@ LAUNCH_SPACES = dict(SCAN_SPACES) | {
     # at 1M tokens on an H200); 0: one torch.topk over each whole row (~0.5 ms there)
     "topk": LaunchSpace("topk", (Param("PRUNE", (0, 1, 2), 2, "2: chunk-pruned top-k in one Triton launch; "
                                        "1: the same pruning as torch launches; 0: one torch.topk over each row"),
-                                 Param("num_warps", (4, 8, 16), 16, "warps of the Triton top-k (PRUNE 2)"))),
+                                 Param("num_warps", (4, 8, 16), 16, "warps of the Triton top-k (PRUNE 2)"),
+                                 Param("RADIX_BITS", (0, 2, 4, 8), 0, "threshold search of the Triton top-k: "
+                                       "0 bisection (32 counting steps), else radix select with digits this wide"))),
     # sm_90, G = 4, k = 512: 16 warps 90 registers per thread, 8 warps 204, 4 warps spill
     "union": LaunchSpace("union", (Param("num_warps", (8, 16), 16),)),
     # 64 rows x 8 warps: 194 us against 245-282 at 16 x 4 (1M tokens, H200, K|V rows interleaved)
-    "fetch": LaunchSpace("fetch", (Param("ROWS", (8, 16, 32, 64), 64, "winner rows per program"),
-                                   Param("num_warps", (1, 2, 4, 8), 8),
+    "fetch": LaunchSpace("fetch", (Param("ROWS", (8, 16, 32, 64, 128), 64, "winner rows per program"),
+                                   Param("num_warps", (1, 2, 4, 8, 16), 8),
                                    Param("PAIRED", (0, 1), 1, "1: a row's K and V (adjacent) as one 2d-wide load "
                                                               "and store; 0: two d-wide ones"))),
     # one program per tile of a head's winners, then a merge launch (one program per head walking
@@ -171,7 +173,7 @@ class FathomDecode:
                 self.n, self.scan.n_chunks, self.k_top, self.scan.scores_padded.stride(0),
                 self.scan.chunk_max.stride(0), self.top_idx.stride(0),
                 CHUNK=CHUNK, SINK=SINK_TOKENS, RECENT=RECENT_TOKENS, BLOCK_C=block_c, BLOCK_T=block_t,
-                TILE=min(4096, block_c, block_t), num_warps=c["num_warps"])
+                TILE=min(4096, block_c, block_t), RADIX_BITS=c["RADIX_BITS"], num_warps=c["num_warps"])
             return
         scores = self.scan.scores
         scores.index_fill_(1, self.forced, float("inf"))

@@ -3,7 +3,7 @@ winners per KV head. Both replace chains of torch launches (two radix top-ks and
 a segmented sort, compare, cumsum and scatter) with one Triton program per row.
 
 Top-k works on order-preserving int32 keys of the fp32 scores and finds the k-th largest key by
-radix select over a register-resident row (four 8-bit histogram rounds), then writes the
+bisection or radix select over a register-resident row, then writes the
 selected positions in ascending order with one prefix sum: ties at the threshold are taken
 lowest position first, so the result is exactly one of the valid top-k sets.
 """
@@ -22,33 +22,53 @@ def _order_key(x):
 
 
 @triton.jit
-def _threshold(key, k):
+def _threshold(key, k, RADIX_BITS: tl.constexpr):
     """The k-th largest key T and how many keys equal to T the top k take (k minus the count
-    above T), by radix select: four rounds, each one histogram of the next 8 bits over the keys
-    that share T's bits so far.
+    above T). Dead lanes carry the smallest int32, below every float's key, so they never count.
 
-    Four rounds instead of 32 bisection steps: each step is a block-wide reduction, and their
-    latency, not arithmetic, bounded the bisection (106 us for 32 heads at 1M tokens on an H200).
-    Keys outside the prefix go to bin 0, whose count is never read (only bins above a digit
-    are): the threshold's digit is 0 exactly when bins 1-255 hold fewer than the rank still wanted. Dead lanes carry the
-    smallest int32, below every float's key, so they never reach a threshold.
+    RADIX_BITS 0: bisection over the int32 range, 32 steps, each a block-wide count. Otherwise
+    radix select, 32 / RADIX_BITS rounds, each one histogram of the next RADIX_BITS bits over the
+    keys sharing T's bits so far. Keys outside that prefix go to bin 0, whose count is never read
+    (only bins above the chosen digit are): T's digit is 0 exactly when bins 1.. hold fewer keys
+    than the rank still wanted. Fewer rounds, but Triton's histogram costs grow with the bins
+    (H200, 32 heads at 1M tokens: 106 us by bisection, 299 us with 8-bit digits).
     """
-    bins = tl.arange(0, 256)
+    if RADIX_BITS == 0:
+        lo = tl.min(key, axis=0).to(tl.int64)
+        hi = tl.max(key, axis=0).to(tl.int64)
+        for _ in range(32):
+            mid = lo + (hi - lo + 1) // 2
+            enough = tl.sum((key >= mid.to(tl.int32)).to(tl.int32), axis=0) >= k
+            lo = tl.where(enough, mid, lo)
+            hi = tl.where(enough, hi, mid - 1)
+        thresh = lo.to(tl.int32)
+        rank = k - tl.sum((key > thresh).to(tl.int32), axis=0)
+    else:
+        thresh, rank = _radix_threshold(key, k, RADIX_BITS)
+    return thresh, rank
+
+
+@triton.jit
+def _radix_threshold(key, k, RADIX_BITS: tl.constexpr):
+    """``_threshold`` by radix select (RADIX_BITS > 0)."""
+    n_bins: tl.constexpr = 1 << RADIX_BITS
+    bins = tl.arange(0, n_bins)
     prefix = tl.zeros([], dtype=tl.int32)
     rank = k + tl.zeros([], dtype=tl.int32)
-    for r in tl.static_range(4):
-        shift = 24 - 8 * r
-        digit = (key >> shift) & 255
+    for r in tl.static_range(32 // RADIX_BITS):
+        shift = 32 - RADIX_BITS * (r + 1)
+        digit = (key >> shift) & (n_bins - 1)
         if r == 0:
-            digit = digit ^ 128  # signed order of the top byte -> unsigned bins
-            hist = tl.histogram(digit, 256)
+            digit = digit ^ (n_bins // 2)  # signed order of the top digit -> unsigned bins
+            hist = tl.histogram(digit, n_bins)
         else:
-            hist = tl.histogram(tl.where((key >> (shift + 8)) == (prefix >> (shift + 8)), digit, 0), 256)
+            same = (key >> (shift + RADIX_BITS)) == (prefix >> (shift + RADIX_BITS))
+            hist = tl.histogram(tl.where(same, digit, 0), n_bins)
         at_least = tl.sum(hist, axis=0) - tl.cumsum(hist, axis=0) + hist  # keys with digit >= bin (bin > 0)
         d = tl.max(tl.where(at_least >= rank, bins, 0), axis=0)
         rank -= tl.sum(tl.where(bins > d, hist, 0), axis=0)
         if r == 0:
-            d = d ^ 128
+            d = d ^ (n_bins // 2)
         prefix = prefix | (d << shift)
     return prefix, rank
 
@@ -98,7 +118,7 @@ def fathom_topk(
     Scores, ChunkMax, ChunkSel, TopIdx,
     n, n_chunks, k, stride_sh, stride_ch, stride_th,
     CHUNK: tl.constexpr, SINK: tl.constexpr, RECENT: tl.constexpr,
-    BLOCK_C: tl.constexpr, BLOCK_T: tl.constexpr, TILE: tl.constexpr,
+    BLOCK_C: tl.constexpr, BLOCK_T: tl.constexpr, TILE: tl.constexpr, RADIX_BITS: tl.constexpr,
 ):
     """Grid (Hq,): the exact top-k tokens of one head, ascending, with forced tokens first.
 
@@ -110,7 +130,7 @@ def fathom_topk(
     """
     h = tl.program_id(0)
     key, live = _chunk_keys(ChunkMax, h, tl.arange(0, BLOCK_C), n, n_chunks, stride_ch, CHUNK, RECENT)
-    thresh, need = _threshold(tl.where(live, key, -2147483648), k)
+    thresh, need = _threshold(tl.where(live, key, -2147483648), k, RADIX_BITS)
     base_gt = tl.zeros([], dtype=tl.int32)
     base_eq = tl.zeros([], dtype=tl.int32)
     for t0 in tl.static_range(0, BLOCK_C, TILE):
@@ -120,7 +140,7 @@ def fathom_topk(
     tl.debug_barrier()  # pass 2 reads the chunk list this program's threads just wrote
 
     key, tok, live = _token_keys(Scores, ChunkSel, h, tl.arange(0, BLOCK_T), n, k, stride_sh, CHUNK, SINK, RECENT)
-    thresh, need = _threshold(tl.where(live, key, -2147483648), k)
+    thresh, need = _threshold(tl.where(live, key, -2147483648), k, RADIX_BITS)
     base_gt = tl.zeros([], dtype=tl.int32)
     base_eq = tl.zeros([], dtype=tl.int32)
     for t0 in tl.static_range(0, BLOCK_T, TILE):

@@ -114,13 +114,13 @@ def test_methods_on_one_workload_share_one_residency_until_the_cache_is_freed(ma
 
     from kprof.kernels.fathom.decode import FathomResidency
 
-    w = make_workload(4, 2, 128, 32, seed=3)
+    w = make_workload(4, 2, 128, 32, seed=3).to(target.device)  # as a comparison loads it: once
     a = get_method("fathom:k=40").prepare(w, target).handle
     b = get_method("scan32:k=40").prepare(w, target).handle
     c = get_method("scan32:k=40,rows=hbm").prepare(w, target).handle
     assert a.store is b.store and a.k_rows is b.k_rows, "one index and one row copy for both methods"
     assert c.store is not a.store, "another placement is another residency"
-    other = get_method("scan32:k=40").prepare(make_workload(4, 2, 128, 32, seed=4), target).handle
+    other = get_method("scan32:k=40").prepare(make_workload(4, 2, 128, 32, seed=4).to(target.device), target).handle
     assert other.store is not a.store
     before = len(FathomResidency._shared)
     del w, a, b, c

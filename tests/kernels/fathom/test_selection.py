@@ -9,7 +9,7 @@ from kprof.kernels.fathom.operator import CHUNK
 from kprof.kernels.fathom.selection import fathom_topk, fathom_union
 
 
-def _topk(scores: torch.Tensor, k: int, device, tile: int = 4096, num_warps: int = 4) -> torch.Tensor:
+def _topk(scores: torch.Tensor, k: int, device, tile: int = 4096, num_warps: int = 4, radix_bits: int = 0) -> torch.Tensor:
     """Run the Triton top-k over ``scores [H, n]`` the way the decode step lays its buffers out."""
     hq, n = scores.shape
     n_chunks = triton.cdiv(n, CHUNK)
@@ -22,7 +22,7 @@ def _topk(scores: torch.Tensor, k: int, device, tile: int = 4096, num_warps: int
     block_c, block_t = triton.next_power_of_2(n_chunks), triton.next_power_of_2(k * CHUNK)
     fathom_topk[(hq,)](padded, chunk_max, sel, out, n, n_chunks, k, padded.stride(0), chunk_max.stride(0),
                        out.stride(0), CHUNK=CHUNK, SINK=SINK_TOKENS, RECENT=RECENT_TOKENS, BLOCK_C=block_c,
-                       BLOCK_T=block_t, TILE=min(tile, block_c, block_t), num_warps=num_warps)
+                       BLOCK_T=block_t, TILE=min(tile, block_c, block_t), RADIX_BITS=radix_bits, num_warps=num_warps)
     return out.cpu()
 
 
@@ -45,12 +45,14 @@ def _check_top_k(scores: torch.Tensor, got: torch.Tensor, k: int) -> None:
         assert torch.equal(torch.sort(s[row]).values, expected)
 
 
-@pytest.mark.parametrize("n,k,tile", [(4100, 48, 4096), (4100, 48, 64), (9000, 100, 128), (1300, 40, 32)])
-def test_topk_is_exact_on_random_scores(target, n, k, tile):
-    """4,100 tokens: a partial last chunk; small tiles carry the ranks across many prefix sums."""
+@pytest.mark.parametrize("n,k,tile,radix_bits", [(4100, 48, 4096, 0), (4100, 48, 64, 4), (9000, 100, 128, 8),
+                                                 (1300, 40, 32, 2)])
+def test_topk_is_exact_on_random_scores(target, n, k, tile, radix_bits):
+    """4,100 tokens: a partial last chunk; small tiles carry the ranks across many prefix sums;
+    bisection and radix select with 2-, 4- and 8-bit digits."""
     g = torch.Generator().manual_seed(n + k)
     scores = torch.randn(3, n, generator=g) * 3
-    got = _topk(scores, k, target.device, tile=tile)
+    got = _topk(scores, k, target.device, tile=tile, radix_bits=radix_bits)
     _check_top_k(scores, got, k)
     for h in range(3):  # with distinct scores the set itself is determined
         s = scores[h].clone()
@@ -58,23 +60,25 @@ def test_topk_is_exact_on_random_scores(target, n, k, tile):
         assert set(got[h].tolist()) == set(torch.topk(s, k).indices.tolist())
 
 
-def test_topk_with_heavy_ties_keeps_exactly_k_of_the_best_values(target):
+@pytest.mark.parametrize("radix_bits", [0, 4])
+def test_topk_with_heavy_ties_keeps_exactly_k_of_the_best_values(target, radix_bits):
     """Five distinct values over 12,000 tokens: the k-th score is tied many times at both levels
     (chunk maxima and tokens). Exactly k distinct tokens are kept, and their scores are the k best."""
     g = torch.Generator().manual_seed(3)
     scores = torch.randint(0, 5, (2, 12000), generator=g).float() - 10.0  # negative: sign handling
     k = 300
-    got = _topk(scores, k, target.device, tile=256)
+    got = _topk(scores, k, target.device, tile=256, radix_bits=radix_bits)
     _check_top_k(scores, got, k)
 
 
-def test_topk_ranks_negative_and_infinite_scores(target):
+@pytest.mark.parametrize("radix_bits", [0, 2, 8])
+def test_topk_ranks_negative_and_infinite_scores(target, radix_bits):
     g = torch.Generator().manual_seed(9)
     scores = -torch.rand(2, 2000, generator=g) * 1e30
     scores[0, 700] = float("-inf")
     scores[0, 900] = -0.0
     scores[1, 1000:1040] = 0.0
-    got = _topk(scores, 40, target.device)
+    got = _topk(scores, 40, target.device, radix_bits=radix_bits)
     _check_top_k(scores, got, 40)
     assert 900 in got[0].tolist() and 700 not in got[0].tolist()
     assert set(range(1000, 1004)) <= set(got[1].tolist())
