@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run every GPU check in one go on a CUDA machine; all logs go to OUTDIR.
-#   bash scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused]
+#   bash scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused|fathom-final]
 # Installs kprof without touching the machine's torch/triton, prints `kprof env`, runs the
 # `-m gpu` tests, then by mode: full = dense baselines and the timing protocol (full-protocol
 # comparisons, A/A checks, stages, graph and host-bound modes, order probe, dense benchmark;
@@ -15,10 +15,11 @@
 # at 1M tokens; fathom-stages = resumed gather/scan32 tunes and the stage breakdowns at 1M;
 # fathom-retune = the three Fathom tunes afresh plus the tuned comparison; fathom-fused = Fathom
 # selection and decode tests on the GPU, the 1M-token top-k and fetch tunes of Fathom and scan32,
-# and Fathom/sparq16 against scan32 at the tuned configs; acceptance = the headline SANTA++/Fathom comparisons, SANTA++ tuning and stages.
+# and Fathom/sparq16 against scan32 at the tuned configs; fathom-final = the Fathom issue's
+# measurements at 1M tokens (comparisons, stages, HBM index, gather) and the scan tunes; acceptance = the headline SANTA++/Fathom comparisons, SANTA++ tuning and stages.
 # Each mode fits one 10-minute device call. Exits non-zero if any step failed (all steps still run).
 set -u
-out=${1:?usage: scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused]}
+out=${1:?usage: scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused|fathom-final]}
 mode=${2:-full}
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -164,6 +165,21 @@ if [ "$mode" = fathom-fused ]; then
   tune_selection 20
   STEP_TIMEOUT=70 step fathom_compare kprof compare --method fathom --method sparq16 --baseline scan32 \
     --workload $F1M --rounds 2 --warmup-pairs 5 --observations 10 --out "$out/fathom_compare.json"
+  echo "gpu_check: overall status $status (logs in $out)"; exit $status
+fi
+if [ "$mode" = fathom-final ]; then
+  # the issue-6 measurements of the final code at 1M tokens: Fathom, sparq16 and scan-full against
+  # scan32 (host index), Fathom's stages, the HBM-index pair, the gather benchmark, then the scan
+  # tunes of Fathom and scan32 as far as the call allows
+  [ -f $F1M ] || STEP_TIMEOUT=150 step capture_f1m kprof capture --synthetic qwen3-8b-1m --out $F1M
+  STEP_TIMEOUT=80 step fathom_compare kprof compare --method fathom --method sparq16 --method scan-full \
+    --baseline scan32 --workload $F1M --rounds 2 --warmup-pairs 5 --observations 10 --out "$out/fathom_compare.json"
+  STEP_TIMEOUT=60 step stages_fathom kprof stages --method fathom --workload $F1M --rounds 2 --stage-observations 10 \
+    --warmup-pairs 5 --out "$out/stages_fathom.json"
+  STEP_TIMEOUT=50 step fathom_compare_hbm kprof compare --method fathom:index=hbm --baseline scan32:index=hbm \
+    --workload $F1M --rounds 2 --warmup-pairs 5 --observations 10 --out "$out/fathom_hbm.json"
+  STEP_TIMEOUT=40 step gather_bench "$py" scripts/bench_gather.py
+  tune_fathom 15 0 15
   echo "gpu_check: overall status $status (logs in $out)"; exit $status
 fi
 if [ "$mode" = fathom-retune ]; then
