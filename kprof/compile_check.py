@@ -13,8 +13,8 @@ Launches are compiled with the divisibility-by-16 specialisations the GPU launch
 aligned pointers, ints divisible by 16, as recorded from the interpreter's arguments), so
 vectorised and pipelined accesses are those of the device build at the recorded sizes. Limits:
 ints equal to 1 are not specialised and bools are typed i1; the recording workload is a spec's
-shape (default the 32K Qwen one) cut to 1,024 tokens, so shape-derived constexprs, and the
-alignment of sizes that are multiples of 16 only at 1,024 tokens, can differ from full-size runs.
+shape (default the 32K Qwen one) cut to 4,096 tokens, so shape-derived constexprs, and the
+alignment of sizes that are multiples of 16 only at 4,096 tokens, can differ from full-size runs.
 
     python -m kprof.compile_check [--arch 90] [--method SPEC ...] [--workload SPEC] [--dump DIR]
 """
@@ -40,7 +40,10 @@ DEFAULT_METHODS = (
     "santa:topk.SELECT=2,merge.SELECT=2,topk.RADIX_BITS=1,merge.RADIX_BITS=4",
     "santa:topk.SELECT=1", "santa:out=fp32", "santa:k=1000000", "fathom", "scan32", "sparq16", "scan-full",
     "fathom:index=hbm", "fathom:topk.PRUNE=0", "scan32:scan.BLOCKS=4,scan.num_warps=8",
+    # k = 64 fits 128 chunks of 32 tokens, so the Triton top-k runs (k = 512 needs 16K+ tokens)
+    "fathom:k=64", "fathom:k=64,topk.RADIX_BITS=4", "scan32:gather=copy,fetch.PAIRED=0",
 )
+RECORD_TOKENS = 4096
 DEFAULT_SHAPE = "qwen2.5-7b-l14-32k"
 SMEM_LIMIT = {90: 232_448, 89: 101_376, 80: 166_912}  # max dynamic shared memory per block, bytes
 _TORCH_TYPES = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32", torch.float64: "fp64",
@@ -208,13 +211,13 @@ def _one_line(exc: Exception) -> str:
 
 
 def _small_workload(spec: str = DEFAULT_SHAPE):
-    """A workload spec's shape (heads, d, dtype) cut to 1,024 tokens: real types, quick to run."""
+    """A workload spec's shape (heads, d, dtype) cut to RECORD_TOKENS tokens: real types, quick to run."""
     import dataclasses
 
     from kprof.workloads import synthesize
     from kprof.workloads.specs import get_spec
 
-    return synthesize(dataclasses.replace(get_spec(spec), name="compile-check", n=1024))
+    return synthesize(dataclasses.replace(get_spec(spec), name="compile-check", n=RECORD_TOKENS))
 
 
 def _dump(kernel, rec: LaunchRecord, folder: Path) -> None:
@@ -232,7 +235,7 @@ def _dump(kernel, rec: LaunchRecord, folder: Path) -> None:
 @click.option("--arch", type=int, default=90, show_default=True, help="Compute capability to compile for (90: H100/H200).")
 @click.option("--method", "methods", multiple=True, help="Method spec to record (repeatable) [default: every Triton method and variant].")
 @click.option("--workload", "shape", default=DEFAULT_SHAPE, show_default=True,
-              help="Workload spec whose shape (heads, head dim, dtype) the launches are recorded at, cut to 1,024 tokens.")
+              help="Workload spec whose shape (heads, head dim, dtype) the launches are recorded at, cut to 4,096 tokens.")
 @click.option("--dump", type=click.Path(file_okay=False, path_type=Path),
               help="Also write each launch's TTGIR, PTX and SASS into this folder (layouts, shared-memory conversions, spills).")
 @click.option("--record-only", is_flag=True, hidden=True, help="Internal: record launches as JSON on stdout.")
