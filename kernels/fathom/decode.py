@@ -23,7 +23,8 @@ from kprof.kernels.fathom.operator import LAUNCH_SPACES as SCAN_SPACES
 from kprof.kernels.fathom.operator import CHUNK, ChannelPolicy, FathomScan
 from kprof.kernels.fathom.selection import fathom_topk, fathom_union
 from kprof.kernels.fathom.store import FathomStore
-from kprof.kernels.fathom.triton_kernels import fathom_attend, fathom_attend_reduce, fathom_fetch_rows
+from kprof.kernels.dense.split_kv import _split_kv_combine
+from kprof.kernels.fathom.triton_kernels import fathom_attend, fathom_fetch_rows
 
 SINK_TOKENS = 4
 RECENT_TOKENS = 32
@@ -211,9 +212,10 @@ class FathomDecode:
             self.k_top, 1.4426950408889634 / math.sqrt(self.d),
             self.q.stride(0), self.union_k.stride(0), self.union_k.stride(1), self.head_slots.stride(0),
             self.part_m.stride(0), GROUP=self.group, D=self.d, BLOCK_R=c["BLOCK_R"], num_warps=c["num_warps"])
-        fathom_attend_reduce[(self.hq,)](
-            self.part_m, self.part_l, self.part_acc, self.out, self.splits, self.part_m.stride(0), self.out.stride(0),
-            D=self.d, BLOCK_S=max(2, triton.next_power_of_2(self.splits)), num_warps=4)
+        _split_kv_combine[(self.hq,)](
+            self.part_m, self.part_l, self.part_acc, self.out, self.splits, self.part_m.stride(0),
+            self.part_acc.stride(0), self.part_acc.stride(1), self.out.stride(0),
+            BLOCK_S=max(2, triton.next_power_of_2(self.splits)), HEAD_D=self.d, num_warps=4)
 
     def stages(self):
         return (*self.scan.stages(), ("topk", self.launch_topk), ("union", self.launch_union),

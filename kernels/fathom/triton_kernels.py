@@ -240,7 +240,8 @@ def fathom_attend(
     from the union buffer): running max (log2 units), sum of exponentials and weighted V.
 
     One program per head took 53 us at k = 512 (32 programs walking 8 dependent tiles); a tile
-    per program puts every tile's loads in flight at once, and ``fathom_attend_reduce`` merges.
+    per program puts every tile's loads in flight at once, and the dense decode's split merge
+    (``kernels/dense/split_kv._split_kv_combine``) rescales and adds the tiles.
     """
     h = tl.program_id(0)
     split = tl.program_id(1)
@@ -259,21 +260,3 @@ def fathom_attend(
     tl.store(PartM + h * stride_ph + split, m)
     tl.store(PartL + h * stride_ph + split, tl.sum(p, axis=0))
     tl.store(PartAcc + (h * stride_ph + split) * D + offs_d, tl.sum(p[:, None] * vv, axis=0))
-
-
-@triton.jit
-def fathom_attend_reduce(
-    PartM, PartL, PartAcc, Out, n_splits, stride_ph, stride_oh,
-    D: tl.constexpr, BLOCK_S: tl.constexpr,
-):
-    """Grid (Hq,): rescale one head's tile partials to their common max, add, divide."""
-    h = tl.program_id(0)
-    offs_s = tl.arange(0, BLOCK_S)
-    offs_d = tl.arange(0, D)
-    live = offs_s < n_splits
-    m = tl.load(PartM + h * stride_ph + offs_s, mask=live, other=float("-inf"))
-    l = tl.load(PartL + h * stride_ph + offs_s, mask=live, other=0.0)
-    acc = tl.load(PartAcc + (h * stride_ph + offs_s)[:, None] * D + offs_d[None, :], mask=live[:, None], other=0.0)
-    w = tl.where(live, tl.exp2(m - tl.max(m, axis=0)), 0.0)
-    out = tl.sum(w[:, None] * acc, axis=0) / tl.sum(w * l, axis=0)
-    tl.store(Out + h * stride_oh + offs_d, out.to(Out.dtype.element_ty))

@@ -29,7 +29,7 @@ class _FathomFamily(Method):
     selection_dependent = True
     pow2_head_dim = True
     kernel_modules = ("kprof.kernels.fathom.triton_kernels", "kprof.kernels.fathom.operator",
-                      "kprof.kernels.fathom.selection", "kprof.kernels.fathom.decode")
+                      "kprof.kernels.fathom.selection", "kprof.kernels.fathom.decode", "kprof.kernels.dense.split_kv")
     dtypes = (torch.float16, torch.bfloat16, torch.float32)
     takes_budget: ClassVar[bool] = False
 
