@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 import torch
@@ -71,21 +71,34 @@ class FathomResidency:
     store: FathomStore
     k_rows: torch.Tensor  # [Hkv, n, d] views of one [Hkv, n, 2, d] buffer: row stride 2d
     v_rows: torch.Tensor
-    # registry of live residencies, (id(k), id(v), device, index, rows, basis) -> residency; an
-    # entry goes when its key tensor is freed
-    _shared: ClassVar[dict[tuple, "FathomResidency"]] = {}
+    # what it was built from: weak references to k and v and their version counters
+    source: tuple = field(default=(), compare=False, repr=False)
+    # registry of live residencies by (id(k), id(v), device, index, rows, basis); an entry lives
+    # as long as a decode step holds its residency
+    _shared: ClassVar[weakref.WeakValueDictionary] = weakref.WeakValueDictionary()
 
     @classmethod
     def shared(cls, k: torch.Tensor, v: torch.Tensor, device: torch.device, index: str = "host",
                rows: str = "host", basis: str = "raw") -> "FathomResidency":
         """The residency of this cache and placement, built on first use: every method prepared on
         one workload (Fathom and its baselines in one comparison) reads the same index and rows,
-        as layers of one model would, instead of each pinning its own gigabytes."""
+        as layers of one model would, instead of each pinning its own gigabytes. Reused only for
+        the very tensors it was built from, unmodified (an id can be reused after a free)."""
+        device = torch.device(device)
+        if device.type == "cuda" and device.index is None:
+            device = torch.device("cuda", torch.cuda.current_device())
         key = (id(k), id(v), str(device), index, rows, basis)
-        if key not in cls._shared:
-            cls._shared[key] = cls.build(k, v, device, index, rows, basis)
-            weakref.finalize(k, cls._shared.pop, key, None)
-        return cls._shared[key]
+        hit = cls._shared.get(key)
+        if hit is None or not hit.built_from(k, v):
+            hit = cls.build(k, v, device, index, rows, basis)
+            cls._shared[key] = hit
+        return hit
+
+    def built_from(self, k: torch.Tensor, v: torch.Tensor) -> bool:
+        if not self.source:
+            return False
+        k_ref, v_ref, k_version, v_version = self.source
+        return k_ref() is k and v_ref() is v and k._version == k_version and v._version == v_version
 
     @classmethod
     def build(cls, k: torch.Tensor, v: torch.Tensor, device: torch.device, index: str = "host", rows: str = "host",
@@ -98,7 +111,7 @@ class FathomResidency:
         # 512-byte run of host memory (one page) instead of two rows gigabytes apart
         kv = torch.stack([k.detach(), v.detach()], dim=2)
         kv = _host_copy(kv) if rows == "host" else kv.to(device).contiguous()
-        return cls(store, kv[:, :, 0], kv[:, :, 1])
+        return cls(store, kv[:, :, 0], kv[:, :, 1], (weakref.ref(k), weakref.ref(v), k._version, v._version))
 
 
 class FathomDecode:
@@ -116,6 +129,7 @@ class FathomDecode:
         if self.k_top < min(n, SINK_TOKENS + RECENT_TOKENS):
             raise ValueError(f"k={k_top} cannot hold the {SINK_TOKENS} sink and {RECENT_TOKENS} recent tokens")
         residency = residency or FathomResidency.build(k, v, device, index, rows, basis)
+        self.residency = residency  # held: the shared registry keeps it only while a step uses it
         self.store, self.k_rows, self.v_rows = residency.store, residency.k_rows, residency.v_rows
         self.q = q.to(device).contiguous()
         self.cfg = config

@@ -128,6 +128,8 @@ def fathom_topk(
     Rows of ``Scores`` are padded to whole chunks with -inf. BLOCK_C >= n_chunks and
     BLOCK_T >= k * CHUNK are powers of two; TILE divides both and bounds each prefix sum.
     """
+    tl.static_assert(TILE <= 16384, "the packed prefix sum keeps tile counts in 16 bits")
+    tl.static_assert(SINK <= CHUNK, "pass 1 forces only the first chunk for the sink tokens")
     h = tl.program_id(0)
     key, live = _chunk_keys(ChunkMax, h, tl.arange(0, BLOCK_C), n, n_chunks, stride_ch, CHUNK, RECENT)
     thresh, need = _threshold(tl.where(live, key, -2147483648), k, RADIX_BITS)

@@ -109,7 +109,7 @@ def test_gather_option_picks_the_fused_scan_and_rejects_unknown_values(make_work
         get_method("fathom:gather=stream")
 
 
-def test_methods_on_one_workload_share_one_residency_until_the_cache_is_freed(make_workload, target):
+def test_methods_on_one_workload_share_one_residency_while_a_step_holds_it(make_workload, target):
     import gc
 
     from kprof.kernels.fathom.decode import FathomResidency
@@ -122,7 +122,27 @@ def test_methods_on_one_workload_share_one_residency_until_the_cache_is_freed(ma
     assert c.store is not a.store, "another placement is another residency"
     other = get_method("scan32:k=40").prepare(make_workload(4, 2, 128, 32, seed=4).to(target.device), target).handle
     assert other.store is not a.store
+    w.v.add_(1.0)  # the cache changed in place: its residency is stale
+    d = get_method("scan32:k=40").prepare(w, target).handle
+    assert d.store is not a.store and torch.equal(d.v_rows.cpu(), w.v.cpu())
     before = len(FathomResidency._shared)
-    del w, a, b, c
+    del a, b, c, d
     gc.collect()
-    assert len(FathomResidency._shared) == before - 2, "the workload's two residencies went with its keys"
+    assert len(FathomResidency._shared) == before - 2, "entries go with the last step holding them"
+    assert other.residency in FathomResidency._shared.values()
+
+
+def test_rows_longer_than_the_triton_top_k_holds_take_the_torch_launches(make_workload, target, monkeypatch):
+    import kprof.kernels.fathom.decode as decode
+
+    monkeypatch.setattr(decode, "MAX_TRITON_TOPK_ROW", 64)  # 4,100 tokens: 129 chunks > 64
+    w, op = _decode(make_workload, target, n=4100, prune=2)
+    assert op.prune == 1
+    op.run()
+    win = op.winners()
+    forced = set(range(SINK_TOKENS)) | set(range(4100 - RECENT_TOKENS, 4100))
+    for h in range(4):
+        s = approximate_scores(w.q[h : h + 1], op.store.planes[h // 2].cpu(), op.store.scales[h // 2].cpu(),
+                               op.scan.depth[h // 2].cpu(), 4100)[0]
+        s[list(forced)] = float("inf")
+        assert set(win[h].tolist()) == set(torch.topk(s, 48).indices.tolist())
