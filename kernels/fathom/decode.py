@@ -3,9 +3,9 @@
 plan -> gather (index planes, host or HBM; fused into the scan by default) -> scan -> top-k per
 query head (first 4 and last 32 tokens always kept) -> union of winners per KV head -> fetch of
 the distinct winner K/V rows (host or HBM) -> exact attention of each head over its own winners
-(tile partials, then a merge). All buffers are allocated
-here; ``run()`` launches only: Triton kernels (plus, for the torch top-k variants, a few torch
-ops that run on the device without host synchronisation).
+(tile partials, then a merge). All buffers are allocated here; ``run()`` launches only: Triton
+kernels (plus, for the torch top-k variants, a few torch ops that run on the device without host
+synchronisation).
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ import torch
 import triton
 
 from kprof.config_space import LaunchSpace, Param
+from kprof.kernels.dense.split_kv import _split_kv_combine
 from kprof.kernels.fathom.operator import LAUNCH_SPACES as SCAN_SPACES
 from kprof.kernels.fathom.operator import CHUNK, ChannelPolicy, FathomScan
 from kprof.kernels.fathom.selection import fathom_topk, fathom_union
 from kprof.kernels.fathom.store import FathomStore
-from kprof.kernels.dense.split_kv import _split_kv_combine
 from kprof.kernels.fathom.triton_kernels import fathom_attend, fathom_fetch_rows
 
 SINK_TOKENS = 4
