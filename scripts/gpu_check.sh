@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run every GPU check in one go on a CUDA machine; all logs go to OUTDIR.
-#   bash scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused|fathom-final]
+#   bash scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused|fathom-final|fathom-tests]
 # Installs kprof without touching the machine's torch/triton, prints `kprof env`, runs the
 # `-m gpu` tests, then by mode: full = dense baselines and the timing protocol (full-protocol
 # comparisons, A/A checks, stages, graph and host-bound modes, order probe, dense benchmark;
@@ -16,10 +16,12 @@
 # fathom-retune = the three Fathom tunes afresh plus the tuned comparison; fathom-fused = Fathom
 # selection and decode tests on the GPU, the 1M-token top-k and fetch tunes of Fathom and scan32,
 # and Fathom/sparq16 against scan32 at the tuned configs; fathom-final = the Fathom issue's
-# measurements at 1M tokens (comparisons, stages, HBM index, gather) and the scan tunes; acceptance = the headline SANTA++/Fathom comparisons, SANTA++ tuning and stages.
+# measurements at 1M tokens (comparisons, stages, HBM index, gather) and the scan tunes;
+# fathom-tests = every Fathom kernel test on the GPU (compile-heavy: most of a call);
+# acceptance = the headline SANTA++/Fathom comparisons, SANTA++ tuning and stages.
 # Each mode fits one 10-minute device call. Exits non-zero if any step failed (all steps still run).
 set -u
-out=${1:?usage: scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused|fathom-final]}
+out=${1:?usage: scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused|fathom-final|fathom-tests]}
 mode=${2:-full}
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -156,6 +158,12 @@ if [ "$mode" = fathom-screen ]; then
     "${variants[@]}"
   STEP_TIMEOUT=40 step gather_bench "$py" scripts/bench_gather.py
   [ "${3:-}" = tune ] || { echo "gpu_check: overall status $status (logs in $out)"; exit $status; }
+fi
+if [ "$mode" = fathom-tests ]; then
+  # every Fathom kernel test on the GPU: each new constexpr set of the top-k compiles for ~30 s
+  # there, so this needs most of a call on its own
+  STEP_TIMEOUT=540 step pytest_fathom "$py" -m pytest -q -p no:cacheprovider tests/kernels/fathom
+  echo "gpu_check: overall status $status (logs in $out)"; exit $status
 fi
 if [ "$mode" = fathom-fused ]; then
   # the Fathom selection and decode tests on the GPU; at 1M tokens the top-k and fetch tunes of
