@@ -18,7 +18,7 @@ from typing import ClassVar
 import torch
 import triton
 
-from kprof.config_space import LaunchSpace, Param
+from kprof.config_space import Constraint, LaunchSpace, Param
 from kprof.kernels.dense.split_kv import _split_kv_combine
 from kprof.kernels.fathom.operator import LAUNCH_SPACES as SCAN_SPACES
 from kprof.kernels.fathom.operator import CHUNK, ChannelPolicy, FathomScan
@@ -39,7 +39,11 @@ LAUNCH_SPACES = dict(SCAN_SPACES) | {
                                        "1: the same pruning as torch launches; 0: one torch.topk over each row"),
                                  Param("num_warps", (4, 8, 16), 16, "warps of the Triton top-k (PRUNE 2)"),
                                  Param("RADIX_BITS", (0, 2, 4, 8), 0, "threshold search of the Triton top-k: "
-                                       "0 bisection (32 counting steps), else radix select with digits this wide"))),
+                                       "0 bisection (32 counting steps), else radix select with digits this wide"),
+                                 Param("SEARCH", (0, 1), 0, "bisection range: 0 the whole int32 range; 1 bracketed "
+                                       "by bounds from the data, stopping when a count is exactly k")),
+                        (Constraint("SEARCH 1 brackets the bisection: it needs RADIX_BITS 0",
+                                    lambda c, s: c["SEARCH"] == 0 or c["RADIX_BITS"] == 0),)),
     # sm_90, G = 4, k = 512: 16 warps 90 registers per thread, 8 warps 204, 4 warps spill
     "union": LaunchSpace("union", (Param("num_warps", (8, 16), 16),)),
     # 64 rows x 8 warps: 194 us against 245-282 at 16 x 4 (1M tokens, H200, K|V rows interleaved)
@@ -188,7 +192,8 @@ class FathomDecode:
                 self.n, self.scan.n_chunks, self.k_top, self.scan.scores_padded.stride(0),
                 self.scan.chunk_max.stride(0), self.top_idx.stride(0),
                 CHUNK=CHUNK, SINK=SINK_TOKENS, RECENT=RECENT_TOKENS, BLOCK_C=block_c, BLOCK_T=block_t,
-                TILE=min(4096, block_c, block_t), RADIX_BITS=c["RADIX_BITS"], num_warps=c["num_warps"])
+                TILE=min(4096, block_c, block_t), RADIX_BITS=c["RADIX_BITS"], SEARCH=c["SEARCH"],
+                num_warps=c["num_warps"])
             return
         scores = self.scan.scores
         scores.index_fill_(1, self.forced, float("inf"))

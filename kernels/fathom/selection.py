@@ -22,30 +22,63 @@ def _order_key(x):
 
 
 @triton.jit
-def _threshold(key, k, RADIX_BITS: tl.constexpr):
+def _threshold(key, k, floor, RADIX_BITS: tl.constexpr, SEARCH: tl.constexpr):
     """The k-th largest key T and how many keys equal to T the top k take (k minus the count
     above T). Dead lanes carry the smallest int32, below every float's key, so they never count.
 
-    RADIX_BITS 0: bisection over the int32 range, 32 steps, each a block-wide count. Otherwise
-    radix select, 32 / RADIX_BITS rounds, each one histogram of the next RADIX_BITS bits over the
-    keys sharing T's bits so far. Keys outside that prefix go to bin 0, whose count is never read
-    (only bins above the chosen digit are): T's digit is 0 exactly when bins 1.. hold fewer keys
-    than the rank still wanted. Fewer rounds, but Triton's histogram costs grow with the bins
-    (H200, 32 heads at 1M tokens: 106 us by bisection, 299 us with 8-bit digits).
+    RADIX_BITS 0: bisection, each step a block-wide count; SEARCH 0 over the whole int32 range
+    (32 steps), SEARCH 1 from ``floor`` (at least k keys are >= it) to the largest finite key,
+    stopping early when a count is exactly k (every key >= that mid is then taken). Otherwise
+    radix select, 32 / RADIX_BITS rounds, each one histogram of the
+    next RADIX_BITS bits over the keys sharing T's bits so far. Keys outside that prefix go to bin
+    0, whose count is never read (only bins above the chosen digit are): T's digit is 0 exactly
+    when bins 1.. hold fewer keys than the rank still wanted. Fewer rounds, but Triton's histogram
+    costs grow with the bins (H200, 32 heads at 1M tokens: 106 us by full-range bisection, 299 us
+    with 8-bit digits; SEARCH 1 not yet measured there).
     """
     if RADIX_BITS == 0:
-        lo = tl.min(key, axis=0).to(tl.int64)
-        hi = tl.max(key, axis=0).to(tl.int64)
-        for _ in range(32):
-            mid = lo + (hi - lo + 1) // 2
-            enough = tl.sum((key >= mid.to(tl.int32)).to(tl.int32), axis=0) >= k
-            lo = tl.where(enough, mid, lo)
-            hi = tl.where(enough, hi, mid - 1)
-        thresh = lo.to(tl.int32)
+        if SEARCH == 0:
+            lo = tl.min(key, axis=0).to(tl.int64)
+            hi = tl.max(key, axis=0).to(tl.int64)
+            for _ in range(32):
+                mid = lo + (hi - lo + 1) // 2
+                enough = tl.sum((key >= mid.to(tl.int32)).to(tl.int32), axis=0) >= k
+                lo = tl.where(enough, mid, lo)
+                hi = tl.where(enough, hi, mid - 1)
+            thresh = lo.to(tl.int32)
+        else:
+            thresh = _bracketed_bisection(key, k, floor)
         rank = k - tl.sum((key > thresh).to(tl.int32), axis=0)
     else:
         thresh, rank = _radix_threshold(key, k, RADIX_BITS)
     return thresh, rank
+
+
+@triton.jit
+def _bracketed_bisection(key, k, floor):
+    """``_threshold``'s SEARCH 1: T within [floor, largest finite key] (the largest key when k or
+    more are +inf); a mid with exactly k keys >= it ends the search early, as T: the count above
+    it then leaves exactly as many to take at it as there are keys equal to it."""
+    inf_key = 2139095040  # +inf's key: forced tokens and chunks carry it
+    n_inf = tl.sum((key >= inf_key).to(tl.int32), axis=0)
+    top = tl.where(n_inf >= k, tl.max(key, axis=0), tl.max(tl.where(key < inf_key, key, -2147483648), axis=0))
+    hi = top.to(tl.int64)
+    lo = tl.minimum(floor.to(tl.int64), hi)
+    exact = lo > hi  # false: a scalar flag, set when a count hits k exactly
+    while (lo < hi) & (exact == 0):
+        mid = lo + (hi - lo + 1) // 2
+        count = tl.sum((key >= mid.to(tl.int32)).to(tl.int32), axis=0)
+        exact = count == k
+        lo = tl.where(count >= k, mid, lo)
+        hi = tl.where(count >= k, hi, mid - 1)
+    return lo.to(tl.int32)
+
+
+@triton.jit
+def _group_floor(key, BLOCK: tl.constexpr, GROUPS: tl.constexpr):
+    """min over GROUPS strided groups (key i in group i % GROUPS) of each group's max: with
+    GROUPS >= k, at least k keys (one per group) are >= it, so it bounds the k-th largest below."""
+    return tl.min(tl.max(tl.reshape(key, [BLOCK // GROUPS, GROUPS]), axis=0), axis=0)
 
 
 @triton.jit
@@ -119,6 +152,7 @@ def fathom_topk(
     n, n_chunks, k, stride_sh, stride_ch, stride_th,
     CHUNK: tl.constexpr, SINK: tl.constexpr, RECENT: tl.constexpr,
     BLOCK_C: tl.constexpr, BLOCK_T: tl.constexpr, TILE: tl.constexpr, RADIX_BITS: tl.constexpr,
+    SEARCH: tl.constexpr,
 ):
     """Grid (Hq,): the exact top-k tokens of one head, ascending, with forced tokens first.
 
@@ -131,8 +165,11 @@ def fathom_topk(
     tl.static_assert(TILE <= 16384, "the packed prefix sum keeps tile counts in 16 bits")
     tl.static_assert(SINK <= CHUNK, "pass 1 forces only the first chunk for the sink tokens")
     h = tl.program_id(0)
+    groups: tl.constexpr = BLOCK_T // CHUNK  # a power of two >= k
     key, live = _chunk_keys(ChunkMax, h, tl.arange(0, BLOCK_C), n, n_chunks, stride_ch, CHUNK, RECENT)
-    thresh, need = _threshold(tl.where(live, key, -2147483648), k, RADIX_BITS)
+    key = tl.where(live, key, -2147483648)
+    chunk_thresh, need = _threshold(key, k, _group_floor(key, BLOCK_C, groups), RADIX_BITS, SEARCH)
+    thresh = chunk_thresh
     base_gt = tl.zeros([], dtype=tl.int32)
     base_eq = tl.zeros([], dtype=tl.int32)
     for t0 in tl.static_range(0, BLOCK_C, TILE):
@@ -142,7 +179,11 @@ def fathom_topk(
     tl.debug_barrier()  # pass 2 reads the chunk list this program's threads just wrote
 
     key, tok, live = _token_keys(Scores, ChunkSel, h, tl.arange(0, BLOCK_T), n, k, stride_sh, CHUNK, SINK, RECENT)
-    thresh, need = _threshold(tl.where(live, key, -2147483648), k, RADIX_BITS)
+    key = tl.where(live, key, -2147483648)
+    # the k-th best chunk max bounds the k-th best score below: k chosen chunks each hold a token
+    # scoring at least it
+    floor = tl.maximum(chunk_thresh, _group_floor(key, BLOCK_T, groups))
+    thresh, need = _threshold(key, k, floor, RADIX_BITS, SEARCH)
     base_gt = tl.zeros([], dtype=tl.int32)
     base_eq = tl.zeros([], dtype=tl.int32)
     for t0 in tl.static_range(0, BLOCK_T, TILE):

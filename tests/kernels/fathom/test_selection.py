@@ -9,7 +9,8 @@ from kprof.kernels.fathom.operator import CHUNK
 from kprof.kernels.fathom.selection import fathom_topk, fathom_union
 
 
-def _topk(scores: torch.Tensor, k: int, device, tile: int = 4096, num_warps: int = 4, radix_bits: int = 0) -> torch.Tensor:
+def _topk(scores: torch.Tensor, k: int, device, tile: int = 4096, num_warps: int = 4, radix_bits: int = 0,
+          search: int = 0) -> torch.Tensor:
     """Run the Triton top-k over ``scores [H, n]`` the way the decode step lays its buffers out."""
     hq, n = scores.shape
     n_chunks = triton.cdiv(n, CHUNK)
@@ -22,7 +23,7 @@ def _topk(scores: torch.Tensor, k: int, device, tile: int = 4096, num_warps: int
     block_c, block_t = triton.next_power_of_2(n_chunks), triton.next_power_of_2(k * CHUNK)
     fathom_topk[(hq,)](padded, chunk_max, sel, out, n, n_chunks, k, padded.stride(0), chunk_max.stride(0),
                        out.stride(0), CHUNK=CHUNK, SINK=SINK_TOKENS, RECENT=RECENT_TOKENS, BLOCK_C=block_c,
-                       BLOCK_T=block_t, TILE=min(tile, block_c, block_t), RADIX_BITS=radix_bits, num_warps=num_warps)
+                       BLOCK_T=block_t, TILE=min(tile, block_c, block_t), RADIX_BITS=radix_bits, SEARCH=search, num_warps=num_warps)
     return out.cpu()
 
 
@@ -45,14 +46,16 @@ def _check_top_k(scores: torch.Tensor, got: torch.Tensor, k: int) -> None:
         assert torch.equal(torch.sort(s[row]).values, expected)
 
 
-@pytest.mark.parametrize("n,k,tile,radix_bits", [(4100, 48, 4096, 0), (4100, 48, 64, 4), (9000, 100, 128, 8),
-                                                 (1300, 40, 32, 2)])
-def test_topk_is_exact_on_random_scores(target, n, k, tile, radix_bits):
+@pytest.mark.parametrize("n,k,tile,radix_bits,search", [(4100, 48, 4096, 0, 0), (4100, 48, 64, 4, 0), (9000, 100, 128, 8, 0),
+                                                        (1300, 40, 32, 2, 0), (4100, 48, 4096, 0, 1),
+                                                        (9000, 100, 128, 0, 1)])
+def test_topk_is_exact_on_random_scores(target, n, k, tile, radix_bits, search):
     """4,100 tokens: a partial last chunk; small tiles carry the ranks across many prefix sums;
-    bisection and radix select with 2-, 4- and 8-bit digits."""
+    bisection over the whole range or bracketed with an early stop, and radix select with 2-,
+    4- and 8-bit digits."""
     g = torch.Generator().manual_seed(n + k)
     scores = torch.randn(3, n, generator=g) * 3
-    got = _topk(scores, k, target.device, tile=tile, radix_bits=radix_bits)
+    got = _topk(scores, k, target.device, tile=tile, radix_bits=radix_bits, search=search)
     _check_top_k(scores, got, k)
     for h in range(3):  # with distinct scores the set itself is determined
         s = scores[h].clone()
@@ -60,25 +63,25 @@ def test_topk_is_exact_on_random_scores(target, n, k, tile, radix_bits):
         assert set(got[h].tolist()) == set(torch.topk(s, k).indices.tolist())
 
 
-@pytest.mark.parametrize("radix_bits", [0, 4])
-def test_topk_with_heavy_ties_keeps_exactly_k_of_the_best_values(target, radix_bits):
+@pytest.mark.parametrize("radix_bits,search", [(0, 0), (4, 0), (0, 1)])
+def test_topk_with_heavy_ties_keeps_exactly_k_of_the_best_values(target, radix_bits, search):
     """Five distinct values over 12,000 tokens: the k-th score is tied many times at both levels
     (chunk maxima and tokens). Exactly k distinct tokens are kept, and their scores are the k best."""
     g = torch.Generator().manual_seed(3)
     scores = torch.randint(0, 5, (2, 12000), generator=g).float() - 10.0  # negative: sign handling
     k = 300
-    got = _topk(scores, k, target.device, tile=256, radix_bits=radix_bits)
+    got = _topk(scores, k, target.device, tile=256, radix_bits=radix_bits, search=search)
     _check_top_k(scores, got, k)
 
 
-@pytest.mark.parametrize("radix_bits", [0, 2, 8])
-def test_topk_ranks_negative_and_infinite_scores(target, radix_bits):
+@pytest.mark.parametrize("radix_bits,search", [(0, 0), (2, 0), (8, 0), (0, 1)])
+def test_topk_ranks_negative_and_infinite_scores(target, radix_bits, search):
     g = torch.Generator().manual_seed(9)
     scores = -torch.rand(2, 2000, generator=g) * 1e30
     scores[0, 700] = float("-inf")
     scores[0, 900] = -0.0
     scores[1, 1000:1040] = 0.0
-    got = _topk(scores, 40, target.device, radix_bits=radix_bits)
+    got = _topk(scores, 40, target.device, radix_bits=radix_bits, search=search)
     _check_top_k(scores, got, 40)
     assert 900 in got[0].tolist() and 700 not in got[0].tolist()
     assert set(range(1000, 1004)) <= set(got[1].tolist())
@@ -113,3 +116,39 @@ def test_union_merges_sorted_lists_and_numbers_distinct_rows(group, k, universe,
         assert torch.equal(slot[kvh], torch.searchsorted(distinct, rows[kvh])), "slot = rank among distinct rows"
         for a in range(group):
             assert torch.equal(distinct[head_slots[kvh * group + a]], mine[a]), "each head finds its own rows"
+
+
+@pytest.mark.parametrize("search", [0, 1])
+def test_topk_of_exactly_the_forced_tokens(target, search):
+    """k = 36: the 4 sink and 32 recent tokens fill the top k (every kept score is +inf), which
+    the bracketed search must reach above the largest finite score."""
+    g = torch.Generator().manual_seed(5)
+    scores = torch.randn(2, 2000, generator=g) * 5
+    got = _topk(scores, 36, target.device, search=search)
+    for h in range(2):
+        assert got[h].tolist() == _forced(2000)
+
+
+@pytest.mark.parametrize("search", [0, 1])
+def test_topk_with_more_infinite_scores_than_k(target, search):
+    """50 real +inf scores besides the 36 forced tokens, k = 40: the threshold is +inf itself, and
+    the 40 kept are +inf ties taken lowest position first (a real +inf outranks no forced token,
+    so the last recent tokens can lose their place: forcing is by +inf)."""
+    g = torch.Generator().manual_seed(6)
+    scores = torch.randn(2, 3000, generator=g)
+    scores[:, 1000:1050] = float("inf")
+    got = _topk(scores, 40, target.device, search=search)
+    for h in range(2):
+        assert got[h].tolist() == [0, 1, 2, 3] + list(range(1000, 1036))
+
+
+@pytest.mark.parametrize("search", [0, 1])
+def test_topk_with_one_spike_per_chunk(target, search):
+    """Each 32-token chunk holds one high token: the k-th best score equals the k-th best chunk
+    max, so pass 2's floor (that chunk threshold) is tight, not merely below."""
+    g = torch.Generator().manual_seed(8)
+    scores = -10.0 - torch.rand(2, 4096, generator=g)
+    spikes = torch.randint(0, 32, (2, 128), generator=g) + 32 * torch.arange(128)
+    scores.scatter_(1, spikes, torch.rand(2, 128, generator=g) * 5)
+    got = _topk(scores, 64, target.device, search=search)
+    _check_top_k(scores, got, 64)
