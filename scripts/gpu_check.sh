@@ -57,9 +57,14 @@ tune_santa() {
 # synthesise the 1M-token spec on the CPU first); one finalist each; a cache keyed to other code
 # is kept as *.stale.json. Each step's limit leaves ~35 s for the worker start and the finalist.
 F1M=/tmp/kprof_f1m.safetensors
-tune_fathom() {
-  local F="--workload $F1M --rounds 2 --observations 20 --finalists 1 --replace-stale"
+TUNE_1M="--workload $F1M --rounds 2 --observations 20 --finalists 1 --replace-stale"
+# ensure_f1m: the 1M-token workload captured once per machine (synthesised on the GPU, ~70 s)
+ensure_f1m() {
   [ -f $F1M ] || STEP_TIMEOUT=150 step capture_f1m kprof capture --synthetic qwen3-8b-1m --out $F1M
+}
+tune_fathom() {
+  local F=$TUNE_1M
+  ensure_f1m
   [ "$1" -gt 0 ] && STEP_TIMEOUT=$(($1 + 35)) step tune_fathom_scan kprof tune --method fathom $F --launch scan --budget-s $1
   [ "$2" -gt 0 ] && STEP_TIMEOUT=$(($2 + 35)) step tune_fathom_gather kprof tune --method fathom $F --launch gather --budget-s $2
   [ "$3" -gt 0 ] && STEP_TIMEOUT=$(($3 + 35)) step tune_scan32_scan kprof tune --method scan32 $F --launch scan --budget-s $3
@@ -68,8 +73,8 @@ tune_fathom() {
 # tune_selection SECONDS: kprof tune of the top-k and the row fetch of Fathom and of scan32 (the
 # baseline gets the same tuning as the method), SECONDS each
 tune_selection() {
-  local F="--workload $F1M --rounds 2 --observations 20 --finalists 1 --replace-stale" m launch
-  [ -f $F1M ] || STEP_TIMEOUT=150 step capture_f1m kprof capture --synthetic qwen3-8b-1m --out $F1M
+  local F=$TUNE_1M m launch
+  ensure_f1m
   for m in fathom scan32; do
     for launch in topk fetch; do
       STEP_TIMEOUT=$(($1 + 40)) step tune_${m}_$launch kprof tune --method $m $F --launch $launch --budget-s $1
@@ -179,7 +184,7 @@ if [ "$mode" = fathom-final ]; then
   # the issue-6 measurements of the final code at 1M tokens: Fathom, sparq16 and scan-full against
   # scan32 (host index), Fathom's stages, the HBM-index pair, the gather benchmark, then the scan
   # tunes of Fathom and scan32 as far as the call allows
-  [ -f $F1M ] || STEP_TIMEOUT=150 step capture_f1m kprof capture --synthetic qwen3-8b-1m --out $F1M
+  ensure_f1m
   STEP_TIMEOUT=80 step fathom_compare kprof compare --method fathom --method sparq16 --method scan-full \
     --baseline scan32 --workload $F1M --rounds 2 --warmup-pairs 5 --observations 10 --out "$out/fathom_compare.json"
   STEP_TIMEOUT=60 step stages_fathom kprof stages --method fathom --workload $F1M --rounds 2 --stage-observations 10 \
@@ -227,9 +232,8 @@ if [ "$mode" = santa ]; then
 fi
 step pytest_gpu "$py" -m pytest -m gpu -q -p no:cacheprovider tests
 if [ "$mode" = fathom ]; then
-  F=qwen3-8b-1m
   step fathom_gather "$py" scripts/bench_gather.py
-  kprof capture --synthetic $F --out $F1M > "$out/capture_f1m.log" 2>&1 || status=1
+  ensure_f1m
   step fathom_check kprof validate --method fathom --workload $F1M
   step fathom_compare kprof compare --method fathom --method sparq16 --method scan-full --baseline scan32 \
     --workload $F1M --rounds 5 --warmup-pairs 20 --observations 100 --out "$out/fathom_compare.json"

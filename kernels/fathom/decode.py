@@ -147,7 +147,6 @@ class FathomDecode:
         e = self.group * self.k_top
         self.entries = e
         i64 = torch.int64
-        self.top_vals = torch.empty(hq, self.k_top, dtype=torch.float32, device=device)
         self.top_idx = torch.empty(hq, self.k_top, dtype=i64, device=device)
         self.forced = torch.cat([torch.arange(min(SINK_TOKENS, n)), torch.arange(max(0, n - RECENT_TOKENS), n)]).to(device)
         self.chunk_idx = torch.empty(hq, self.k_top, dtype=i64 if self.prune == 1 else torch.int32, device=device)
@@ -158,7 +157,8 @@ class FathomDecode:
             self.cand_tok = torch.empty(hq, self.k_top, CHUNK, dtype=i64, device=device)
             self.cand_scores = torch.empty(hq, self.k_top * CHUNK, dtype=torch.float32, device=device)
             self.pick = torch.empty(hq, self.k_top, dtype=i64, device=device)
-        if self.prune < 2:
+        if self.prune < 2:  # the torch launches: values, then ids sorted ascending for the union
+            self.top_vals = torch.empty(hq, self.k_top, dtype=torch.float32, device=device)
             self.unsorted_idx = torch.empty(hq, self.k_top, dtype=i64, device=device)
             self.sort_perm = torch.empty(hq, self.k_top, dtype=i64, device=device)
         self.sorted_rows = torch.empty(hkv, e, dtype=i64, device=device)
@@ -176,10 +176,6 @@ class FathomDecode:
         self.part_m = torch.empty(hq, self.splits, dtype=torch.float32, device=device)
         self.part_l = torch.empty_like(self.part_m)
         self.part_acc = torch.empty(hq, self.splits, d, dtype=torch.float32, device=device)
-
-    @property
-    def pruned(self) -> bool:
-        return self.prune > 0
 
     def launch_topk(self) -> None:
         """Each head's top-k token ids, ascending (the union merges sorted lists)."""

@@ -169,13 +169,12 @@ def fathom_topk(
     key, live = _chunk_keys(ChunkMax, h, tl.arange(0, BLOCK_C), n, n_chunks, stride_ch, CHUNK, RECENT)
     key = tl.where(live, key, -2147483648)
     chunk_thresh, need = _threshold(key, k, _group_floor(key, BLOCK_C, groups), RADIX_BITS, SEARCH)
-    thresh = chunk_thresh
     base_gt = tl.zeros([], dtype=tl.int32)
     base_eq = tl.zeros([], dtype=tl.int32)
     for t0 in tl.static_range(0, BLOCK_C, TILE):
         offs = t0 + tl.arange(0, TILE)
         key, live = _chunk_keys(ChunkMax, h, offs, n, n_chunks, stride_ch, CHUNK, RECENT)
-        base_gt, base_eq = _compact(key, thresh, need, base_gt, base_eq, ChunkSel + h * k, offs, live)
+        base_gt, base_eq = _compact(key, chunk_thresh, need, base_gt, base_eq, ChunkSel + h * k, offs, live)
     tl.debug_barrier()  # pass 2 reads the chunk list this program's threads just wrote
 
     key, tok, live = _token_keys(Scores, ChunkSel, h, tl.arange(0, BLOCK_T), n, k, stride_sh, CHUNK, SINK, RECENT)
