@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run every GPU check in one go on a CUDA machine; all logs go to OUTDIR.
-#   bash scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused|fathom-final|fathom-tests]
+#   bash scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused|fathom-final|fathom-tests|fathom-probe]
 # Installs kprof without touching the machine's torch/triton, prints `kprof env`, runs the
 # `-m gpu` tests, then by mode: full = dense baselines and the timing protocol (full-protocol
 # comparisons, A/A checks, stages, graph and host-bound modes, order probe, dense benchmark;
@@ -17,11 +17,12 @@
 # selection and decode tests on the GPU, the 1M-token top-k and fetch tunes of Fathom and scan32,
 # and Fathom/sparq16 against scan32 at the tuned configs; fathom-final = the Fathom issue's
 # measurements at 1M tokens (comparisons, stages, HBM index, gather) and the scan tunes;
-# fathom-tests = every Fathom kernel test on the GPU (compile-heavy: most of a call);
+# fathom-tests = every Fathom kernel test on the GPU (compile-heavy: most of a call); fathom-probe
+# = the top-k's SEARCH=1 tests, scripts/probe_host_reads.py, and SEARCH=1 / pages=huge screens;
 # acceptance = the headline SANTA++/Fathom comparisons, SANTA++ tuning and stages.
 # Each mode fits one 10-minute device call. Exits non-zero if any step failed (all steps still run).
 set -u
-out=${1:?usage: scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused|fathom-final|fathom-tests]}
+out=${1:?usage: scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused|fathom-final|fathom-tests|fathom-probe]}
 mode=${2:-full}
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -163,6 +164,25 @@ if [ "$mode" = fathom-screen ]; then
     "${variants[@]}"
   STEP_TIMEOUT=40 step gather_bench "$py" scripts/bench_gather.py
   [ "${3:-}" = tune ] || { echo "gpu_check: overall status $status (logs in $out)"; exit $status; }
+fi
+if [ "$mode" = fathom-probe ]; then
+  # the top-k's SEARCH=1 tests on the GPU; where the row fetch and the order effect lose time
+  # (scripts/probe_host_reads.py: page translation vs PCIe bytes, huge-page pinning); stage
+  # screens and a comparison of SEARCH=1 and pages=huge at 1M tokens
+  ensure_f1m
+  sel=tests/kernels/fathom/test_selection.py
+  STEP_TIMEOUT=200 step pytest_search1 "$py" -m pytest -q -p no:cacheprovider \
+    "$sel::test_topk_is_exact_on_random_scores[4100-48-4096-0-1]" "$sel::test_topk_is_exact_on_random_scores[9000-100-128-0-1]" \
+    "$sel::test_topk_with_heavy_ties_keeps_exactly_k_of_the_best_values[0-1]" "$sel::test_topk_ranks_negative_and_infinite_scores[0-1]" \
+    "$sel::test_topk_of_exactly_the_forced_tokens[1]" "$sel::test_topk_with_more_infinite_scores_than_k[1]" \
+    "$sel::test_topk_with_one_spike_per_chunk[1]"
+  STEP_TIMEOUT=150 step probe_host_reads "$py" scripts/probe_host_reads.py --workload $F1M
+  STEP_TIMEOUT=150 step fathom_sweep "$py" scripts/sweep_stages.py --workload $F1M --rounds 2 --obs 10 \
+    fathom fathom:topk.SEARCH=1 fathom:pages=huge scan32 scan32:topk.SEARCH=1 scan32:pages=huge
+  STEP_TIMEOUT=90 step fathom_compare kprof compare --method fathom --method fathom:topk.SEARCH=1 \
+    --method fathom:pages=huge --method scan32:pages=huge --baseline scan32 --workload $F1M --rounds 2 \
+    --warmup-pairs 5 --observations 10 --config default --out "$out/fathom_compare.json"
+  echo "gpu_check: overall status $status (logs in $out)"; exit $status
 fi
 if [ "$mode" = fathom-tests ]; then
   # every Fathom kernel test on the GPU: each new constexpr set of the top-k compiles for ~30 s

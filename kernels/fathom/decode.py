@@ -19,6 +19,7 @@ import torch
 import triton
 
 from kprof.config_space import Constraint, LaunchSpace, Param
+from kprof.host_memory import pinned_like
 from kprof.kernels.dense.split_kv import _split_kv_combine
 from kprof.kernels.fathom.operator import LAUNCH_SPACES as SCAN_SPACES
 from kprof.kernels.fathom.operator import CHUNK, ChannelPolicy, FathomScan
@@ -58,12 +59,6 @@ LAUNCH_SPACES = dict(SCAN_SPACES) | {
 }
 
 
-def _host_copy(t: torch.Tensor) -> torch.Tensor:
-    """Pinned host copy when CUDA exists (so kernels can read it over PCIe), plain CPU otherwise."""
-    out = t.detach().cpu().contiguous()
-    return out.pin_memory() if torch.cuda.is_available() else out
-
-
 @dataclass(frozen=True)
 class FathomResidency:
     """The bit-plane index and the K/V rows where a decode step reads them (host or HBM).
@@ -83,7 +78,7 @@ class FathomResidency:
 
     @classmethod
     def shared(cls, k: torch.Tensor, v: torch.Tensor, device: torch.device, index: str = "host",
-               rows: str = "host", basis: str = "raw") -> "FathomResidency":
+               rows: str = "host", basis: str = "raw", pages: str = "default") -> "FathomResidency":
         """The residency of this cache and placement, built on first use: every method prepared on
         one workload (Fathom and its baselines in one comparison) reads the same index and rows,
         as layers of one model would, instead of each pinning its own gigabytes. Reused only for
@@ -91,10 +86,10 @@ class FathomResidency:
         device = torch.device(device)
         if device.type == "cuda" and device.index is None:
             device = torch.device("cuda", torch.cuda.current_device())
-        key = (id(k), id(v), str(device), index, rows, basis)
+        key = (id(k), id(v), str(device), index, rows, basis, pages)
         hit = cls._shared.get(key)
         if hit is None or not hit.built_from(k, v):
-            hit = cls.build(k, v, device, index, rows, basis)
+            hit = cls.build(k, v, device, index, rows, basis, pages)
             cls._shared[key] = hit
         return hit
 
@@ -106,22 +101,24 @@ class FathomResidency:
 
     @classmethod
     def build(cls, k: torch.Tensor, v: torch.Tensor, device: torch.device, index: str = "host", rows: str = "host",
-              basis: str = "raw") -> "FathomResidency":
+              basis: str = "raw", pages: str = "default") -> "FathomResidency":
+        """``pages``: how host-resident parts are pinned, 'default' (cudaHostAlloc) or 'huge'
+        (transparent huge pages + cudaHostRegister: fewer GPU translations per random row)."""
         if index not in ("host", "hbm") or rows not in ("host", "hbm"):
             raise ValueError("index and rows must be 'host' or 'hbm'")
         store = FathomStore.build(k.to(device), basis=basis)
-        store = store.pinned() if index == "host" and device.type == "cuda" else store
+        store = store.pinned(pages) if index == "host" and device.type == "cuda" else store
         # each token's K and V row side by side ([Hkv, n, 2, d]): a winner's fetch touches one
         # 512-byte run of host memory (one page) instead of two rows gigabytes apart
         kv = torch.stack([k.detach(), v.detach()], dim=2)
-        kv = _host_copy(kv) if rows == "host" else kv.to(device).contiguous()
+        kv = pinned_like(kv, pages) if rows == "host" else kv.to(device).contiguous()
         return cls(store, kv[:, :, 0], kv[:, :, 1], (weakref.ref(k), weakref.ref(v), k._version, v._version))
 
 
 class FathomDecode:
     def __init__(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, policy: ChannelPolicy, k_top: int,
                  config: dict, device: torch.device, index: str = "host", rows: str = "host", basis: str = "raw",
-                 residency: FathomResidency | None = None, gather: str = "fused"):
+                 residency: FathomResidency | None = None, gather: str = "fused", pages: str = "default"):
         """``gather``: 'copy' stages the active planes in HBM with the gather launch, then scans them;
         'fused' scans them where the index lives (one launch reads the same bytes once)."""
         if gather not in GATHER_MODES:
@@ -132,7 +129,7 @@ class FathomDecode:
         self.k_top = min(k_top, n)
         if self.k_top < min(n, SINK_TOKENS + RECENT_TOKENS):
             raise ValueError(f"k={k_top} cannot hold the {SINK_TOKENS} sink and {RECENT_TOKENS} recent tokens")
-        residency = residency or FathomResidency.build(k, v, device, index, rows, basis)
+        residency = residency or FathomResidency.build(k, v, device, index, rows, basis, pages)
         self.residency = residency  # held: the shared registry keeps it only while a step uses it
         self.store, self.k_rows, self.v_rows = residency.store, residency.k_rows, residency.v_rows
         self.q = q.to(device).contiguous()

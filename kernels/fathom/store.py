@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import torch
 
+from kprof.host_memory import pinned_like
+
 BLOCK = 64
 PLANES = 4
 BASES = ("raw", "klt")
@@ -84,7 +86,8 @@ class FathomStore:
     def nbytes(self) -> int:
         return self.planes.numel() * 8 + self.scales.numel() * 2
 
-    def pinned(self) -> "FathomStore":
-        """A copy whose planes and scales live in pinned host memory (the host-index regime)."""
-        return FathomStore(self.planes.cpu().pin_memory(), self.scales.cpu().pin_memory(), self.var, self.n,
+    def pinned(self, pages: str = "default") -> "FathomStore":
+        """A copy whose planes and scales live in pinned host memory (the host-index regime);
+        ``pages``: 'default' (cudaHostAlloc) or 'huge' (see ``kprof.host_memory``)."""
+        return FathomStore(pinned_like(self.planes, pages), pinned_like(self.scales, pages), self.var, self.n,
                            self.basis, self.mean, self.rotation)

@@ -2,11 +2,12 @@
 
 All four share the 4-bit bit-plane index, the gather, the scan, the top-k, the union and the
 exact attention; they differ only in how the plan picks channel depths. Options:
-``fathom:budget=48,k=512,index=host,rows=host,basis=raw,gather=fused`` (baselines take all but
-``budget``). ``gather=fused`` (default): the scan reads the active planes where the index lives,
-so its loads are the gather (same bytes, one pass); ``gather=copy``: the gather launch stages
-them in HBM and the scan reads the copy (1M tokens on an H200: Fathom 1,431 -> 1,249 us for the
-two against the one).
+``fathom:budget=48,k=512,index=host,rows=host,basis=raw,gather=fused,pages=default`` (baselines
+take all but ``budget``). ``pages=huge`` pins the host-resident index and rows on transparent huge
+pages (``kprof.host_memory``) instead of cudaHostAlloc's. ``gather=fused`` (default): the scan
+reads the active planes where the index lives, so its loads are the gather (same bytes, one
+pass); ``gather=copy``: the gather launch stages them in HBM and the scan reads the copy (1M
+tokens on an H200: Fathom 1,431 -> 1,249 us for the two against the one).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from kprof.methods.base import Method, Prepared, Stage
 from kprof.methods.registry import register
 from kprof.workloads.workload import Workload
 
-_CHOICES = {"index": ("host", "hbm"), "rows": ("host", "hbm"), "basis": ("raw", "klt"), "gather": ("copy", "fused")}
+_CHOICES = {"index": ("host", "hbm"), "rows": ("host", "hbm"), "basis": ("raw", "klt"), "gather": ("copy", "fused"),
+            "pages": ("default", "huge")}
 
 
 class _FathomFamily(Method):
@@ -34,9 +36,9 @@ class _FathomFamily(Method):
     takes_budget: ClassVar[bool] = False
 
     def __init__(self, budget: float = 48.0, k: int = 512, index: str = "host", rows: str = "host", basis: str = "raw",
-                 gather: str = "fused"):
+                 gather: str = "fused", pages: str = "default"):
         self.budget, self.k, self.index, self.rows, self.basis = float(budget), int(k), index, rows, basis
-        self.gather = gather
+        self.gather, self.pages = gather, pages
 
     @classmethod
     def from_options(cls, options: dict[str, str]) -> "Method":
@@ -75,7 +77,8 @@ class _FathomFamily(Method):
         from kprof.kernels.fathom.decode import FathomDecode, FathomResidency
         from kprof.kernels.fathom.reference import scan_bits
 
-        residency = FathomResidency.shared(workload.k, workload.v, workload.q.device, self.index, self.rows, self.basis)
+        residency = FathomResidency.shared(workload.k, workload.v, workload.q.device, self.index, self.rows, self.basis,
+                                           self.pages)
         op = FathomDecode(workload.q, workload.k, workload.v, self.policy(), self.k, config, workload.q.device,
                           residency=residency, gather=self.gather)
         op.scan.launch_plan()  # one plan outside timing, only to report the bytes this query reads
@@ -85,7 +88,7 @@ class _FathomFamily(Method):
             stages=tuple(Stage(name, fn) for name, fn in op.stages()),
             expected_kernels=(), output=op.out, handle=op,
             details={"k": op.k_top, "index": self.index, "rows": self.rows, "basis": self.basis, "gather": self.gather,
-                     "scan_bits_per_token": bits, "index_bytes": op.store.nbytes(),
+                     "pages": self.pages, "scan_bits_per_token": bits, "index_bytes": op.store.nbytes(),
                      "scan_bytes_per_step": sum(b * workload.shape.n / 8 for b in bits)},
         )
 

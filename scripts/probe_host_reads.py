@@ -1,0 +1,133 @@
+"""Why Fathom's row fetch runs at ~2x its byte floor, and why a step costs more after another method.
+
+Part 1 (fetch): the production row fetch (``fathom_fetch_rows``, default launch config) copying
+the same number of 512-byte K|V rows per KV head from a 4 GiB ``[Hkv, n, 2, d]`` buffer, with the
+rows spread three ways: random (every row on its own 4 KB page, as winners are), 8 rows per 4 KB
+page, and 128 rows per 64 KB. Equal bytes, different page counts: if the clustered patterns run
+much faster, page translation (not PCIe bytes) bounds the fetch. Buffers: pinned by torch
+(cudaHostAlloc), transparent-huge-page memory registered with cudaHostRegister, and HBM. Beside
+them, one cudaMemcpyAsync of the same bytes (the PCIe floor). Eviction before every timed call.
+
+Part 2 (order): a method's complete step timed right after itself and right after the other
+method (eviction between, as always), with default and with huge pages; a gap between "after itself" and "after the other" is state (caches,
+translations) one step leaves for the next.
+
+    python scripts/probe_host_reads.py [--workload FILE] [--rows 1536] [--calls 30] [--skip-order]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from pathlib import Path
+
+import torch
+
+import kprof.kernels  # noqa: F401
+from kprof.eviction import EvictionBuffer
+from kprof.host_memory import pinned_empty
+from kprof.kernels.fathom.triton_kernels import fathom_fetch_rows
+
+HKV, N, D = 8, 1 << 20, 128
+
+
+def _time(fn, evict: EvictionBuffer, calls: int) -> float:
+    """Median microseconds of ``fn`` with the eviction buffer run before each call."""
+    for _ in range(3):
+        evict.evict()
+        fn()
+    start = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
+    stop = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
+    for s, e in zip(start, stop):
+        evict.evict()
+        s.record()
+        fn()
+        e.record()
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) * 1e3 for s, e in zip(start, stop))
+
+
+def _row_sets(rows: int, dev) -> dict[str, torch.Tensor]:
+    """Sorted distinct row ids per head: random, 8 per 4 KB page, 128 per 64 KB."""
+    g = torch.Generator().manual_seed(0)
+    out = {"random": torch.stack([torch.randperm(N, generator=g)[:rows].sort().values for _ in range(HKV)])}
+    for per, label in ((8, "8 rows/4KB page"), (128, "128 rows/64KB")):
+        starts = torch.stack([torch.randperm(N // per, generator=g)[:rows // per].sort().values for _ in range(HKV)])
+        out[label] = (starts[:, :, None] * per + torch.arange(per)).reshape(HKV, -1)
+    return {k: v.to(dev) for k, v in out.items()}
+
+
+def fetch_probe(rows: int, calls: int) -> None:
+    dev = torch.device("cuda")
+    evict = EvictionBuffer(dev)
+    nbytes = HKV * N * 2 * D * 2
+    thp = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+    print(f"transparent huge pages: {thp.read_text().strip() if thp.exists() else 'unknown'}")
+    buffers = {"pinned (cudaHostAlloc)": pinned_empty(nbytes, torch.uint8)}
+    try:
+        buffers["THP + cudaHostRegister"] = pinned_empty(nbytes, torch.uint8, pages="huge")
+    except (RuntimeError, OSError) as e:
+        print(f"huge-page pinning failed: {e}")
+    buffers["HBM"] = torch.empty(nbytes, dtype=torch.uint8, device=dev)
+    union = torch.empty(HKV, rows, 2, D, dtype=torch.float16, device=dev)
+    first = torch.ones(HKV, rows, dtype=torch.bool, device=dev)
+    slot = torch.arange(rows, device=dev).repeat(HKV, 1)
+    moved = HKV * rows * 2 * D * 2
+    src = torch.empty(moved, dtype=torch.uint8, pin_memory=True)
+    dst = torch.empty(moved, dtype=torch.uint8, device=dev)
+    memcpy = _time(lambda: dst.copy_(src, non_blocking=True), evict, calls)
+    print(f"{rows} rows x {HKV} heads = {moved / 1e6:.2f} MB; one cudaMemcpyAsync: {memcpy:.1f} us "
+          f"({moved / memcpy / 1e3:.1f} GB/s)")
+    print(f"{'buffer':>24s} {'rows':>18s} {'us':>8s} {'GB/s':>6s} {'x memcpy':>8s}")
+    for name, buf in buffers.items():
+        kv = buf.view(torch.float16).view(HKV, N, 2, D)
+        k_rows, v_rows = kv[:, :, 0], kv[:, :, 1]
+        for label, ids in _row_sets(rows, dev).items():
+            def fetch(ids=ids, k_rows=k_rows, v_rows=v_rows):
+                fathom_fetch_rows[(HKV, -(-rows // 64))](
+                    k_rows, v_rows, ids, first, slot, union[:, :, 0], union[:, :, 1], rows,
+                    k_rows.stride(0), k_rows.stride(1), union.stride(0), union.stride(1),
+                    D=D, ROWS=64, PAIRED=True, num_warps=8)
+            us = _time(fetch, evict, calls)
+            print(f"{name:>24s} {label:>18s} {us:8.1f} {moved / us / 1e3:6.1f} {us / memcpy:8.2f}", flush=True)
+
+
+def order_probe(session, pages: str, calls: int) -> None:
+    evict = session.eviction()
+    runs = {m: session.prepare(f"{m}:pages={pages}", m, "subject").prepared.run for m in ("fathom", "scan32")}
+    print(f"\npages={pages}\n{'timed':>8s} {'after':>10s} {'median us':>10s}")
+    for timed, run in runs.items():
+        befores = {"itself": run, "other": next(r for m, r in runs.items() if m != timed)}
+        samples: dict[str, list[float]] = {b: [] for b in befores}
+        for _ in range(calls):  # interleaved, so drift hits every condition alike
+            for label, before in befores.items():
+                before()
+                evict.evict()
+                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                s.record()
+                run()
+                e.record()
+                torch.cuda.synchronize()
+                samples[label].append(s.elapsed_time(e) * 1e3)
+        for label, xs in samples.items():
+            print(f"{timed:>8s} {label:>10s} {statistics.median(xs):10.1f}", flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--workload", default="qwen3-8b-1m", help="workload for the order probe (a captured file is faster)")
+    ap.add_argument("--rows", type=int, default=1536, help="distinct rows fetched per KV head (Fathom: ~1,500)")
+    ap.add_argument("--calls", type=int, default=30)
+    ap.add_argument("--skip-order", action="store_true", help="only the fetch probe")
+    args = ap.parse_args()
+    fetch_probe(args.rows, args.calls)
+    if not args.skip_order:
+        from kprof.session import MeasurementSession
+
+        session = MeasurementSession.open("cuda", args.workload, {}, config_mode="default")
+        for pages in ("default", "huge"):
+            order_probe(session, pages, args.calls)
+
+
+if __name__ == "__main__":
+    main()
