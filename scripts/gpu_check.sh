@@ -18,7 +18,7 @@
 # and Fathom/sparq16 against scan32 at the tuned configs; fathom-final = the Fathom issue's
 # measurements at 1M tokens (comparisons, stages, HBM index, gather) and the scan tunes;
 # fathom-tests = every Fathom kernel test on the GPU (compile-heavy: most of a call); fathom-probe
-# = the top-k's SEARCH=1 tests, scripts/probe_host_reads.py, and SEARCH=1 / pages=huge screens;
+# = the scan tests, scripts/probe_host_reads.py, and top-k SEARCH=1 / scan AHEAD=2 screens;
 # acceptance = the headline SANTA++/Fathom comparisons, SANTA++ tuning and stages.
 # Each mode fits one 10-minute device call. Exits non-zero if any step failed (all steps still run).
 set -u
@@ -166,22 +166,18 @@ if [ "$mode" = fathom-screen ]; then
   [ "${3:-}" = tune ] || { echo "gpu_check: overall status $status (logs in $out)"; exit $status; }
 fi
 if [ "$mode" = fathom-probe ]; then
-  # the top-k's SEARCH=1 tests on the GPU; where the row fetch and the order effect lose time
-  # (scripts/probe_host_reads.py: page translation vs PCIe bytes, huge-page pinning); stage
-  # screens and a comparison of SEARCH=1 and pages=huge at 1M tokens
+  # the scan tests on the GPU (scan.AHEAD); where the row fetch loses time (the step's winners or
+  # the residency's memory: scripts/probe_host_reads.py) and the order effect; stage screens and a
+  # comparison of top-k SEARCH=1 with and without the scan's deeper prefetch at 1M tokens
   ensure_f1m
-  sel=tests/kernels/fathom/test_selection.py
-  STEP_TIMEOUT=200 step pytest_search1 "$py" -m pytest -q -p no:cacheprovider \
-    "$sel::test_topk_is_exact_on_random_scores[4100-48-4096-0-1]" "$sel::test_topk_is_exact_on_random_scores[9000-100-128-0-1]" \
-    "$sel::test_topk_with_heavy_ties_keeps_exactly_k_of_the_best_values[0-1]" "$sel::test_topk_ranks_negative_and_infinite_scores[0-1]" \
-    "$sel::test_topk_of_exactly_the_forced_tokens[1]" "$sel::test_topk_with_more_infinite_scores_than_k[1]" \
-    "$sel::test_topk_with_one_spike_per_chunk[1]"
-  STEP_TIMEOUT=150 step probe_host_reads "$py" scripts/probe_host_reads.py --workload $F1M
+  STEP_TIMEOUT=150 step pytest_scan "$py" -m pytest -q -p no:cacheprovider tests/kernels/fathom/test_fathom_kernels.py -k scan
+  STEP_TIMEOUT=150 step probe_host_reads "$py" scripts/probe_host_reads.py --workload $F1M --skip-spread
   STEP_TIMEOUT=150 step fathom_sweep "$py" scripts/sweep_stages.py --workload $F1M --rounds 2 --obs 10 \
-    fathom fathom:topk.SEARCH=1 fathom:pages=huge scan32 scan32:topk.SEARCH=1 scan32:pages=huge
-  STEP_TIMEOUT=90 step fathom_compare kprof compare --method fathom --method fathom:topk.SEARCH=1 \
-    --method fathom:pages=huge --method scan32:pages=huge --baseline scan32 --workload $F1M --rounds 2 \
-    --warmup-pairs 5 --observations 10 --config default --out "$out/fathom_compare.json"
+    fathom:topk.SEARCH=1 fathom:topk.SEARCH=1,scan.AHEAD=2 scan32:topk.SEARCH=1 scan32:topk.SEARCH=1,scan.AHEAD=2
+  STEP_TIMEOUT=90 step fathom_compare kprof compare --method fathom:topk.SEARCH=1 \
+    --method fathom:topk.SEARCH=1,scan.AHEAD=2 --method scan32:topk.SEARCH=1,scan.AHEAD=2 \
+    --baseline scan32:topk.SEARCH=1 --workload $F1M --rounds 2 --warmup-pairs 5 --observations 10 --config default \
+    --out "$out/fathom_compare.json"
   echo "gpu_check: overall status $status (logs in $out)"; exit $status
 fi
 if [ "$mode" = fathom-tests ]; then

@@ -32,6 +32,7 @@ LAUNCH_SPACES = {
         # picks the larger tile where G allows it)
         Param("BLOCKS", (4, 8, 16, 32, 64), 32, "64-token blocks per program"),
         Param("num_warps", (1, 2, 4, 8), 4),
+        Param("AHEAD", (1, 2), 1, "channels whose plane loads are in flight ahead of the arithmetic"),
     ), (Constraint("each thread's G x tokens fp32 accumulators must fit in registers: "
                    "pow2(G) * BLOCKS * 64 / (32 * num_warps) <= 128",
                    lambda c, s: max(2, triton.next_power_of_2(s.hq // s.hkv)) * c["BLOCKS"] * 2 // c["num_warps"] <= 128),)),
@@ -135,7 +136,7 @@ class FathomScan:
             self.active_dst, self.n_active, self.scores, self.chunk_max, self.store.n, self.nb, stride_wh, stride_wd,
             self.q.stride(0), scales.stride(0), scales.stride(1), self.scores.stride(0),
             self.chunk_max.stride(0), GROUP=self.group, BLOCK_G=self.block_g, D=self.d, BLOCKS=c["BLOCKS"],
-            FUSED=self.fused, num_warps=c["num_warps"])
+            FUSED=self.fused, AHEAD=c["AHEAD"], num_warps=c["num_warps"])
 
     def stages(self):
         """(name, launch) in order; the fused scan has no separate gather."""

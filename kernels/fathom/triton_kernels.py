@@ -137,17 +137,34 @@ def _channel_words(Words32, Scales, Q, kvh, j, t, dst, half, hb_live, blk, heads
 
 
 @triton.jit
+def _accumulate(acc, bias, w0, w1, w2, w3, a, qj, t, lane):
+    """Add one channel's dequantised prefix values times q_j to the [G, 32, half-blocks] scores."""
+    code = (w0[None, :] >> lane[:, None]) & 1
+    code = code * 2 + ((w1[None, :] >> lane[:, None]) & 1)
+    code = code * 2 + ((w2[None, :] >> lane[:, None]) & 1)
+    code = code * 2 + ((w3[None, :] >> lane[:, None]) & 1)
+    value = (code | 0x4B000000).to(tl.float32, bitcast=True) - 8388608.0
+    wq = qj.to(tl.float32)[:, None] * (a.to(tl.float32) * 0.125)[None, :]
+    bias += wq * (tl.exp2((3 - t).to(tl.float32)) - 8.0)
+    acc += wq[:, None, :] * value[None, :, :]
+    return acc, bias
+
+
+@triton.jit
 def fathom_scan(
     Q, Words32, Scales, Active, ActDepth, ActDst, NActive, Scores, ChunkMax,
     n, n_blocks, stride_wh, stride_wd,
     stride_qh, stride_sh, stride_sd, stride_oh, stride_ch,
     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, D: tl.constexpr, BLOCKS: tl.constexpr, FUSED: tl.constexpr,
+    AHEAD: tl.constexpr,
 ):
     """Grid (Hkv, cdiv(nb, BLOCKS)): approximate scores of BLOCKS x 64 tokens for the G heads,
-    one active channel at a time, its loads issued one channel ahead of its arithmetic; also
-    each 32-token chunk's best score per head (the top-k's first, pruning pass reads only those).
-    ``Words32`` is the staging buffer (``stride_wh`` words per head) or, FUSED, the store's planes
-    (``stride_wh``, ``stride_wd`` words per head and channel): the fused scan is its own gather.
+    one active channel at a time, its loads issued AHEAD (1 or 2) channels ahead of its
+    arithmetic; also each 32-token chunk's best score per head (the top-k's first, pruning pass
+    reads only those). ``Words32`` is the staging buffer (``stride_wh`` words per head) or, FUSED,
+    the store's planes (``stride_wh``, ``stride_wd`` words per head and channel): the fused scan
+    is its own gather, and reading host memory over PCIe it needs many bytes in flight (a
+    depth-1 channel gives a program only ~300 of them per step: hence AHEAD 2).
 
     Why it is cheap per token: planes are read as int32 halves (tokens 0-31 and 32-63 of a block),
     so extracting a bit is a 32-bit shift and mask; missing planes read as 0 bits, which makes the
@@ -177,22 +194,32 @@ def fathom_scan(
     # word a thread loads serves several tokens (bit-fastest tiles gave one token per load)
     acc = tl.zeros([BLOCK_G, 32, 2 * BLOCKS], dtype=tl.float32)
     bias = tl.zeros([BLOCK_G, 2 * BLOCKS], dtype=tl.float32)
-    for c in range(0, n_active):
-        # the next channel's loads first, so they are in flight during this channel's arithmetic
-        nw0, nw1, nw2, nw3, na, nq = _channel_words(Words32, Scales, Q, kvh, j, t, dst, half, hb_live, blk, heads,
+    if AHEAD == 1:
+        for c in range(0, n_active):
+            # the next channel's loads first, so they are in flight during this channel's arithmetic
+            nw0, nw1, nw2, nw3, na, nq = _channel_words(Words32, Scales, Q, kvh, j, t, dst, half, hb_live, blk, heads,
+                                                        g_mask, n_blocks, stride_wh, stride_wd, stride_qh, stride_sh,
+                                                        stride_sd, FUSED)
+            nt = t
+            j, t, dst = _channel_meta(Active, ActDepth, ActDst, kvh, c + 2, n_active, D)
+            acc, bias = _accumulate(acc, bias, w0, w1, w2, w3, a, qj, t_cur, lane)
+            w0, w1, w2, w3, a, qj, t_cur = nw0, nw1, nw2, nw3, na, nq, nt
+    else:
+        # channel c + 1's words are in flight from the previous step; issue c + 2's
+        pw0, pw1, pw2, pw3, pa, pq = _channel_words(Words32, Scales, Q, kvh, j, t, dst, half, hb_live, blk, heads,
                                                     g_mask, n_blocks, stride_wh, stride_wd, stride_qh, stride_sh,
                                                     stride_sd, FUSED)
-        nt = t
-        j, t, dst = _channel_meta(Active, ActDepth, ActDst, kvh, c + 2, n_active, D)
-        code = (w0[None, :] >> lane[:, None]) & 1
-        code = code * 2 + ((w1[None, :] >> lane[:, None]) & 1)
-        code = code * 2 + ((w2[None, :] >> lane[:, None]) & 1)
-        code = code * 2 + ((w3[None, :] >> lane[:, None]) & 1)
-        value = (code | 0x4B000000).to(tl.float32, bitcast=True) - 8388608.0
-        wq = qj.to(tl.float32)[:, None] * (a.to(tl.float32) * 0.125)[None, :]
-        bias += wq * (tl.exp2((3 - t_cur).to(tl.float32)) - 8.0)
-        acc += wq[:, None, :] * value[None, :, :]
-        w0, w1, w2, w3, a, qj, t_cur = nw0, nw1, nw2, nw3, na, nq, nt
+        pt = t
+        j, t, dst = _channel_meta(Active, ActDepth, ActDst, kvh, 2, n_active, D)
+        for c in range(0, n_active):
+            nw0, nw1, nw2, nw3, na, nq = _channel_words(Words32, Scales, Q, kvh, j, t, dst, half, hb_live, blk, heads,
+                                                        g_mask, n_blocks, stride_wh, stride_wd, stride_qh, stride_sh,
+                                                        stride_sd, FUSED)
+            nt = t
+            j, t, dst = _channel_meta(Active, ActDepth, ActDst, kvh, c + 3, n_active, D)
+            acc, bias = _accumulate(acc, bias, w0, w1, w2, w3, a, qj, t_cur, lane)
+            w0, w1, w2, w3, a, qj, t_cur = pw0, pw1, pw2, pw3, pa, pq, pt
+            pw0, pw1, pw2, pw3, pa, pq, pt = nw0, nw1, nw2, nw3, na, nq, nt
     acc += bias[:, None, :]
     tok = half[None, :] * 32 + lane[:, None]
     live = tok < n

@@ -60,7 +60,8 @@ def test_gather_is_bit_exact_including_zero_length_runs(make_workload, target, n
 
 
 @pytest.mark.parametrize("scan,fused", [({}, False), ({"BLOCKS": 4}, False), ({"BLOCKS": 8, "num_warps": 1}, False),
-                                        ({"BLOCKS": 4, "num_warps": 8}, False), ({}, True), ({"BLOCKS": 4}, True)])
+                                        ({"BLOCKS": 4, "num_warps": 8}, False), ({}, True), ({"BLOCKS": 4}, True),
+                                        ({"AHEAD": 2}, True), ({"BLOCKS": 4, "AHEAD": 2}, False)])
 def test_scan_scores_match_the_dequantised_reference(make_workload, target, scan, fused):
     """333 tokens: a partial last block; budget 48: channels at every depth. Fused: the scan reads
     the store's planes (host memory on a GPU) instead of the staged copy."""
@@ -74,7 +75,7 @@ def test_scan_scores_match_the_dequantised_reference(make_workload, target, scan
 
 
 @pytest.mark.parametrize("scan,fused", [({"BLOCKS": 16}, False), ({"BLOCKS": 4, "num_warps": 2}, False),
-                                        ({"BLOCKS": 16}, True)])
+                                        ({"BLOCKS": 16}, True), ({"BLOCKS": 16, "AHEAD": 2}, True)])
 def test_scan_over_many_programs_and_a_partial_last_one_with_chunk_maxima(make_workload, target, scan, fused):
     """4,133 tokens: 65 blocks, so several programs each carry their next-channel loads through
     the loop and the last program holds a partial block past the end of the planes. Each 32-token
@@ -91,6 +92,21 @@ def test_scan_over_many_programs_and_a_partial_last_one_with_chunk_maxima(make_w
     assert op.chunk_max.shape == (4, 130)
     assert torch.equal(op.chunk_max.cpu(), padded.view(4, 130, 32).amax(dim=2))
     assert [name for name, _ in op.stages()] == ["plan", "scan"] if fused else ["plan", "gather", "scan"]
+
+
+@pytest.mark.parametrize("budget", [1, 2, 3])
+@pytest.mark.parametrize("ahead", [1, 2])
+def test_scan_with_as_few_active_channels_as_its_prefetch_depth(make_workload, target, budget, ahead):
+    """One to three planes in all: the prefetch runs past the end of the channel list from the
+    start (its loads must read nothing there, and no channel may be added twice or skipped)."""
+    w, store, op = _scan(make_workload, target, budget=budget, n=300, seed=5, scan={"AHEAD": ahead}, fused=True)
+    op.scores.fill_(float("nan"))
+    scores = op.run().cpu().double()
+    assert 1 <= int(op.n_active.max()) <= budget
+    for kvh in range(2):
+        ref = approximate_scores(w.q[2 * kvh : 2 * kvh + 2], store.planes[kvh], store.scales[kvh],
+                                 op.depth[kvh].cpu(), n=300)
+        assert torch.allclose(scores[2 * kvh : 2 * kvh + 2], ref, atol=1e-4, rtol=1e-5)
 
 
 def test_fused_scan_gives_the_staged_scans_scores_bit_for_bit(make_workload, target):
