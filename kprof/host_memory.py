@@ -1,19 +1,22 @@
-"""Pinned host buffers that GPU kernels read over PCIe, with normal or huge pages.
+"""Pinned host buffers that GPU kernels read over PCIe: default, huge-page or write-combined.
 
-A kernel reading pinned host memory translates every address through the GPU's TLBs. Fathom's
-row fetch touches one 512-byte row per 4 KB page of a multi-GiB buffer, so with 4 KB pages
-nearly every row is a translation miss. ``pages="huge"`` backs the buffer with transparent huge
-pages (2 MiB, ``madvise``) and pins it with ``cudaHostRegister`` instead of ``cudaHostAlloc``;
-whether the driver then maps larger GPU pages is for ``scripts/probe_host_reads.py`` to measure.
+A kernel reading pinned host memory translates every address through the GPU's TLBs, and each
+PCIe read is snooped by the CPU's caches. Three kinds, for ``scripts/probe_host_reads.py`` to
+compare: ``default`` (cudaHostAlloc, what ``pin_memory`` gives); ``huge`` (transparent huge pages,
+2 MiB, pinned with cudaHostRegister: fewer translations if the driver maps them large);
+``wc`` (cuMemHostAlloc write-combined: the CPU's caches are bypassed, so the GPU's reads are not
+snooped; CPU reads of it are very slow, so only for buffers the host writes once).
 """
 
 from __future__ import annotations
 
+import ctypes
 import mmap
 
 import torch
 
-PAGE_KINDS = ("default", "huge")
+PAGE_KINDS = ("default", "huge", "wc")
+_HOSTALLOC_PORTABLE_DEVICEMAP_WRITECOMBINED = 0x01 | 0x02 | 0x04
 HUGE_PAGE = 2 << 20
 
 
@@ -49,6 +52,27 @@ def _huge_page_pinned(nbytes: int) -> torch.Tensor:
     return buf[:nbytes]
 
 
+def _write_combined_pinned(nbytes: int) -> torch.Tensor:
+    torch.cuda.synchronize()  # the runtime's primary context is current on this thread from here
+    driver = ctypes.CDLL("libcuda.so.1")
+    ptr = ctypes.c_void_p()
+    size = max(1, nbytes)
+    err = driver.cuMemHostAlloc(ctypes.byref(ptr), ctypes.c_size_t(size),
+                                ctypes.c_uint(_HOSTALLOC_PORTABLE_DEVICEMAP_WRITECOMBINED))
+    if err != 0:
+        raise RuntimeError(f"cuMemHostAlloc of {size >> 20} MiB (write-combined) failed with CUDA error {err}; "
+                           "use pages=default")
+
+    class _WriteCombined(ctypes.c_uint8 * size):
+        """The allocation, freed when the last tensor viewing it dies (torch.frombuffer keeps it)."""
+
+        def __del__(self):
+            torch.cuda.synchronize()
+            driver.cuMemFreeHost(ctypes.c_void_p(ctypes.addressof(self)))
+
+    return torch.frombuffer(_WriteCombined.from_address(ptr.value), dtype=torch.uint8)[:nbytes]
+
+
 def pinned_empty(shape, dtype: torch.dtype, pages: str = "default") -> torch.Tensor:
     """An uninitialised host tensor that kernels can read over PCIe: pinned when CUDA exists (plain
     CPU memory otherwise), on huge pages when ``pages="huge"``."""
@@ -60,7 +84,8 @@ def pinned_empty(shape, dtype: torch.dtype, pages: str = "default") -> torch.Ten
     if pages == "default":
         return torch.empty(shape, dtype=dtype, pin_memory=True)
     nbytes = torch.Size(shape).numel() * torch.empty((), dtype=dtype).element_size()
-    return _huge_page_pinned(nbytes).view(dtype).view(shape)
+    alloc = _huge_page_pinned if pages == "huge" else _write_combined_pinned
+    return alloc(nbytes).view(dtype).view(shape)
 
 
 def pinned_like(t: torch.Tensor, pages: str = "default") -> torch.Tensor:

@@ -18,7 +18,7 @@
 # and Fathom/sparq16 against scan32 at the tuned configs; fathom-final = the Fathom issue's
 # measurements at 1M tokens (comparisons, stages, HBM index, gather) and the scan tunes;
 # fathom-tests = every Fathom kernel test on the GPU (compile-heavy: most of a call); fathom-probe
-# = the scan tests, scripts/probe_host_reads.py, and top-k SEARCH=1 / scan AHEAD=2 screens;
+# = the decode tests, scripts/probe_host_reads.py, and screens of the host memory kinds;
 # acceptance = the headline SANTA++/Fathom comparisons, SANTA++ tuning and stages.
 # Each mode fits one 10-minute device call. Exits non-zero if any step failed (all steps still run).
 set -u
@@ -166,18 +166,20 @@ if [ "$mode" = fathom-screen ]; then
   [ "${3:-}" = tune ] || { echo "gpu_check: overall status $status (logs in $out)"; exit $status; }
 fi
 if [ "$mode" = fathom-probe ]; then
-  # the scan tests on the GPU (scan.AHEAD); where the row fetch loses time (the step's winners or
-  # the residency's memory: scripts/probe_host_reads.py) and the order effect; stage screens and a
-  # comparison of top-k SEARCH=1 with and without the scan's deeper prefetch at 1M tokens
+  # the decode tests on the GPU at the new defaults (top-k SEARCH=1, scan AHEAD=2); the host's
+  # topology; the row fetch from default, huge-page and write-combined pinned memory
+  # (scripts/probe_host_reads.py); stage screens and a comparison with the index and rows in
+  # write-combined memory at 1M tokens
   ensure_f1m
-  STEP_TIMEOUT=150 step pytest_scan "$py" -m pytest -q -p no:cacheprovider tests/kernels/fathom/test_fathom_kernels.py -k scan
-  STEP_TIMEOUT=150 step probe_host_reads "$py" scripts/probe_host_reads.py --workload $F1M --skip-spread
+  STEP_TIMEOUT=200 step pytest_decode "$py" -m pytest -q -p no:cacheprovider tests/kernels/fathom/test_decode.py
+  step topology nvidia-smi topo -m
+  step numa lscpu
+  STEP_TIMEOUT=120 step probe_host_reads "$py" scripts/probe_host_reads.py --skip-order
   STEP_TIMEOUT=150 step fathom_sweep "$py" scripts/sweep_stages.py --workload $F1M --rounds 2 --obs 10 \
-    fathom:topk.SEARCH=1 fathom:topk.SEARCH=1,scan.AHEAD=2 scan32:topk.SEARCH=1 scan32:topk.SEARCH=1,scan.AHEAD=2
-  STEP_TIMEOUT=90 step fathom_compare kprof compare --method fathom:topk.SEARCH=1 \
-    --method fathom:topk.SEARCH=1,scan.AHEAD=2 --method scan32:topk.SEARCH=1,scan.AHEAD=2 \
-    --baseline scan32:topk.SEARCH=1 --workload $F1M --rounds 2 --warmup-pairs 5 --observations 10 --config default \
-    --out "$out/fathom_compare.json"
+    fathom fathom:pages=wc fathom:scan.AHEAD=1 scan32 scan32:pages=wc scan32:scan.AHEAD=1
+  STEP_TIMEOUT=90 step fathom_compare kprof compare --method fathom --method fathom:pages=wc \
+    --method scan32:pages=wc,scan.AHEAD=1 --baseline scan32:scan.AHEAD=1 --workload $F1M --rounds 2 \
+    --warmup-pairs 5 --observations 10 --config default --out "$out/fathom_compare.json"
   echo "gpu_check: overall status $status (logs in $out)"; exit $status
 fi
 if [ "$mode" = fathom-tests ]; then

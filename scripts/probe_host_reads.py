@@ -5,7 +5,8 @@ the same number of 512-byte K|V rows per KV head from a 4 GiB ``[Hkv, n, 2, d]``
 rows spread three ways: random (every row on its own 4 KB page, as winners are), 8 rows per 4 KB
 page, and 128 rows per 64 KB. Equal bytes, different page counts: if the clustered patterns run
 much faster, page translation (not PCIe bytes) bounds the fetch. Buffers: pinned by torch
-(cudaHostAlloc), transparent-huge-page memory registered with cudaHostRegister, and HBM. Beside
+(cudaHostAlloc), transparent-huge-page memory registered with cudaHostRegister, write-combined
+pinned memory (cuMemHostAlloc: the GPU's reads are not snooped), and HBM. Beside
 them, one cudaMemcpyAsync of the same bytes (the PCIe floor). Eviction before every timed call.
 
 Part 2 (the step's fetch): the decode step's fetch, and the same launch on random rows or on a
@@ -87,10 +88,11 @@ def fetch_probe(rows: int, calls: int) -> None:
     thp = Path("/sys/kernel/mm/transparent_hugepage/enabled")
     print(f"transparent huge pages: {thp.read_text().strip() if thp.exists() else 'unknown'}")
     buffers = {"pinned (cudaHostAlloc)": pinned_empty(nbytes, torch.uint8)}
-    try:
-        buffers["THP + cudaHostRegister"] = pinned_empty(nbytes, torch.uint8, pages="huge")
-    except (RuntimeError, OSError) as e:
-        print(f"huge-page pinning failed: {e}")
+    for label, pages in (("THP + cudaHostRegister", "huge"), ("write-combined", "wc")):
+        try:
+            buffers[label] = pinned_empty(nbytes, torch.uint8, pages=pages)
+        except (RuntimeError, OSError) as e:
+            print(f"pages={pages} failed: {e}")
     buffers["HBM"] = torch.empty(nbytes, dtype=torch.uint8, device=dev)
     union = torch.empty(HKV, rows, 2, D, dtype=torch.float16, device=dev)
     first = torch.ones(HKV, rows, dtype=torch.bool, device=dev)

@@ -41,9 +41,9 @@ LAUNCH_SPACES = dict(SCAN_SPACES) | {
                                  Param("num_warps", (4, 8, 16), 16, "warps of the Triton top-k (PRUNE 2)"),
                                  Param("RADIX_BITS", (0, 2, 4, 8), 0, "threshold search of the Triton top-k: "
                                        "0 bisection (32 counting steps), else radix select with digits this wide"),
-                                 Param("SEARCH", (0, 1), 0, "bisection range: 0 the whole int32 range; 1 bracketed "
+                                 Param("SEARCH", (0, 1), 1, "bisection range: 0 the whole int32 range; 1 bracketed "
                                        "by bounds from the data, stopping when a count is exactly k")),
-                        (Constraint("SEARCH 1 brackets the bisection: it needs RADIX_BITS 0",
+                        (Constraint("topk.RADIX_BITS > 0 needs topk.SEARCH=0 (SEARCH 1 brackets the bisection)",
                                     lambda c, s: c["SEARCH"] == 0 or c["RADIX_BITS"] == 0),)),
     # sm_90, G = 4, k = 512: 16 warps 90 registers per thread, 8 warps 204, 4 warps spill
     "union": LaunchSpace("union", (Param("num_warps", (8, 16), 16),)),
@@ -102,8 +102,7 @@ class FathomResidency:
     @classmethod
     def build(cls, k: torch.Tensor, v: torch.Tensor, device: torch.device, index: str = "host", rows: str = "host",
               basis: str = "raw", pages: str = "default") -> "FathomResidency":
-        """``pages``: how host-resident parts are pinned, 'default' (cudaHostAlloc) or 'huge'
-        (transparent huge pages + cudaHostRegister: fewer GPU translations per random row)."""
+        """``pages``: how host-resident parts are pinned (``kprof.host_memory.PAGE_KINDS``)."""
         if index not in ("host", "hbm") or rows not in ("host", "hbm"):
             raise ValueError("index and rows must be 'host' or 'hbm'")
         store = FathomStore.build(k.to(device), basis=basis)

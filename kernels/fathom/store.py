@@ -88,6 +88,6 @@ class FathomStore:
 
     def pinned(self, pages: str = "default") -> "FathomStore":
         """A copy whose planes and scales live in pinned host memory (the host-index regime);
-        ``pages``: 'default' (cudaHostAlloc) or 'huge' (see ``kprof.host_memory``)."""
+        ``pages``: one of ``kprof.host_memory.PAGE_KINDS``."""
         return FathomStore(pinned_like(self.planes, pages), pinned_like(self.scales, pages), self.var, self.n,
                            self.basis, self.mean, self.rotation)

@@ -3,11 +3,12 @@
 All four share the 4-bit bit-plane index, the gather, the scan, the top-k, the union and the
 exact attention; they differ only in how the plan picks channel depths. Options:
 ``fathom:budget=48,k=512,index=host,rows=host,basis=raw,gather=fused,pages=default`` (baselines
-take all but ``budget``). ``pages=huge`` pins the host-resident index and rows on transparent huge
-pages (``kprof.host_memory``) instead of cudaHostAlloc's. ``gather=fused`` (default): the scan
-reads the active planes where the index lives, so its loads are the gather (same bytes, one
-pass); ``gather=copy``: the gather launch stages them in HBM and the scan reads the copy (1M
-tokens on an H200: Fathom 1,431 -> 1,249 us for the two against the one).
+take all but ``budget``). ``pages=huge`` / ``pages=wc`` pin the host-resident index and rows
+on transparent huge pages / write-combined memory (``kprof.host_memory``) instead of
+cudaHostAlloc's. ``gather=fused`` (default): the scan reads the active planes where the index
+lives, so its loads are the gather (same bytes, one pass); ``gather=copy``: the gather launch
+stages them in HBM and the scan reads the copy (1M tokens on an H200: Fathom 1,431 -> 1,249 us
+for the two against the one).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from kprof.methods.registry import register
 from kprof.workloads.workload import Workload
 
 _CHOICES = {"index": ("host", "hbm"), "rows": ("host", "hbm"), "basis": ("raw", "klt"), "gather": ("copy", "fused"),
-            "pages": ("default", "huge")}
+            "pages": ("default", "huge", "wc")}
 
 
 class _FathomFamily(Method):
