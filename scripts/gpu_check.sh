@@ -18,7 +18,7 @@
 # and Fathom/sparq16 against scan32 at the tuned configs; fathom-final = the Fathom issue's
 # measurements at 1M tokens (comparisons, stages, HBM index, gather) and the scan tunes;
 # fathom-tests = every Fathom kernel test on the GPU (compile-heavy: most of a call); fathom-probe
-# = the decode tests, scripts/probe_host_reads.py, and screens of the host memory kinds;
+# = the decode tests and screens of the step pipelined in 1, 2 and 4 pieces;
 # acceptance = the headline SANTA++/Fathom comparisons, SANTA++ tuning and stages.
 # Each mode fits one 10-minute device call. Exits non-zero if any step failed (all steps still run).
 set -u
@@ -166,19 +166,14 @@ if [ "$mode" = fathom-screen ]; then
   [ "${3:-}" = tune ] || { echo "gpu_check: overall status $status (logs in $out)"; exit $status; }
 fi
 if [ "$mode" = fathom-probe ]; then
-  # the decode tests on the GPU at the new defaults (top-k SEARCH=1, scan AHEAD=2); the host's
-  # topology; the row fetch from default, huge-page and write-combined pinned memory
-  # (scripts/probe_host_reads.py); stage screens and a comparison with the index and rows in
-  # write-combined memory at 1M tokens
+  # the decode tests on the GPU (the pipelined step's second stream among them); stage screens and
+  # a comparison of the step run in 1, 2 (default) and 4 pieces at 1M tokens
   ensure_f1m
   STEP_TIMEOUT=200 step pytest_decode "$py" -m pytest -q -p no:cacheprovider tests/kernels/fathom/test_decode.py
-  step topology nvidia-smi topo -m
-  step numa lscpu
-  STEP_TIMEOUT=120 step probe_host_reads "$py" scripts/probe_host_reads.py --skip-order
   STEP_TIMEOUT=150 step fathom_sweep "$py" scripts/sweep_stages.py --workload $F1M --rounds 2 --obs 10 \
-    fathom fathom:pages=wc fathom:scan.AHEAD=1 scan32 scan32:pages=wc scan32:scan.AHEAD=1
-  STEP_TIMEOUT=90 step fathom_compare kprof compare --method fathom --method fathom:pages=wc \
-    --method scan32:pages=wc,scan.AHEAD=1 --baseline scan32:scan.AHEAD=1 --workload $F1M --rounds 2 \
+    fathom:pieces=1 fathom fathom:pieces=4 scan32:pieces=1 scan32 scan32:pieces=4
+  STEP_TIMEOUT=120 step fathom_compare kprof compare --method fathom:pieces=1 --method fathom --method fathom:pieces=4 \
+    --method scan32:pieces=1 --method scan32:pieces=4 --baseline scan32 --workload $F1M --rounds 2 \
     --warmup-pairs 5 --observations 10 --config default --out "$out/fathom_compare.json"
   echo "gpu_check: overall status $status (logs in $out)"; exit $status
 fi

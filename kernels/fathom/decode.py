@@ -22,7 +22,7 @@ from kprof.config_space import Constraint, LaunchSpace, Param
 from kprof.host_memory import pinned_like
 from kprof.kernels.dense.split_kv import _split_kv_combine
 from kprof.kernels.fathom.operator import LAUNCH_SPACES as SCAN_SPACES
-from kprof.kernels.fathom.operator import CHUNK, ChannelPolicy, FathomScan
+from kprof.kernels.fathom.operator import CHUNK, ChannelPolicy, FathomScan, HeadRange, split_heads
 from kprof.kernels.fathom.selection import fathom_topk, fathom_union
 from kprof.kernels.fathom.store import FathomStore
 from kprof.kernels.fathom.triton_kernels import fathom_attend, fathom_fetch_rows
@@ -117,9 +117,11 @@ class FathomResidency:
 class FathomDecode:
     def __init__(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, policy: ChannelPolicy, k_top: int,
                  config: dict, device: torch.device, index: str = "host", rows: str = "host", basis: str = "raw",
-                 residency: FathomResidency | None = None, gather: str = "fused", pages: str = "default"):
+                 residency: FathomResidency | None = None, gather: str = "fused", pages: str = "default",
+                 pieces: int = 1):
         """``gather``: 'copy' stages the active planes in HBM with the gather launch, then scans them;
-        'fused' scans them where the index lives (one launch reads the same bytes once)."""
+        'fused' scans them where the index lives (one launch reads the same bytes once).
+        ``pieces``: KV-head ranges the step is pipelined over (see :meth:`run`)."""
         if gather not in GATHER_MODES:
             raise ValueError(f"gather must be one of {', '.join(GATHER_MODES)}, not {gather!r}")
         hq, d = q.shape
@@ -172,15 +174,24 @@ class FathomDecode:
         self.part_m = torch.empty(hq, self.splits, dtype=torch.float32, device=device)
         self.part_l = torch.empty_like(self.part_m)
         self.part_acc = torch.empty(hq, self.splits, d, dtype=torch.float32, device=device)
+        self.all_heads = self.scan.all_heads
+        # the torch top-k variants launch over all heads at once: they run unpipelined
+        self.pieces = split_heads(hkv, self.group, pieces if self.prune == 2 else 1)
+        pipelined = len(self.pieces) > 1 and torch.device(device).type == "cuda"
+        self.side = torch.cuda.Stream(device, priority=-1) if pipelined else None
+        self.scanned = [torch.cuda.Event() if pipelined else None for _ in self.pieces]
+        self.selected = torch.cuda.Event() if pipelined else None
 
-    def launch_topk(self) -> None:
-        """Each head's top-k token ids, ascending (the union merges sorted lists)."""
+    def launch_topk(self, heads: HeadRange | None = None) -> None:
+        """Each head's top-k token ids, ascending (the union merges sorted lists). Only the Triton
+        top-k (PRUNE 2) takes a head range: the torch variants run over all heads, unpipelined."""
         if self.prune == 2:
             c = self.cfg["topk"]
+            q = (heads or self.all_heads).q
             block_t = triton.next_power_of_2(self.k_top * CHUNK)
             block_c = triton.next_power_of_2(self.scan.n_chunks)
-            fathom_topk[(self.hq,)](
-                self.scan.scores_padded, self.scan.chunk_max, self.chunk_idx, self.top_idx,
+            fathom_topk[(q.stop - q.start,)](
+                self.scan.scores_padded[q], self.scan.chunk_max[q], self.chunk_idx[q], self.top_idx[q],
                 self.n, self.scan.n_chunks, self.k_top, self.scan.scores_padded.stride(0),
                 self.scan.chunk_max.stride(0), self.top_idx.stride(0),
                 CHUNK=CHUNK, SINK=SINK_TOKENS, RECENT=RECENT_TOKENS, BLOCK_C=block_c, BLOCK_T=block_t,
@@ -201,40 +212,73 @@ class FathomDecode:
             torch.gather(candidates, 1, self.pick, out=self.unsorted_idx)
         torch.sort(self.unsorted_idx, dim=1, out=(self.top_idx, self.sort_perm))
 
-    def launch_union(self) -> None:
-        fathom_union[(self.hkv,)](
-            self.top_idx, self.sorted_rows, self.first, self.slot, self.head_slots,
+    def launch_union(self, heads: HeadRange | None = None) -> None:
+        r = heads or self.all_heads
+        fathom_union[(r.n_kv,)](
+            self.top_idx[r.q], self.sorted_rows[r.kv], self.first[r.kv], self.slot[r.kv], self.head_slots[r.q],
             self.k_top, self.entries, self.top_idx.stride(0), self.head_slots.stride(0),
             GROUP=self.group, BLOCK_E=triton.next_power_of_2(self.entries),
             SEARCH_STEPS=self.k_top.bit_length(), num_warps=self.cfg["union"]["num_warps"])
 
-    def launch_fetch(self) -> None:
+    def launch_fetch(self, heads: HeadRange | None = None) -> None:
         c = self.cfg["fetch"]
-        fathom_fetch_rows[(self.hkv, triton.cdiv(self.entries, c["ROWS"]))](
-            self.k_rows, self.v_rows, self.sorted_rows, self.first, self.slot, self.union_k, self.union_v,
+        kv = (heads or self.all_heads).kv
+        fathom_fetch_rows[(kv.stop - kv.start, triton.cdiv(self.entries, c["ROWS"]))](
+            self.k_rows[kv], self.v_rows[kv], self.sorted_rows[kv], self.first[kv], self.slot[kv], self.union_k[kv],
+            self.union_v[kv],
             self.entries, self.k_rows.stride(0), self.k_rows.stride(1), self.union_k.stride(0), self.union_k.stride(1),
             D=self.d, ROWS=c["ROWS"], PAIRED=bool(c["PAIRED"]), num_warps=c["num_warps"])
 
-    def launch_attend(self) -> None:
+    def launch_attend(self, heads: HeadRange | None = None) -> None:
         """Tile partials of each head's softmax, then one merge per head (two launches)."""
         c = self.cfg["attend"]
-        fathom_attend[(self.hq, self.splits)](
-            self.q, self.union_k, self.union_v, self.head_slots, self.part_m, self.part_l, self.part_acc,
+        r = heads or self.all_heads
+        q, kv = r.q, r.kv
+        fathom_attend[(r.n_q, self.splits)](
+            self.q[q], self.union_k[kv], self.union_v[kv], self.head_slots[q], self.part_m[q], self.part_l[q],
+            self.part_acc[q],
             self.k_top, 1.4426950408889634 / math.sqrt(self.d),
             self.q.stride(0), self.union_k.stride(0), self.union_k.stride(1), self.head_slots.stride(0),
             self.part_m.stride(0), GROUP=self.group, D=self.d, BLOCK_R=c["BLOCK_R"], num_warps=c["num_warps"])
-        _split_kv_combine[(self.hq,)](
-            self.part_m, self.part_l, self.part_acc, self.out, self.splits, self.part_m.stride(0),
+        _split_kv_combine[(r.n_q,)](
+            self.part_m[q], self.part_l[q], self.part_acc[q], self.out[q], self.splits, self.part_m.stride(0),
             self.part_acc.stride(0), self.part_acc.stride(1), self.out.stride(0),
             BLOCK_S=max(2, triton.next_power_of_2(self.splits)), HEAD_D=self.d, num_warps=4)
 
+    def selection_launches(self, heads: HeadRange | None = None) -> tuple:
+        """The launches after the scan for ``heads``: top-k, union, fetch, attend."""
+        return (("topk", lambda: self.launch_topk(heads)), ("union", lambda: self.launch_union(heads)),
+                ("fetch", lambda: self.launch_fetch(heads)), ("attend", lambda: self.launch_attend(heads)))
+
     def stages(self):
-        return (*self.scan.stages(), ("topk", self.launch_topk), ("union", self.launch_union),
-                ("fetch", self.launch_fetch), ("attend", self.launch_attend))
+        """Every launch over all heads, in order (what ``kprof stages`` times one by one)."""
+        return (*self.scan.stages(), *self.selection_launches())
 
     def run(self) -> torch.Tensor:
-        for _, launch in self.stages():
-            launch()
+        """One step. With several pieces, piece p's selection (top-k to attend) runs on a second,
+        higher-priority stream while the scan of piece p + 1 reads the index: the selection's
+        latency-bound launches and the fetch hide under the next piece's PCIe stream, and only
+        the last piece's selection is exposed. On the CPU the pieces run one after another."""
+        if len(self.pieces) == 1:
+            for _, launch in self.stages():
+                launch()
+            return self.out
+        self.scan.launch_plan()
+        for piece, scanned in zip(self.pieces, self.scanned):
+            for _, launch in self.scan.read_launches(piece):
+                launch()
+            if self.side is None:
+                for _, launch in self.selection_launches(piece):
+                    launch()
+                continue
+            scanned.record()
+            self.side.wait_event(scanned)
+            with torch.cuda.stream(self.side):
+                for _, launch in self.selection_launches(piece):
+                    launch()
+        if self.side is not None:
+            self.selected.record(self.side)
+            torch.cuda.current_stream(self.side.device).wait_event(self.selected)
         return self.out
 
     def winners(self) -> torch.Tensor:

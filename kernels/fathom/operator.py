@@ -41,6 +41,39 @@ LAUNCH_SPACES = {
 
 
 @dataclass(frozen=True)
+class HeadRange:
+    """KV heads ``[kv0, kv1)`` and their query heads: one piece of a step. A launch over a range
+    gets views of its per-head buffers starting at the range, so kernels index heads from 0."""
+
+    kv0: int
+    kv1: int
+    group: int
+
+    @property
+    def kv(self) -> slice:
+        return slice(self.kv0, self.kv1)
+
+    @property
+    def q(self) -> slice:
+        return slice(self.kv0 * self.group, self.kv1 * self.group)
+
+    @property
+    def n_kv(self) -> int:
+        return self.kv1 - self.kv0
+
+    @property
+    def n_q(self) -> int:
+        return self.n_kv * self.group
+
+
+def split_heads(hkv: int, group: int, pieces: int) -> tuple[HeadRange, ...]:
+    """``pieces`` contiguous ranges of KV heads, sizes differing by at most one (no empty range)."""
+    pieces = max(1, min(pieces, hkv))
+    bounds = [hkv * i // pieces for i in range(pieces + 1)]
+    return tuple(HeadRange(a, b, group) for a, b in zip(bounds, bounds[1:]))
+
+
+@dataclass(frozen=True)
 class ChannelPolicy:
     """How a scan picks channel depths: Fathom's water-filling, or fixed channels at 4 bits."""
 
@@ -103,6 +136,7 @@ class FathomScan:
         self.scores = self.scores_padded[:, : store.n]
         self.chunk_max = torch.empty(self.hq, self.n_chunks, dtype=torch.float32, device=device)
         self.block_g = max(2, triton.next_power_of_2(self.group))
+        self.all_heads = HeadRange(0, self.hkv, self.group)
 
     def launch_plan(self) -> None:
         fathom_plan[(self.hkv,)](
@@ -112,37 +146,44 @@ class FathomScan:
             GROUP=self.group, BLOCK_G=self.block_g, D=self.d, STEPS=30, POLICY=self.policy.kind,
             CHANNELS=max(1, self.policy.channels), num_warps=self.cfg["plan"]["num_warps"])
 
-    def launch_gather(self) -> None:
+    def launch_gather(self, heads: HeadRange | None = None) -> None:
         if self.fused:
             raise RuntimeError("a fused scan reads the store itself: there is no gather to launch")
         c = self.cfg["gather"]
         s = self.store
+        r = (heads or self.all_heads).kv
         chunks = triton.cdiv(4 * self.nb, c["CHUNK"])
-        fathom_gather[(chunks, self.d, self.hkv)](
-            s.planes, s.scales, self.depth, self.dst, self.staged, self.staged_scales,
+        fathom_gather[(chunks, self.d, r.stop - r.start)](
+            s.planes[r], s.scales[r], self.depth[r], self.dst[r], self.staged[r], self.staged_scales[r],
             self.nb, self.staged_words,
             s.planes.stride(0), s.planes.stride(1), s.scales.stride(0), s.scales.stride(1),
             D=self.d, CHUNK=c["CHUNK"], num_warps=c["num_warps"])
 
-    def launch_scan(self) -> None:
+    def launch_scan(self, heads: HeadRange | None = None) -> None:
         c = self.cfg["scan"]
+        heads = heads or self.all_heads
+        kv, q = heads.kv, heads.q
         if self.fused:
             planes, scales = self.store.planes, self.store.scales
             stride_wh, stride_wd = planes.stride(0), planes.stride(1)
         else:
             planes, scales = self.staged, self.staged_scales
             stride_wh, stride_wd = self.staged_words, 0
-        fathom_scan[(self.hkv, triton.cdiv(self.nb, c["BLOCKS"]))](
-            self.q, planes.view(torch.int32), scales, self.active, self.active_depth,
-            self.active_dst, self.n_active, self.scores, self.chunk_max, self.store.n, self.nb, stride_wh, stride_wd,
-            self.q.stride(0), scales.stride(0), scales.stride(1), self.scores.stride(0),
+        fathom_scan[(heads.n_kv, triton.cdiv(self.nb, c["BLOCKS"]))](
+            self.q[q], planes[kv].view(torch.int32), scales[kv], self.active[kv], self.active_depth[kv],
+            self.active_dst[kv], self.n_active[kv], self.scores[q], self.chunk_max[q], self.store.n, self.nb,
+            stride_wh, stride_wd, self.q.stride(0), scales.stride(0), scales.stride(1), self.scores.stride(0),
             self.chunk_max.stride(0), GROUP=self.group, BLOCK_G=self.block_g, D=self.d, BLOCKS=c["BLOCKS"],
             FUSED=self.fused, AHEAD=c["AHEAD"], num_warps=c["num_warps"])
 
+    def read_launches(self, heads: HeadRange | None = None) -> tuple:
+        """The launches that read the index for ``heads`` (gather and scan, or the fused scan)."""
+        gather = () if self.fused else (("gather", lambda: self.launch_gather(heads)),)
+        return (*gather, ("scan", lambda: self.launch_scan(heads)))
+
     def stages(self):
         """(name, launch) in order; the fused scan has no separate gather."""
-        gather = () if self.fused else (("gather", self.launch_gather),)
-        return (("plan", self.launch_plan), *gather, ("scan", self.launch_scan))
+        return (("plan", self.launch_plan), *self.read_launches())
 
     def run(self) -> torch.Tensor:
         for _, launch in self.stages():

@@ -8,7 +8,9 @@ on transparent huge pages / write-combined memory (``kprof.host_memory``) instea
 cudaHostAlloc's. ``gather=fused`` (default): the scan reads the active planes where the index
 lives, so its loads are the gather (same bytes, one pass); ``gather=copy``: the gather launch
 stages them in HBM and the scan reads the copy (1M tokens on an H200: Fathom 1,431 -> 1,249 us
-for the two against the one).
+for the two against the one). ``pieces=2`` (default): the step is pipelined over two ranges of
+KV heads, the first range's top-k, union, fetch and attention running on a second stream under
+the second range's scan (``FathomDecode.run``); ``pieces=1`` runs the launches one after another.
 """
 
 from __future__ import annotations
@@ -37,9 +39,9 @@ class _FathomFamily(Method):
     takes_budget: ClassVar[bool] = False
 
     def __init__(self, budget: float = 48.0, k: int = 512, index: str = "host", rows: str = "host", basis: str = "raw",
-                 gather: str = "fused", pages: str = "default"):
+                 gather: str = "fused", pages: str = "default", pieces: int = 2):
         self.budget, self.k, self.index, self.rows, self.basis = float(budget), int(k), index, rows, basis
-        self.gather, self.pages = gather, pages
+        self.gather, self.pages, self.pieces = gather, pages, pieces
 
     @classmethod
     def from_options(cls, options: dict[str, str]) -> "Method":
@@ -49,13 +51,15 @@ class _FathomFamily(Method):
                 if value not in _CHOICES[key]:
                     raise ConfigError(f"{cls.name} option {key}={value!r}: choose {' or '.join(_CHOICES[key])}")
                 kw[key] = value
-            elif key == "k" or (key == "budget" and cls.takes_budget):
+            elif key in ("k", "pieces") or (key == "budget" and cls.takes_budget):
                 try:
                     kw[key] = float(value) if key == "budget" else int(value)
                 except ValueError:
                     raise ConfigError(f"{cls.name} option {key}={value!r} must be a number") from None
+                if key == "pieces" and kw[key] < 1:
+                    raise ConfigError(f"{cls.name} option pieces={value}: use 1 (no pipelining) or more")
             else:
-                allowed = ["k", *_CHOICES] + (["budget"] if cls.takes_budget else [])
+                allowed = ["k", "pieces", *_CHOICES] + (["budget"] if cls.takes_budget else [])
                 raise ConfigError(f"unknown {cls.name} option {key!r}: use {', '.join(allowed)}")
         return cls(**kw)
 
@@ -81,7 +85,7 @@ class _FathomFamily(Method):
         residency = FathomResidency.shared(workload.k, workload.v, workload.q.device, self.index, self.rows, self.basis,
                                            self.pages)
         op = FathomDecode(workload.q, workload.k, workload.v, self.policy(), self.k, config, workload.q.device,
-                          residency=residency, gather=self.gather)
+                          residency=residency, gather=self.gather, pieces=self.pieces)
         op.scan.launch_plan()  # one plan outside timing, only to report the bytes this query reads
         bits = [scan_bits(op.scan.depth[h].cpu()) for h in range(op.hkv)]
         return Prepared(
@@ -89,7 +93,8 @@ class _FathomFamily(Method):
             stages=tuple(Stage(name, fn) for name, fn in op.stages()),
             expected_kernels=(), output=op.out, handle=op,
             details={"k": op.k_top, "index": self.index, "rows": self.rows, "basis": self.basis, "gather": self.gather,
-                     "pages": self.pages, "scan_bits_per_token": bits, "index_bytes": op.store.nbytes(),
+                     "pages": self.pages, "pieces": len(op.pieces), "scan_bits_per_token": bits,
+                     "index_bytes": op.store.nbytes(),
                      "scan_bytes_per_step": sum(b * workload.shape.n / 8 for b in bits)},
         )
 

@@ -146,3 +146,30 @@ def test_rows_longer_than_the_triton_top_k_holds_take_the_torch_launches(make_wo
                                op.scan.depth[h // 2].cpu(), 4100)[0]
         s[list(forced)] = float("inf")
         assert set(win[h].tolist()) == set(torch.topk(s, 48).indices.tolist())
+
+
+@pytest.mark.parametrize("gather", ["fused", "copy"])
+def test_a_step_pipelined_over_head_ranges_equals_the_unpipelined_step(make_workload, target, gather):
+    """Each piece launches over views of its heads' buffers (on a GPU, its selection on a second
+    stream under the next piece's scan): winners, union rows and output must equal one piece's
+    bit for bit, for even and uneven splits of 5 KV heads and for more pieces than heads."""
+    w = make_workload(10, 5, 4100, 32, seed=9, scale=2.0)
+    cfg = resolve_method_config(LAUNCH_SPACES, {"gather": {"CHUNK": 256}}, w.shape)
+    results = []
+    for pieces in (1, 2, 3, 8):
+        op = FathomDecode(w.q, w.k, w.v, water(40), 48, cfg, target.device, gather=gather, pieces=pieces)
+        assert len(op.pieces) == min(pieces, 5) and op.prune == 2
+        assert [p.kv0 for p in op.pieces] == sorted({5 * i // len(op.pieces) for i in range(len(op.pieces))})
+        op.out.fill_(float("nan"))
+        op.top_idx.fill_(-1)
+        op.union_k.fill_(float("nan"))
+        out = op.run().cpu()
+        results.append((out, op.winners(), op.first.cpu(), op.union_k.cpu()))
+    assert torch.isfinite(results[0][0]).all()
+    for out, win, first, union_k in results[1:]:
+        assert torch.equal(out, results[0][0])
+        assert torch.equal(win, results[0][1])
+        assert torch.equal(first, results[0][2])
+        for kvh in range(5):  # the distinct rows fill union slots 0..count-1
+            count = int(first[kvh].sum())
+            assert torch.equal(union_k[kvh, :count], results[0][3][kvh, :count])
