@@ -18,7 +18,7 @@
 # and Fathom/sparq16 against scan32 at the tuned configs; fathom-final = the Fathom issue's
 # measurements at 1M tokens (comparisons, stages, HBM index, gather) and the scan tunes;
 # fathom-tests = every Fathom kernel test on the GPU (compile-heavy: most of a call); fathom-probe
-# = the decode tests and screens of the step pipelined in 1, 2 and 4 pieces;
+# = screens of the pipelined step's pieces and of scan tiles;
 # acceptance = the headline SANTA++/Fathom comparisons, SANTA++ tuning and stages.
 # Each mode fits one 10-minute device call. Exits non-zero if any step failed (all steps still run).
 set -u
@@ -166,14 +166,15 @@ if [ "$mode" = fathom-screen ]; then
   [ "${3:-}" = tune ] || { echo "gpu_check: overall status $status (logs in $out)"; exit $status; }
 fi
 if [ "$mode" = fathom-probe ]; then
-  # the decode tests on the GPU (the pipelined step's second stream among them); stage screens and
-  # a comparison of the step run in 1, 2 (default) and 4 pieces at 1M tokens
+  # stage screens of the step in 4 and 8 pieces and of scan tiles, then Fathom against scan32
+  # at 4 and at 8 pieces (1M tokens)
   ensure_f1m
-  STEP_TIMEOUT=200 step pytest_decode "$py" -m pytest -q -p no:cacheprovider tests/kernels/fathom/test_decode.py
-  STEP_TIMEOUT=150 step fathom_sweep "$py" scripts/sweep_stages.py --workload $F1M --rounds 2 --obs 10 \
-    fathom:pieces=1 fathom fathom:pieces=4 scan32:pieces=1 scan32 scan32:pieces=4
-  STEP_TIMEOUT=120 step fathom_compare kprof compare --method fathom:pieces=1 --method fathom --method fathom:pieces=4 \
-    --method scan32:pieces=1 --method scan32:pieces=4 --baseline scan32 --workload $F1M --rounds 2 \
+  STEP_TIMEOUT=200 step fathom_sweep "$py" scripts/sweep_stages.py --workload $F1M --rounds 2 --obs 10 \
+    fathom:pieces=4 fathom:pieces=8 fathom:pieces=4,scan.num_warps=8 fathom:pieces=4,scan.BLOCKS=16 \
+    fathom:pieces=4,scan.BLOCKS=64,scan.num_warps=8 scan32:pieces=4 scan32:pieces=8 scan32:pieces=4,scan.num_warps=8 \
+    scan32:pieces=4,scan.BLOCKS=16
+  STEP_TIMEOUT=120 step fathom_compare kprof compare --method fathom:pieces=8 --method fathom:pieces=4 \
+    --method scan32:pieces=4 --baseline scan32:pieces=8 --workload $F1M --rounds 2 \
     --warmup-pairs 5 --observations 10 --config default --out "$out/fathom_compare.json"
   echo "gpu_check: overall status $status (logs in $out)"; exit $status
 fi
