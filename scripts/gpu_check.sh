@@ -16,7 +16,7 @@
 # fathom-retune = the three Fathom tunes afresh plus the tuned comparison; fathom-fused = Fathom
 # selection and decode tests on the GPU, the 1M-token top-k and fetch tunes of Fathom and scan32,
 # and Fathom/sparq16 against scan32 at the tuned configs; fathom-final = the Fathom issue's
-# measurements at 1M tokens (comparisons, stages, HBM index, gather) and the scan tunes;
+# measurements at 1M tokens (tests, a variant screen, comparisons, stages, HBM index, gather);
 # fathom-tests = every Fathom kernel test on the GPU (compile-heavy: most of a call); fathom-probe
 # = screens of the pipelined step's pieces and of scan tiles;
 # acceptance = the headline SANTA++/Fathom comparisons, SANTA++ tuning and stages.
@@ -195,18 +195,25 @@ if [ "$mode" = fathom-fused ]; then
   echo "gpu_check: overall status $status (logs in $out)"; exit $status
 fi
 if [ "$mode" = fathom-final ]; then
-  # the issue-6 measurements of the final code at 1M tokens: Fathom, sparq16 and scan-full against
-  # scan32 (host index), Fathom's stages, the HBM-index pair, the gather benchmark, then the scan
-  # tunes of Fathom and scan32 as far as the call allows
+  # the issue-6 measurements of the final code at 1M tokens: the decode and scan tests on the GPU;
+  # a stage screen of the defaults and two launch variants; the issue's comparison (Fathom
+  # against scan32, host index), then sparq16, scan-full and the variants against scan32;
+  # Fathom's stages; the HBM-index pair; the gather benchmark
   ensure_f1m
-  STEP_TIMEOUT=80 step fathom_compare kprof compare --method fathom --method sparq16 --method scan-full \
-    --baseline scan32 --workload $F1M --rounds 2 --warmup-pairs 5 --observations 10 --out "$out/fathom_compare.json"
+  STEP_TIMEOUT=120 step pytest_fathom "$py" -m pytest -q -p no:cacheprovider tests/kernels/fathom/test_decode.py \
+    tests/kernels/fathom/test_fathom_kernels.py
+  STEP_TIMEOUT=100 step fathom_sweep "$py" scripts/sweep_stages.py --workload $F1M --rounds 2 --obs 10 \
+    fathom fathom:plan.num_warps=1 fathom:topk.num_warps=8 scan32
+  STEP_TIMEOUT=60 step fathom_compare kprof compare --method fathom --baseline scan32 --workload $F1M --rounds 3 \
+    --warmup-pairs 5 --observations 10 --out "$out/fathom_compare.json"
+  STEP_TIMEOUT=100 step fathom_compare_all kprof compare --method fathom --method sparq16 --method scan-full \
+    --method fathom:plan.num_warps=1,topk.num_warps=8 --method scan32:plan.num_warps=1,topk.num_warps=8 \
+    --baseline scan32 --workload $F1M --rounds 2 --warmup-pairs 5 --observations 10 --out "$out/fathom_compare_all.json"
   STEP_TIMEOUT=60 step stages_fathom kprof stages --method fathom --workload $F1M --rounds 2 --stage-observations 10 \
     --warmup-pairs 5 --out "$out/stages_fathom.json"
   STEP_TIMEOUT=50 step fathom_compare_hbm kprof compare --method fathom:index=hbm --baseline scan32:index=hbm \
     --workload $F1M --rounds 2 --warmup-pairs 5 --observations 10 --out "$out/fathom_hbm.json"
   STEP_TIMEOUT=40 step gather_bench "$py" scripts/bench_gather.py
-  tune_fathom 15 0 15
   echo "gpu_check: overall status $status (logs in $out)"; exit $status
 fi
 if [ "$mode" = fathom-retune ]; then

@@ -159,7 +159,9 @@ def test_a_step_pipelined_over_head_ranges_equals_the_unpipelined_step(make_work
     for pieces in (1, 2, 3, 8):
         op = FathomDecode(w.q, w.k, w.v, water(40), 48, cfg, target.device, gather=gather, pieces=pieces)
         assert len(op.pieces) == min(pieces, 5) and op.prune == 2
-        assert [p.kv0 for p in op.pieces] == sorted({5 * i // len(op.pieces) for i in range(len(op.pieces))})
+        sizes = [p.n_kv for p in op.pieces]
+        assert [p.kv0 for p in op.pieces] == [sum(sizes[:i]) for i in range(len(sizes))] and sum(sizes) == 5
+        assert min(sizes) >= 1 and sizes[-1] == min(sizes), "contiguous, non-empty, the exposed last one smallest"
         op.out.fill_(float("nan"))
         op.top_idx.fill_(-1)
         op.union_k.fill_(float("nan"))
