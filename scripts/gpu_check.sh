@@ -18,7 +18,7 @@
 # and Fathom/sparq16 against scan32 at the tuned configs; fathom-final = the Fathom issue's
 # measurements at 1M tokens (tests, a variant screen, comparisons, stages, HBM index, gather);
 # fathom-tests = every Fathom kernel test on the GPU (compile-heavy: most of a call); fathom-probe
-# = screens of the pipelined step's pieces and of scan tiles;
+# = the pipelined step eager and in CUDA-graph replays, and the HBM-index pair;
 # acceptance = the headline SANTA++/Fathom comparisons, SANTA++ tuning and stages.
 # Each mode fits one 10-minute device call. Exits non-zero if any step failed (all steps still run).
 set -u
@@ -166,16 +166,17 @@ if [ "$mode" = fathom-screen ]; then
   [ "${3:-}" = tune ] || { echo "gpu_check: overall status $status (logs in $out)"; exit $status; }
 fi
 if [ "$mode" = fathom-probe ]; then
-  # stage screens of the step in 4 and 8 pieces and of scan tiles, then Fathom against scan32
-  # at 4 and at 8 pieces (1M tokens)
+  # the last call of session 6: the comparison at the defaults (every scan enqueued before
+  # any selection), the same in CUDA-graph replays (GPU time without the host's launch cost) with
+  # 4 and 8 pieces, and the HBM-index pair (unpipelined by default)
   ensure_f1m
-  STEP_TIMEOUT=200 step fathom_sweep "$py" scripts/sweep_stages.py --workload $F1M --rounds 2 --obs 10 \
-    fathom:pieces=4 fathom:pieces=8 fathom:pieces=4,scan.num_warps=8 fathom:pieces=4,scan.BLOCKS=16 \
-    fathom:pieces=4,scan.BLOCKS=64,scan.num_warps=8 scan32:pieces=4 scan32:pieces=8 scan32:pieces=4,scan.num_warps=8 \
-    scan32:pieces=4,scan.BLOCKS=16
-  STEP_TIMEOUT=120 step fathom_compare kprof compare --method fathom:pieces=8 --method fathom:pieces=4 \
-    --method scan32:pieces=4 --baseline scan32:pieces=8 --workload $F1M --rounds 2 \
+  STEP_TIMEOUT=60 step fathom_compare kprof compare --method fathom --baseline scan32 --workload $F1M --rounds 3 \
     --warmup-pairs 5 --observations 10 --config default --out "$out/fathom_compare.json"
+  STEP_TIMEOUT=80 step fathom_compare_graph kprof compare --method fathom --method fathom:pieces=8 \
+    --method scan32:pieces=8 --baseline scan32 --workload $F1M --graph --rounds 2 --warmup-pairs 5 --observations 10 \
+    --config default --out "$out/fathom_compare_graph.json"
+  STEP_TIMEOUT=50 step fathom_compare_hbm kprof compare --method fathom:index=hbm --baseline scan32:index=hbm \
+    --workload $F1M --rounds 2 --warmup-pairs 5 --observations 10 --config default --out "$out/fathom_hbm.json"
   echo "gpu_check: overall status $status (logs in $out)"; exit $status
 fi
 if [ "$mode" = fathom-tests ]; then

@@ -258,28 +258,33 @@ class FathomDecode:
         """One step. With several pieces, piece p's selection (top-k to attend) runs on a second,
         higher-priority stream while the scan of piece p + 1 reads the index: the selection's
         latency-bound launches and the fetch hide under the next piece's PCIe stream, and only
-        the last piece's selection is exposed. On the CPU the pieces run one after another."""
-        if len(self.pieces) == 1:
-            for _, launch in self.stages():
+        the last piece's selection is exposed. Every scan is enqueued before any selection: each
+        launch costs the host tens of microseconds, and scans enqueued between selections would
+        leave the GPU waiting for the host. On the CPU the pieces run one after another."""
+        if len(self.pieces) == 1 or self.side is None:
+            for launch in self._serial_launches():
                 launch()
             return self.out
         self.scan.launch_plan()
         for piece, scanned in zip(self.pieces, self.scanned):
             for _, launch in self.scan.read_launches(piece):
                 launch()
-            if self.side is None:
-                for _, launch in self.selection_launches(piece):
-                    launch()
-                continue
             scanned.record()
+        for piece, scanned in zip(self.pieces, self.scanned):
             self.side.wait_event(scanned)
             with torch.cuda.stream(self.side):
                 for _, launch in self.selection_launches(piece):
                     launch()
-        if self.side is not None:
-            self.selected.record(self.side)
-            torch.cuda.current_stream(self.side.device).wait_event(self.selected)
+        self.selected.record(self.side)
+        torch.cuda.current_stream(self.side.device).wait_event(self.selected)
         return self.out
+
+    def _serial_launches(self):
+        """Every launch in dependency order on one stream, piece after piece."""
+        if len(self.pieces) == 1:
+            return [launch for _, launch in self.stages()]
+        return [self.scan.launch_plan] + [launch for piece in self.pieces for _, launch in
+                                          (*self.scan.read_launches(piece), *self.selection_launches(piece))]
 
     def winners(self) -> torch.Tensor:
         """Selected token indices per query head ``[Hq, k]`` of the last run (host copy)."""

@@ -67,13 +67,9 @@ class HeadRange:
 
 
 def split_heads(hkv: int, group: int, pieces: int) -> tuple[HeadRange, ...]:
-    """``pieces`` contiguous, non-empty ranges of KV heads, the last about half the others' size:
-    in a pipelined step the last range's selection is the part left exposed after the scans."""
+    """``pieces`` contiguous ranges of KV heads, sizes differing by at most one (no empty range)."""
     pieces = max(1, min(pieces, hkv))
-    weight = pieces - 0.5 if pieces > 1 else 1.0
-    bounds = [0] + [round(hkv * min(i, weight) / weight) for i in range(1, pieces + 1)]
-    for i in range(1, pieces + 1):  # rounding must leave every range at least one head
-        bounds[i] = min(max(bounds[i], bounds[i - 1] + 1), hkv - (pieces - i))
+    bounds = [hkv * i // pieces for i in range(pieces + 1)]
     return tuple(HeadRange(a, b, group) for a, b in zip(bounds, bounds[1:]))
 
 

@@ -2,17 +2,18 @@
 
 All four share the 4-bit bit-plane index, the gather, the scan, the top-k, the union and the
 exact attention; they differ only in how the plan picks channel depths. Options:
-``fathom:budget=48,k=512,index=host,rows=host,basis=raw,gather=fused,pages=default`` (baselines
-take all but ``budget``). ``pages=huge`` / ``pages=wc`` pin the host-resident index and rows
+``fathom:budget=48,k=512,index=host,rows=host,basis=raw,gather=fused,pages=default,pieces=4``
+(baselines take all but ``budget``). ``pages=huge`` / ``pages=wc`` pin the host-resident index and rows
 on transparent huge pages / write-combined memory (``kprof.host_memory``) instead of
 cudaHostAlloc's. ``gather=fused`` (default): the scan reads the active planes where the index
 lives, so its loads are the gather (same bytes, one pass); ``gather=copy``: the gather launch
 stages them in HBM and the scan reads the copy (1M tokens on an H200: Fathom 1,431 -> 1,249 us
-for the two against the one). ``pieces=4`` (default): the step is pipelined over four ranges of
-KV heads, each range's top-k, union, fetch and attention running on a second stream under the
-next range's scan (``FathomDecode.run``; 1M tokens, H200: Fathom 1,753 / 1,678 / 1,618 / 1,828 us
-at 1 / 2 / 4 / 8 pieces, eight being launch-bound on the host); ``pieces=1`` runs the launches
-one after another.
+for the two against the one). ``pieces=4`` (default with the index in host memory): the step is
+pipelined over four ranges of KV heads, each range's top-k, union, fetch and attention running
+on a second stream under the next range's scan (``FathomDecode.run``; 1M tokens, H200: Fathom
+1,753 / 1,678 / 1,618 / 1,828 us at 1 / 2 / 4 / 8 pieces, eight being launch-bound on the host);
+``pieces=1`` (default with ``index=hbm``, whose short step the launches' host time would bound)
+runs the launches one after another. Host memory kinds (``pages``) measured no different.
 """
 
 from __future__ import annotations
@@ -41,9 +42,12 @@ class _FathomFamily(Method):
     takes_budget: ClassVar[bool] = False
 
     def __init__(self, budget: float = 48.0, k: int = 512, index: str = "host", rows: str = "host", basis: str = "raw",
-                 gather: str = "fused", pages: str = "default", pieces: int = 4):
+                 gather: str = "fused", pages: str = "default", pieces: int | None = None):
         self.budget, self.k, self.index, self.rows, self.basis = float(budget), int(k), index, rows, basis
-        self.gather, self.pages, self.pieces = gather, pages, pieces
+        # the HBM-index step (~0.6 ms at 1M tokens) is shorter than the host time of a pipelined
+        # step's 25 launches, so it runs unpipelined unless asked
+        self.gather, self.pages = gather, pages
+        self.pieces = pieces if pieces is not None else (4 if index == "host" else 1)
 
     @classmethod
     def from_options(cls, options: dict[str, str]) -> "Method":
