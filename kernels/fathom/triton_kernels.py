@@ -184,40 +184,36 @@ def fathom_scan(
     g_mask = offs_g < GROUP
     heads = kvh * GROUP + offs_g
     n_active = tl.load(NActive + kvh)
+    # in flight at the top of step c: channel c's words (w*), with AHEAD 2 channel c + 1's (p*),
+    # and the metadata of the next channel to issue (j, t, dst): no load waits on another
     j, t, dst = _channel_meta(Active, ActDepth, ActDst, kvh, 0, n_active, D)
     w0, w1, w2, w3, a, qj = _channel_words(Words32, Scales, Q, kvh, j, t, dst, half, hb_live, blk, heads, g_mask,
                                            n_blocks, stride_wh, stride_wd, stride_qh, stride_sh, stride_sd, FUSED)
     t_cur = t
     j, t, dst = _channel_meta(Active, ActDepth, ActDst, kvh, 1, n_active, D)
-    # tiles are [bit, half-block] with the half-blocks fastest: a warp's threads spread over
-    # half-blocks and each thread keeps several bits (tokens) of one half-word, so every plane
-    # word a thread loads serves several tokens (bit-fastest tiles gave one token per load)
-    acc = tl.zeros([BLOCK_G, 32, 2 * BLOCKS], dtype=tl.float32)
-    bias = tl.zeros([BLOCK_G, 2 * BLOCKS], dtype=tl.float32)
-    if AHEAD == 1:
-        for c in range(0, n_active):
-            # the next channel's loads first, so they are in flight during this channel's arithmetic
-            nw0, nw1, nw2, nw3, na, nq = _channel_words(Words32, Scales, Q, kvh, j, t, dst, half, hb_live, blk, heads,
-                                                        g_mask, n_blocks, stride_wh, stride_wd, stride_qh, stride_sh,
-                                                        stride_sd, FUSED)
-            nt = t
-            j, t, dst = _channel_meta(Active, ActDepth, ActDst, kvh, c + 2, n_active, D)
-            acc, bias = _accumulate(acc, bias, w0, w1, w2, w3, a, qj, t_cur, lane)
-            w0, w1, w2, w3, a, qj, t_cur = nw0, nw1, nw2, nw3, na, nq, nt
-    else:
-        # channel c + 1's words are in flight from the previous step; issue c + 2's
+    pw0, pw1, pw2, pw3, pa, pq, pt = w0, w1, w2, w3, a, qj, t_cur  # AHEAD 1: never read
+    if AHEAD == 2:
         pw0, pw1, pw2, pw3, pa, pq = _channel_words(Words32, Scales, Q, kvh, j, t, dst, half, hb_live, blk, heads,
                                                     g_mask, n_blocks, stride_wh, stride_wd, stride_qh, stride_sh,
                                                     stride_sd, FUSED)
         pt = t
         j, t, dst = _channel_meta(Active, ActDepth, ActDst, kvh, 2, n_active, D)
-        for c in range(0, n_active):
-            nw0, nw1, nw2, nw3, na, nq = _channel_words(Words32, Scales, Q, kvh, j, t, dst, half, hb_live, blk, heads,
-                                                        g_mask, n_blocks, stride_wh, stride_wd, stride_qh, stride_sh,
-                                                        stride_sd, FUSED)
-            nt = t
-            j, t, dst = _channel_meta(Active, ActDepth, ActDst, kvh, c + 3, n_active, D)
-            acc, bias = _accumulate(acc, bias, w0, w1, w2, w3, a, qj, t_cur, lane)
+    # tiles are [bit, half-block] with the half-blocks fastest: a warp's threads spread over
+    # half-blocks and each thread keeps several bits (tokens) of one half-word, so every plane
+    # word a thread loads serves several tokens (bit-fastest tiles gave one token per load)
+    acc = tl.zeros([BLOCK_G, 32, 2 * BLOCKS], dtype=tl.float32)
+    bias = tl.zeros([BLOCK_G, 2 * BLOCKS], dtype=tl.float32)
+    for c in range(0, n_active):
+        # channel c + AHEAD's loads first, so they are in flight during channel c's arithmetic
+        nw0, nw1, nw2, nw3, na, nq = _channel_words(Words32, Scales, Q, kvh, j, t, dst, half, hb_live, blk, heads,
+                                                    g_mask, n_blocks, stride_wh, stride_wd, stride_qh, stride_sh,
+                                                    stride_sd, FUSED)
+        nt = t
+        j, t, dst = _channel_meta(Active, ActDepth, ActDst, kvh, c + 1 + AHEAD, n_active, D)
+        acc, bias = _accumulate(acc, bias, w0, w1, w2, w3, a, qj, t_cur, lane)
+        if AHEAD == 1:
+            w0, w1, w2, w3, a, qj, t_cur = nw0, nw1, nw2, nw3, na, nq, nt
+        else:
             w0, w1, w2, w3, a, qj, t_cur = pw0, pw1, pw2, pw3, pa, pq, pt
             pw0, pw1, pw2, pw3, pa, pq, pt = nw0, nw1, nw2, nw3, na, nq, nt
     acc += bias[:, None, :]
