@@ -12,12 +12,24 @@ from __future__ import annotations
 
 import ctypes
 import mmap
+import warnings
 
 import torch
 
 PAGE_KINDS = ("default", "huge", "wc")
 _HOSTALLOC_PORTABLE_DEVICEMAP_WRITECOMBINED = 0x01 | 0x02 | 0x04
 HUGE_PAGE = 2 << 20
+
+
+def _safe_to_release(what: str) -> bool:
+    """Wait for every device's work (a kernel in flight may still read the pages) unless a stream
+    capture is running, where a synchronisation would break it: then the pages are leaked."""
+    if torch.cuda.is_current_stream_capturing():
+        warnings.warn(f"{what} freed during a CUDA-graph capture: leaked, not released", stacklevel=2)
+        return False
+    for device in range(torch.cuda.device_count()):
+        torch.cuda.synchronize(device)
+    return True
 
 
 class _RegisteredMap(mmap.mmap):
@@ -30,9 +42,10 @@ class _RegisteredMap(mmap.mmap):
     registered_ptr = 0
 
     def __del__(self):
-        if self.registered_ptr:
-            torch.cuda.synchronize()  # a kernel still in flight may read these pages
-            torch.cuda.cudart().cudaHostUnregister(self.registered_ptr)
+        if self.registered_ptr and _safe_to_release("cudaHostRegister'd pages"):
+            err = int(torch.cuda.cudart().cudaHostUnregister(self.registered_ptr))
+            if err != 0:
+                warnings.warn(f"cudaHostUnregister failed with CUDA error {err}", stacklevel=1)
             self.registered_ptr = 0
 
 
@@ -67,15 +80,17 @@ def _write_combined_pinned(nbytes: int) -> torch.Tensor:
         """The allocation, freed when the last tensor viewing it dies (torch.frombuffer keeps it)."""
 
         def __del__(self):
-            torch.cuda.synchronize()
-            driver.cuMemFreeHost(ctypes.c_void_p(ctypes.addressof(self)))
+            if _safe_to_release("write-combined pinned memory"):
+                err = driver.cuMemFreeHost(ctypes.c_void_p(ctypes.addressof(self)))
+                if err != 0:
+                    warnings.warn(f"cuMemFreeHost failed with CUDA error {err}", stacklevel=1)
 
     return torch.frombuffer(_WriteCombined.from_address(ptr.value), dtype=torch.uint8)[:nbytes]
 
 
 def pinned_empty(shape, dtype: torch.dtype, pages: str = "default") -> torch.Tensor:
     """An uninitialised host tensor that kernels can read over PCIe: pinned when CUDA exists (plain
-    CPU memory otherwise), on huge pages when ``pages="huge"``."""
+    CPU memory otherwise), by cudaHostAlloc, on huge pages or write-combined (``PAGE_KINDS``)."""
     if pages not in PAGE_KINDS:
         raise ValueError(f"pages must be one of {', '.join(PAGE_KINDS)}, not {pages!r}")
     shape = (shape,) if isinstance(shape, int) else tuple(shape)

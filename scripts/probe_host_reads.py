@@ -118,6 +118,9 @@ def step_fetch_probe(session, calls: int) -> None:
     print(f"\n{'method':>8s} {'ids':>16s} {'rows from':>12s} {'us':>8s} {'GB/s':>6s}")
     for m in ("fathom", "scan32"):
         op = session.prepare(m, m, "subject").prepared.handle
+        if (op.hkv, op.n, op.d) != (HKV, N, D):
+            raise SystemExit(f"part 2 compares against {HKV} x {N} x {D} buffers (qwen3-8b-1m); the workload is "
+                             f"{op.hkv} x {op.n} x {op.d}: pass --workload qwen3-8b-1m or --skip-order")
         torch.cuda.synchronize()
         distinct = op.first.sum(dim=1)
         n_rows = int(distinct.max())

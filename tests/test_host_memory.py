@@ -4,6 +4,8 @@ import gc
 
 import pytest
 import torch
+import triton
+import triton.language as tl
 
 from kprof.host_memory import PAGE_KINDS, pinned_empty, pinned_like
 
@@ -21,6 +23,12 @@ def test_unknown_page_kind_is_rejected_with_the_choices():
         pinned_empty((2, 2), torch.float32, pages="giant")
 
 
+@triton.jit
+def _copy(Src, Dst, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(Dst + offs, tl.load(Src + offs, mask=offs < n), mask=offs < n)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("pages", PAGE_KINDS)
 def test_each_kind_is_pinned_and_read_exactly_by_the_gpu(pages):
@@ -34,3 +42,7 @@ def test_each_kind_is_pinned_and_read_exactly_by_the_gpu(pages):
     assert torch.equal(view.to("cuda", non_blocking=True), x[17:])
     view.mul_(2)  # host writes land where the GPU reads
     assert torch.equal(view.cuda(), 2 * x[17:])
+    # a kernel dereferencing the host pointer itself, as Fathom's scan and fetch do
+    flat, out = view.reshape(-1), torch.full((view.numel(),), float("nan"), device="cuda")
+    _copy[(triton.cdiv(flat.numel(), 1024),)](flat, out, flat.numel(), BLOCK=1024)
+    assert torch.equal(out.view_as(view), 2 * x[17:])

@@ -10,10 +10,11 @@ synchronisation).
 
 from __future__ import annotations
 
+import functools
 import math
 import weakref
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Callable, ClassVar
 
 import torch
 import triton
@@ -22,7 +23,7 @@ from kprof.config_space import Constraint, LaunchSpace, Param
 from kprof.host_memory import pinned_like
 from kprof.kernels.dense.split_kv import _split_kv_combine
 from kprof.kernels.fathom.operator import LAUNCH_SPACES as SCAN_SPACES
-from kprof.kernels.fathom.operator import CHUNK, ChannelPolicy, FathomScan, HeadRange, split_heads
+from kprof.kernels.fathom.operator import CHUNK, ChannelPolicy, FathomScan, HeadRange, bound_launch, split_heads
 from kprof.kernels.fathom.selection import fathom_topk, fathom_union
 from kprof.kernels.fathom.store import FathomStore
 from kprof.kernels.fathom.triton_kernels import fathom_attend, fathom_fetch_rows
@@ -72,8 +73,8 @@ class FathomResidency:
     v_rows: torch.Tensor
     # what it was built from: weak references to k and v and their version counters
     source: tuple = field(default=(), compare=False, repr=False)
-    # registry of live residencies by (id(k), id(v), device, index, rows, basis); an entry lives
-    # as long as a decode step holds its residency
+    # registry of live residencies by (id(k), id(v), device, index, rows, basis, pages); an entry
+    # lives as long as a decode step holds its residency
     _shared: ClassVar[weakref.WeakValueDictionary] = weakref.WeakValueDictionary()
 
     @classmethod
@@ -86,6 +87,8 @@ class FathomResidency:
         device = torch.device(device)
         if device.type == "cuda" and device.index is None:
             device = torch.device("cuda", torch.cuda.current_device())
+        if index == "hbm" and rows == "hbm":
+            pages = "default"  # nothing is pinned: every pages value is the same residency
         key = (id(k), id(v), str(device), index, rows, basis, pages)
         hit = cls._shared.get(key)
         if hit is None or not hit.built_from(k, v):
@@ -181,23 +184,28 @@ class FathomDecode:
         self.side = torch.cuda.Stream(device, priority=-1) if pipelined else None
         self.scanned = [torch.cuda.Event() if pipelined else None for _ in self.pieces]
         self.selected = torch.cuda.Event() if pipelined else None
+        self.bind()
 
-    def launch_topk(self, heads: HeadRange | None = None) -> None:
+    def bound_topk(self, heads: HeadRange) -> Callable[[], None]:
         """Each head's top-k token ids, ascending (the union merges sorted lists). Only the Triton
         top-k (PRUNE 2) takes a head range: the torch variants run over all heads, unpipelined."""
-        if self.prune == 2:
-            c = self.cfg["topk"]
-            q = (heads or self.all_heads).q
-            block_t = triton.next_power_of_2(self.k_top * CHUNK)
-            block_c = triton.next_power_of_2(self.scan.n_chunks)
-            fathom_topk[(q.stop - q.start,)](
-                self.scan.scores_padded[q], self.scan.chunk_max[q], self.chunk_idx[q], self.top_idx[q],
-                self.n, self.scan.n_chunks, self.k_top, self.scan.scores_padded.stride(0),
-                self.scan.chunk_max.stride(0), self.top_idx.stride(0),
-                CHUNK=CHUNK, SINK=SINK_TOKENS, RECENT=RECENT_TOKENS, BLOCK_C=block_c, BLOCK_T=block_t,
-                TILE=min(4096, block_c, block_t), RADIX_BITS=c["RADIX_BITS"], SEARCH=c["SEARCH"],
-                num_warps=c["num_warps"])
-            return
+        if self.prune < 2:  # through a proxy: a bound method kept in self would make a reference cycle
+            return functools.partial(FathomDecode._torch_topk, weakref.proxy(self))
+        c = self.cfg["topk"]
+        q = heads.q
+        block_t = triton.next_power_of_2(self.k_top * CHUNK)
+        block_c = triton.next_power_of_2(self.scan.n_chunks)
+        return bound_launch(
+            fathom_topk, (heads.n_q,),
+            self.scan.scores_padded[q], self.scan.chunk_max[q], self.chunk_idx[q], self.top_idx[q],
+            self.n, self.scan.n_chunks, self.k_top, self.scan.scores_padded.stride(0),
+            self.scan.chunk_max.stride(0), self.top_idx.stride(0),
+            CHUNK=CHUNK, SINK=SINK_TOKENS, RECENT=RECENT_TOKENS, BLOCK_C=block_c, BLOCK_T=block_t,
+            TILE=min(4096, block_c, block_t), RADIX_BITS=c["RADIX_BITS"], SEARCH=c["SEARCH"],
+            num_warps=c["num_warps"])
+
+    def _torch_topk(self) -> None:
+        """The torch top-k launches (PRUNE 0: one torch.topk per row; 1: chunk-pruned), all heads."""
         scores = self.scan.scores
         scores.index_fill_(1, self.forced, float("inf"))
         if self.prune == 0:
@@ -212,47 +220,73 @@ class FathomDecode:
             torch.gather(candidates, 1, self.pick, out=self.unsorted_idx)
         torch.sort(self.unsorted_idx, dim=1, out=(self.top_idx, self.sort_perm))
 
-    def launch_union(self, heads: HeadRange | None = None) -> None:
-        r = heads or self.all_heads
-        fathom_union[(r.n_kv,)](
-            self.top_idx[r.q], self.sorted_rows[r.kv], self.first[r.kv], self.slot[r.kv], self.head_slots[r.q],
-            self.k_top, self.entries, self.top_idx.stride(0), self.head_slots.stride(0),
+    def bound_union(self, heads: HeadRange) -> Callable[[], None]:
+        return bound_launch(
+            fathom_union, (heads.n_kv,),
+            self.top_idx[heads.q], self.sorted_rows[heads.kv], self.first[heads.kv], self.slot[heads.kv],
+            self.head_slots[heads.q], self.k_top, self.entries, self.top_idx.stride(0), self.head_slots.stride(0),
             GROUP=self.group, BLOCK_E=triton.next_power_of_2(self.entries),
             SEARCH_STEPS=self.k_top.bit_length(), num_warps=self.cfg["union"]["num_warps"])
 
-    def launch_fetch(self, heads: HeadRange | None = None) -> None:
+    def bound_fetch(self, heads: HeadRange) -> Callable[[], None]:
         c = self.cfg["fetch"]
-        kv = (heads or self.all_heads).kv
-        fathom_fetch_rows[(kv.stop - kv.start, triton.cdiv(self.entries, c["ROWS"]))](
+        kv = heads.kv
+        return bound_launch(
+            fathom_fetch_rows, (heads.n_kv, triton.cdiv(self.entries, c["ROWS"])),
             self.k_rows[kv], self.v_rows[kv], self.sorted_rows[kv], self.first[kv], self.slot[kv], self.union_k[kv],
-            self.union_v[kv],
-            self.entries, self.k_rows.stride(0), self.k_rows.stride(1), self.union_k.stride(0), self.union_k.stride(1),
-            D=self.d, ROWS=c["ROWS"], PAIRED=bool(c["PAIRED"]), num_warps=c["num_warps"])
+            self.union_v[kv], self.entries, self.k_rows.stride(0), self.k_rows.stride(1), self.union_k.stride(0),
+            self.union_k.stride(1), D=self.d, ROWS=c["ROWS"], PAIRED=bool(c["PAIRED"]), num_warps=c["num_warps"])
 
-    def launch_attend(self, heads: HeadRange | None = None) -> None:
+    def bound_attend(self, heads: HeadRange) -> Callable[[], None]:
         """Tile partials of each head's softmax, then one merge per head (two launches)."""
         c = self.cfg["attend"]
-        r = heads or self.all_heads
-        q, kv = r.q, r.kv
-        fathom_attend[(r.n_q, self.splits)](
+        q, kv = heads.q, heads.kv
+        tiles = bound_launch(
+            fathom_attend, (heads.n_q, self.splits),
             self.q[q], self.union_k[kv], self.union_v[kv], self.head_slots[q], self.part_m[q], self.part_l[q],
-            self.part_acc[q],
-            self.k_top, 1.4426950408889634 / math.sqrt(self.d),
+            self.part_acc[q], self.k_top, 1.4426950408889634 / math.sqrt(self.d),
             self.q.stride(0), self.union_k.stride(0), self.union_k.stride(1), self.head_slots.stride(0),
             self.part_m.stride(0), GROUP=self.group, D=self.d, BLOCK_R=c["BLOCK_R"], num_warps=c["num_warps"])
-        _split_kv_combine[(r.n_q,)](
+        merge = bound_launch(
+            _split_kv_combine, (heads.n_q,),
             self.part_m[q], self.part_l[q], self.part_acc[q], self.out[q], self.splits, self.part_m.stride(0),
             self.part_acc.stride(0), self.part_acc.stride(1), self.out.stride(0),
             BLOCK_S=max(2, triton.next_power_of_2(self.splits)), HEAD_D=self.d, num_warps=4)
 
-    def selection_launches(self, heads: HeadRange | None = None) -> tuple:
-        """The launches after the scan for ``heads``: top-k, union, fetch, attend."""
-        return (("topk", lambda: self.launch_topk(heads)), ("union", lambda: self.launch_union(heads)),
-                ("fetch", lambda: self.launch_fetch(heads)), ("attend", lambda: self.launch_attend(heads)))
+        def attend() -> None:
+            tiles()
+            merge()
+
+        return attend
+
+    def launch_topk(self, heads: HeadRange | None = None) -> None:
+        self.bound_topk(heads or self.all_heads)()
+
+    def launch_union(self, heads: HeadRange | None = None) -> None:
+        self.bound_union(heads or self.all_heads)()
+
+    def launch_fetch(self, heads: HeadRange | None = None) -> None:
+        self.bound_fetch(heads or self.all_heads)()
+
+    def launch_attend(self, heads: HeadRange | None = None) -> None:
+        self.bound_attend(heads or self.all_heads)()
+
+    def selection_launches(self, heads: HeadRange) -> tuple:
+        """The bound launches after the scan for ``heads``: top-k, union, fetch, attend."""
+        return (("topk", self.bound_topk(heads)), ("union", self.bound_union(heads)),
+                ("fetch", self.bound_fetch(heads)), ("attend", self.bound_attend(heads)))
+
+    def bind(self) -> None:
+        """Fix every launch's arguments and per-head views to the current buffers, once: a run
+        then costs the host only Triton's dispatch (again after replacing a buffer)."""
+        self.scan.bind()
+        self._stages = (*self.scan.stages(), *self.selection_launches(self.all_heads))
+        self._piece_launches = [self._stages] if len(self.pieces) == 1 else \
+            [(self.scan.read_launches(p), self.selection_launches(p)) for p in self.pieces]
 
     def stages(self):
         """Every launch over all heads, in order (what ``kprof stages`` times one by one)."""
-        return (*self.scan.stages(), *self.selection_launches())
+        return self._stages
 
     def run(self) -> torch.Tensor:
         """One step. With several pieces, piece p's selection (top-k to attend) runs on a second,
@@ -260,31 +294,30 @@ class FathomDecode:
         latency-bound launches and the fetch hide under the next piece's PCIe stream, and only
         the last piece's selection is exposed. Every scan is enqueued before any selection: each
         launch costs the host tens of microseconds, and scans enqueued between selections would
-        leave the GPU waiting for the host. On the CPU the pieces run one after another."""
-        if len(self.pieces) == 1 or self.side is None:
-            for launch in self._serial_launches():
+        leave the GPU waiting for the host. On the CPU the pieces run one after another. Runs
+        must come from one stream (the next run's scans wait for this run's selections there)."""
+        if len(self.pieces) == 1:
+            for _, launch in self._stages:
                 launch()
             return self.out
         self.scan.launch_plan()
-        for piece, scanned in zip(self.pieces, self.scanned):
-            for _, launch in self.scan.read_launches(piece):
+        if self.side is None:
+            for reads, selection in self._piece_launches:
+                for _, launch in (*reads, *selection):
+                    launch()
+            return self.out
+        for (reads, _), scanned in zip(self._piece_launches, self.scanned):
+            for _, launch in reads:
                 launch()
             scanned.record()
-        for piece, scanned in zip(self.pieces, self.scanned):
+        for (_, selection), scanned in zip(self._piece_launches, self.scanned):
             self.side.wait_event(scanned)
             with torch.cuda.stream(self.side):
-                for _, launch in self.selection_launches(piece):
+                for _, launch in selection:
                     launch()
         self.selected.record(self.side)
         torch.cuda.current_stream(self.side.device).wait_event(self.selected)
         return self.out
-
-    def _serial_launches(self):
-        """Every launch in dependency order on one stream, piece after piece."""
-        if len(self.pieces) == 1:
-            return [launch for _, launch in self.stages()]
-        return [self.scan.launch_plan] + [launch for piece in self.pieces for _, launch in
-                                          (*self.scan.read_launches(piece), *self.selection_launches(piece))]
 
     def winners(self) -> torch.Tensor:
         """Selected token indices per query head ``[Hq, k]`` of the last run (host copy)."""

@@ -6,7 +6,9 @@ memory (the regime Fathom is built for: the gather kernel reads it over PCIe dir
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
+from typing import Callable
 
 import torch
 import triton
@@ -32,7 +34,8 @@ LAUNCH_SPACES = {
         # picks the larger tile where G allows it)
         Param("BLOCKS", (4, 8, 16, 32, 64), 32, "64-token blocks per program"),
         Param("num_warps", (1, 2, 4, 8), 4),
-        # 1M tokens, H200, host index: Fathom's step 1,714 -> 1,662 us at 2; scan32's 3,338 -> 3,355
+        # 1M tokens, H200, host index: the isolated scan 1,252 -> 1,249 and 1,262 -> 1,251 us at 2 in
+        # two screens (whole steps moved by -52 and +87 us); no register cost (168 either way)
         Param("AHEAD", (1, 2), 2, "channels whose plane loads are in flight ahead of the arithmetic"),
     ), (Constraint("each thread's G x tokens fp32 accumulators must fit in registers: "
                    "pow2(G) * BLOCKS * 64 / (32 * num_warps) <= 128",
@@ -64,6 +67,13 @@ class HeadRange:
     @property
     def n_q(self) -> int:
         return self.n_kv * self.group
+
+
+def bound_launch(kernel, grid: tuple, *args, **kwargs) -> Callable[[], None]:
+    """A launch with its grid, arguments and views fixed once, so that calling it costs the host
+    only Triton's dispatch: a pipelined step makes ~25 launches, each of whose per-head views
+    would otherwise be re-sliced on every call (~1 us each)."""
+    return functools.partial(kernel[grid], *args, **kwargs)
 
 
 def split_heads(hkv: int, group: int, pieces: int) -> tuple[HeadRange, ...]:
@@ -137,31 +147,37 @@ class FathomScan:
         self.chunk_max = torch.empty(self.hq, self.n_chunks, dtype=torch.float32, device=device)
         self.block_g = max(2, triton.next_power_of_2(self.group))
         self.all_heads = HeadRange(0, self.hkv, self.group)
+        self.bind()
 
-    def launch_plan(self) -> None:
-        fathom_plan[(self.hkv,)](
+    def bind(self) -> None:
+        """Fix every launch's arguments to the current buffers (again, after replacing one)."""
+        self._plan = bound_launch(
+            fathom_plan, (self.hkv,),
             self.q, self.var, self.depth, self.dst, self.active, self.active_depth, self.active_dst, self.n_active,
-            self.theta, float(self.policy.budget),
-            self.q.stride(0), self.var.stride(0), self.nb,
+            self.theta, float(self.policy.budget), self.q.stride(0), self.var.stride(0), self.nb,
             GROUP=self.group, BLOCK_G=self.block_g, D=self.d, STEPS=30, POLICY=self.policy.kind,
             CHANNELS=max(1, self.policy.channels), num_warps=self.cfg["plan"]["num_warps"])
+        self._stages = (("plan", self._plan), *self.read_launches(self.all_heads))
 
-    def launch_gather(self, heads: HeadRange | None = None) -> None:
+    def launch_plan(self) -> None:
+        self._plan()
+
+    def bound_gather(self, heads: HeadRange) -> Callable[[], None]:
         if self.fused:
             raise RuntimeError("a fused scan reads the store itself: there is no gather to launch")
         c = self.cfg["gather"]
         s = self.store
-        r = (heads or self.all_heads).kv
+        r = heads.kv
         chunks = triton.cdiv(4 * self.nb, c["CHUNK"])
-        fathom_gather[(chunks, self.d, r.stop - r.start)](
+        return bound_launch(
+            fathom_gather, (chunks, self.d, heads.n_kv),
             s.planes[r], s.scales[r], self.depth[r], self.dst[r], self.staged[r], self.staged_scales[r],
             self.nb, self.staged_words,
             s.planes.stride(0), s.planes.stride(1), s.scales.stride(0), s.scales.stride(1),
             D=self.d, CHUNK=c["CHUNK"], num_warps=c["num_warps"])
 
-    def launch_scan(self, heads: HeadRange | None = None) -> None:
+    def bound_scan(self, heads: HeadRange) -> Callable[[], None]:
         c = self.cfg["scan"]
-        heads = heads or self.all_heads
         kv, q = heads.kv, heads.q
         if self.fused:
             planes, scales = self.store.planes, self.store.scales
@@ -169,21 +185,28 @@ class FathomScan:
         else:
             planes, scales = self.staged, self.staged_scales
             stride_wh, stride_wd = self.staged_words, 0
-        fathom_scan[(heads.n_kv, triton.cdiv(self.nb, c["BLOCKS"]))](
+        return bound_launch(
+            fathom_scan, (heads.n_kv, triton.cdiv(self.nb, c["BLOCKS"])),
             self.q[q], planes[kv].view(torch.int32), scales[kv], self.active[kv], self.active_depth[kv],
             self.active_dst[kv], self.n_active[kv], self.scores[q], self.chunk_max[q], self.store.n, self.nb,
             stride_wh, stride_wd, self.q.stride(0), scales.stride(0), scales.stride(1), self.scores.stride(0),
             self.chunk_max.stride(0), GROUP=self.group, BLOCK_G=self.block_g, D=self.d, BLOCKS=c["BLOCKS"],
             FUSED=self.fused, AHEAD=c["AHEAD"], num_warps=c["num_warps"])
 
-    def read_launches(self, heads: HeadRange | None = None) -> tuple:
-        """The launches that read the index for ``heads`` (gather and scan, or the fused scan)."""
-        gather = () if self.fused else (("gather", lambda: self.launch_gather(heads)),)
-        return (*gather, ("scan", lambda: self.launch_scan(heads)))
+    def launch_gather(self, heads: HeadRange | None = None) -> None:
+        self.bound_gather(heads or self.all_heads)()
+
+    def launch_scan(self, heads: HeadRange | None = None) -> None:
+        self.bound_scan(heads or self.all_heads)()
+
+    def read_launches(self, heads: HeadRange) -> tuple:
+        """The bound launches that read the index for ``heads`` (gather and scan, or the fused scan)."""
+        gather = () if self.fused else (("gather", self.bound_gather(heads)),)
+        return (*gather, ("scan", self.bound_scan(heads)))
 
     def stages(self):
-        """(name, launch) in order; the fused scan has no separate gather."""
-        return (("plan", self.launch_plan), *self.read_launches())
+        """(name, launch) in order, over all heads; the fused scan has no separate gather."""
+        return self._stages
 
     def run(self) -> torch.Tensor:
         for _, launch in self.stages():

@@ -10,10 +10,11 @@ lives, so its loads are the gather (same bytes, one pass); ``gather=copy``: the 
 stages them in HBM and the scan reads the copy (1M tokens on an H200: Fathom 1,431 -> 1,249 us
 for the two against the one). ``pieces=4`` (default with the index in host memory): the step is
 pipelined over four ranges of KV heads, each range's top-k, union, fetch and attention running
-on a second stream under the next range's scan (``FathomDecode.run``; 1M tokens, H200: Fathom
-1,753 / 1,678 / 1,618 / 1,828 us at 1 / 2 / 4 / 8 pieces, eight being launch-bound on the host);
-``pieces=1`` (default with ``index=hbm``, whose short step the launches' host time would bound)
-runs the launches one after another. Host memory kinds (``pages``) measured no different.
+on a second stream under the next range's scan (``FathomDecode.run``; 1M tokens, H200, eager:
+Fathom 1,753 / 1,678 / 1,618 us at 1 / 2 / 4 pieces with scans and selections enqueued in turn,
+1,617 us at 4 with every scan enqueued first; 8 pieces were host-bound); ``pieces=1`` (default
+with ``index=hbm``, whose short step the launches' host time would bound) runs the launches one
+after another. Host memory kinds (``pages``) measured no different.
 """
 
 from __future__ import annotations
@@ -44,9 +45,9 @@ class _FathomFamily(Method):
     def __init__(self, budget: float = 48.0, k: int = 512, index: str = "host", rows: str = "host", basis: str = "raw",
                  gather: str = "fused", pages: str = "default", pieces: int | None = None):
         self.budget, self.k, self.index, self.rows, self.basis = float(budget), int(k), index, rows, basis
+        self.gather, self.pages = gather, pages
         # the HBM-index step (~0.6 ms at 1M tokens) is shorter than the host time of a pipelined
         # step's 25 launches, so it runs unpipelined unless asked
-        self.gather, self.pages = gather, pages
         self.pieces = pieces if pieces is not None else (4 if index == "host" else 1)
 
     @classmethod
@@ -99,7 +100,7 @@ class _FathomFamily(Method):
             stages=tuple(Stage(name, fn) for name, fn in op.stages()),
             expected_kernels=(), output=op.out, handle=op,
             details={"k": op.k_top, "index": self.index, "rows": self.rows, "basis": self.basis, "gather": self.gather,
-                     "pages": self.pages, "pieces": len(op.pieces), "scan_bits_per_token": bits,
+                     "pages": self.pages, "pieces": len(op.pieces) if op.side is not None else 1, "scan_bits_per_token": bits,
                      "index_bytes": op.store.nbytes(),
                      "scan_bytes_per_step": sum(b * workload.shape.n / 8 for b in bits)},
         )

@@ -61,7 +61,7 @@ def test_gather_is_bit_exact_including_zero_length_runs(make_workload, target, n
 
 @pytest.mark.parametrize("scan,fused", [({}, False), ({"BLOCKS": 4}, False), ({"BLOCKS": 8, "num_warps": 1}, False),
                                         ({"BLOCKS": 4, "num_warps": 8}, False), ({}, True), ({"BLOCKS": 4}, True),
-                                        ({"AHEAD": 2}, True), ({"BLOCKS": 4, "AHEAD": 2}, False)])
+                                        ({"AHEAD": 1}, True), ({"BLOCKS": 4, "AHEAD": 1}, False)])
 def test_scan_scores_match_the_dequantised_reference(make_workload, target, scan, fused):
     """333 tokens: a partial last block; budget 48: channels at every depth. Fused: the scan reads
     the store's planes (host memory on a GPU) instead of the staged copy."""
@@ -75,7 +75,7 @@ def test_scan_scores_match_the_dequantised_reference(make_workload, target, scan
 
 
 @pytest.mark.parametrize("scan,fused", [({"BLOCKS": 16}, False), ({"BLOCKS": 4, "num_warps": 2}, False),
-                                        ({"BLOCKS": 16}, True), ({"BLOCKS": 16, "AHEAD": 2}, True)])
+                                        ({"BLOCKS": 16}, True), ({"BLOCKS": 16, "AHEAD": 1}, True)])
 def test_scan_over_many_programs_and_a_partial_last_one_with_chunk_maxima(make_workload, target, scan, fused):
     """4,133 tokens: 65 blocks, so several programs each carry their next-channel loads through
     the loop and the last program holds a partial block past the end of the planes. Each 32-token
@@ -136,6 +136,7 @@ def test_scan_writes_only_its_groups_heads_and_chunks(make_workload, target):
     chunks = torch.full((4, op.n_chunks), nan, device=target.device)
     scores[:3] = float("-inf")  # the padding the operator keeps past n
     op.scores_padded, op.scores, op.chunk_max = scores[:3], scores[:3, :980], chunks[:3]
+    op.bind()  # launches are bound to their buffers once
     op.run()
     assert torch.isnan(scores[3]).all() and torch.isnan(chunks[3]).all(), "a dead head lane or chunk was written"
     ref = approximate_scores(w.q, store.planes[0], store.scales[0], op.depth[0].cpu(), n=980)
