@@ -281,8 +281,9 @@ class FathomDecode:
         then costs the host only Triton's dispatch (again after replacing a buffer)."""
         self.scan.bind()
         self._stages = (*self.scan.stages(), *self.selection_launches(self.all_heads))
-        self._piece_launches = [self._stages] if len(self.pieces) == 1 else \
-            [(self.scan.read_launches(p), self.selection_launches(p)) for p in self.pieces]
+        # per piece: (index reads, selection); one piece runs self._stages
+        self._piece_launches = [(self.scan.read_launches(p), self.selection_launches(p))
+                                for p in self.pieces] if len(self.pieces) > 1 else []
 
     def stages(self):
         """Every launch over all heads, in order (what ``kprof stages`` times one by one)."""
