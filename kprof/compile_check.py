@@ -41,7 +41,8 @@ DEFAULT_METHODS = (
     "santa:topk.SELECT=1", "santa:out=fp32", "santa:k=1000000", "fathom", "scan32", "sparq16", "scan-full",
     "fathom:index=hbm", "fathom:topk.PRUNE=0", "scan32:scan.BLOCKS=4,scan.num_warps=8",
     # k = 64 fits 128 chunks of 32 tokens, so the Triton top-k runs (k = 512 needs 16K+ tokens)
-    "fathom:k=64", "fathom:k=64,topk.RADIX_BITS=4,topk.SEARCH=0", "fathom:k=64,topk.SEARCH=0", "scan32:gather=copy,fetch.PAIRED=0",
+    "fathom:k=64", "fathom:k=64,topk.RADIX_BITS=4,topk.SEARCH=0", "fathom:k=64,topk.SEARCH=0",
+    "scan32:gather=copy,fetch.PAIRED=0",
 )
 RECORD_TOKENS = 4096
 DEFAULT_SHAPE = "qwen2.5-7b-l14-32k"

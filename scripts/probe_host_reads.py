@@ -28,27 +28,22 @@ from pathlib import Path
 import torch
 
 import kprof.kernels  # noqa: F401
+from kprof.clocks import clock_for
 from kprof.eviction import EvictionBuffer
 from kprof.host_memory import pinned_empty
 from kprof.kernels.fathom.triton_kernels import fathom_fetch_rows
+from kprof.protocol import default_protocol
+from kprof.runner import LaunchRunner, PairedRoundRunner, TimedOp
 
 HKV, N, D = 8, 1 << 20, 128
 
 
 def _time(fn, evict: EvictionBuffer, calls: int) -> float:
-    """Median microseconds of ``fn`` with the eviction buffer run before each call."""
-    for _ in range(3):
-        evict.evict()
-        fn()
-    start = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
-    stop = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
-    for s, e in zip(start, stop):
-        evict.evict()
-        s.record()
-        fn()
-        e.record()
-    torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) * 1e3 for s, e in zip(start, stop))
+    """Median microseconds of ``fn`` under the timing protocol's runner (eviction before each call,
+    CUDA events around it), one round of ``calls`` after 3 warm-up calls."""
+    protocol = default_protocol(on_gpu=True).with_overrides(rounds=1, warmup_pairs=3, observations=calls)
+    obs = PairedRoundRunner(protocol, clock_for(evict.device), evict).run([TimedOp("probe", fn)])
+    return float(statistics.median(obs[0].ravel()))
 
 
 def _row_sets(rows: int, dev) -> dict[str, torch.Tensor]:
@@ -133,40 +128,39 @@ def step_fetch_probe(session, calls: int) -> None:
         slots = torch.arange(n_rows, device="cuda").repeat(HKV, 1)
         winners = (op.sorted_rows, op.first, op.slot)
         kv = op.k_rows.as_strided((HKV, N, 2, D), (N * 2 * D, 2 * D, D, 1)).cuda()
-        buffers = (("residency", (op.k_rows, op.v_rows)), ("fresh pinned", fresh), ("HBM copy", (kv[:, :, 0], kv[:, :, 1])))
+        buffers = (("residency", (op.k_rows, op.v_rows)), ("fresh pinned", fresh),
+                   ("HBM copy", (kv[:, :, 0], kv[:, :, 1])))
         for ids_label, (ids, first, slot) in (("step winners", winners), ("random", (rand, ones, slots))):
             for buf_label, (k_rows, v_rows) in buffers:
                 us = _time(lambda: _fetch(k_rows, v_rows, ids, first, slot, op.union_k, op.union_v), evict, calls)
                 rows_moved = moved if ids is op.sorted_rows else HKV * n_rows * 2 * D * 2
                 print(f"{m:>8s} {ids_label:>16s} {buf_label:>12s} {us:8.1f} {rows_moved / us / 1e3:6.1f}", flush=True)
-        print(f"{m:>8s} {'launch_fetch':>16s} {'residency':>12s} {_time(op.launch_fetch, evict, calls):8.1f}")
+        print(f"{m:>8s} {'launch_fetch':>16s} {'residency':>12s} {_time(dict(op.stages())["fetch"], evict, calls):8.1f}")
         del kv
 
 
 def order_probe(session, pages: str, calls: int) -> None:
+    """Each step timed by the protocol's LaunchRunner after an untimed step of itself or of the
+    other method (eviction between); conditions alternate in blocks of 5 so drift hits both."""
     evict = session.eviction()
     runs = {m: session.prepare(f"{m}:pages={pages}", m, "subject").prepared.run for m in ("fathom", "scan32")}
+    runner = LaunchRunner(session.protocol.with_overrides(rounds=1), clock_for(evict.device), evict)
     print(f"\npages={pages}\n{'timed':>8s} {'after':>10s} {'median us':>10s}")
     for timed, run in runs.items():
         befores = {"itself": run, "other": next(r for m, r in runs.items() if m != timed)}
         samples: dict[str, list[float]] = {b: [] for b in befores}
-        for _ in range(calls):  # interleaved, so drift hits every condition alike
+        for _ in range(max(1, calls // 5)):
             for label, before in befores.items():
-                before()
-                evict.evict()
-                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                s.record()
-                run()
-                e.record()
-                torch.cuda.synchronize()
-                samples[label].append(s.elapsed_time(e) * 1e3)
+                obs = runner.run([TimedOp("before", before), TimedOp(timed, run)], 1, per_round=5)
+                samples[label].extend(obs.ravel().tolist())
         for label, xs in samples.items():
             print(f"{timed:>8s} {label:>10s} {statistics.median(xs):10.1f}", flush=True)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--workload", default="qwen3-8b-1m", help="workload for the order probe (a captured file is faster)")
+    ap.add_argument("--workload", default="qwen3-8b-1m",
+                    help="workload for parts 2 and 3 (a captured file is faster)")
     ap.add_argument("--rows", type=int, default=1536, help="distinct rows fetched per KV head (Fathom: ~1,500)")
     ap.add_argument("--calls", type=int, default=30)
     ap.add_argument("--skip-spread", action="store_true", help="skip part 1 (rows spread over pages)")

@@ -259,18 +259,6 @@ class FathomDecode:
 
         return attend
 
-    def launch_topk(self, heads: HeadRange | None = None) -> None:
-        self.bound_topk(heads or self.all_heads)()
-
-    def launch_union(self, heads: HeadRange | None = None) -> None:
-        self.bound_union(heads or self.all_heads)()
-
-    def launch_fetch(self, heads: HeadRange | None = None) -> None:
-        self.bound_fetch(heads or self.all_heads)()
-
-    def launch_attend(self, heads: HeadRange | None = None) -> None:
-        self.bound_attend(heads or self.all_heads)()
-
     def selection_launches(self, heads: HeadRange) -> tuple:
         """The bound launches after the scan for ``heads``: top-k, union, fetch, attend."""
         return (("topk", self.bound_topk(heads)), ("union", self.bound_union(heads)),

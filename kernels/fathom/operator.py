@@ -193,11 +193,9 @@ class FathomScan:
             self.chunk_max.stride(0), GROUP=self.group, BLOCK_G=self.block_g, D=self.d, BLOCKS=c["BLOCKS"],
             FUSED=self.fused, AHEAD=c["AHEAD"], num_warps=c["num_warps"])
 
-    def launch_gather(self, heads: HeadRange | None = None) -> None:
-        self.bound_gather(heads or self.all_heads)()
-
-    def launch_scan(self, heads: HeadRange | None = None) -> None:
-        self.bound_scan(heads or self.all_heads)()
+    def launch_gather(self) -> None:
+        """The gather over all heads (for benchmarks and tests; steps use the bound launches)."""
+        self.bound_gather(self.all_heads)()
 
     def read_launches(self, heads: HeadRange) -> tuple:
         """The bound launches that read the index for ``heads`` (gather and scan, or the fused scan)."""

@@ -100,8 +100,8 @@ class _FathomFamily(Method):
             stages=tuple(Stage(name, fn) for name, fn in op.stages()),
             expected_kernels=(), output=op.out, handle=op,
             details={"k": op.k_top, "index": self.index, "rows": self.rows, "basis": self.basis, "gather": self.gather,
-                     "pages": self.pages, "pieces": len(op.pieces) if op.side is not None else 1, "scan_bits_per_token": bits,
-                     "index_bytes": op.store.nbytes(),
+                     "pages": self.pages, "pieces": len(op.pieces) if op.side is not None else 1,
+                     "scan_bits_per_token": bits, "index_bytes": op.store.nbytes(),
                      "scan_bytes_per_step": sum(b * workload.shape.n / 8 for b in bits)},
         )
 
