@@ -135,6 +135,16 @@ def record_launches(method_specs: tuple[str, ...], workload) -> list[LaunchRecor
     return list(seen.values())
 
 
+def with_pdl(rec: LaunchRecord) -> LaunchRecord:
+    """The same launch with programmatic dependent launch on, where the kernel has a PDL switch."""
+    import dataclasses
+
+    if "PDL" not in rec.constexprs:
+        return rec
+    return dataclasses.replace(rec, constexprs=rec.constexprs | {"PDL": True},
+                               options=rec.options | {"launch_pdl": 1})
+
+
 def compile_record(rec: LaunchRecord, arch: int):
     """Compile one launch to a cubin for ``sm_<arch>`` (interpreter off); returns Triton's compiled kernel."""
     import importlib
@@ -239,8 +249,11 @@ def _dump(kernel, rec: LaunchRecord, folder: Path) -> None:
               help="Workload spec whose shape (heads, head dim, dtype) the launches are recorded at, cut to 4,096 tokens.")
 @click.option("--dump", type=click.Path(file_okay=False, path_type=Path),
               help="Also write each launch's TTGIR, PTX and SASS into this folder (layouts, shared-memory conversions, spills).")
+@click.option("--pdl", is_flag=True,
+              help="Compile launches that take a PDL constexpr with programmatic dependent launch on "
+                   "(the interpreter records them with it off): checks the grid-dependency code compiles.")
 @click.option("--record-only", is_flag=True, hidden=True, help="Internal: record launches as JSON on stdout.")
-def main(arch: int, methods: tuple[str, ...], shape: str, dump: Path | None, record_only: bool) -> None:
+def main(arch: int, methods: tuple[str, ...], shape: str, dump: Path | None, pdl: bool, record_only: bool) -> None:
     """Compile every Triton launch of the shipped methods for a GPU target, without a GPU."""
     methods = methods or DEFAULT_METHODS
     if record_only:
@@ -254,6 +267,8 @@ def main(arch: int, methods: tuple[str, ...], shape: str, dump: Path | None, rec
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise click.ClickException(f"recording launches failed: {last}")
     records = [LaunchRecord(**r) for r in json.loads(proc.stdout.strip().splitlines()[-1])]
+    if pdl:
+        records = [with_pdl(r) for r in records]
     os.environ["TRITON_INTERPRET"] = "0"
     failures = 0
     for rec in records:

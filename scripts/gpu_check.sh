@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run every GPU check in one go on a CUDA machine; all logs go to OUTDIR.
-#   bash scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused|fathom-final|fathom-tests|fathom-probe]
+#   bash scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused|fathom-final|fathom-tests|fathom-probe|chain-screen]
 # Installs kprof without touching the machine's torch/triton, prints `kprof env`, runs the
 # `-m gpu` tests, then by mode: full = dense baselines and the timing protocol (full-protocol
 # comparisons, A/A checks, stages, graph and host-bound modes, order probe, dense benchmark;
@@ -18,11 +18,13 @@
 # and Fathom/sparq16 against scan32 at the tuned configs; fathom-final = the Fathom issue's
 # measurements at 1M tokens (tests, a variant screen, comparisons, stages, HBM index, gather);
 # fathom-tests = every Fathom kernel test on the GPU (compile-heavy: most of a call); fathom-probe
-# = the pipelined step eager and in CUDA-graph replays, and the HBM-index pair;
+# = the pipelined step eager and in CUDA-graph replays, and the HBM-index pair; chain-screen =
+# SANTA++ tests, and launch-chain variants (PDL, merge by score word) against Flash, then Fathom
+# against scan32 eagerly at 4 and 8 pieces;
 # acceptance = the headline SANTA++/Fathom comparisons, SANTA++ tuning and stages.
 # Each mode fits one 10-minute device call. Exits non-zero if any step failed (all steps still run).
 set -u
-out=${1:?usage: scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused|fathom-final|fathom-tests|fathom-probe]}
+out=${1:?usage: scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused|fathom-final|fathom-tests|fathom-probe|chain-screen]}
 mode=${2:-full}
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -177,6 +179,24 @@ if [ "$mode" = fathom-probe ]; then
     --config default --out "$out/fathom_compare_graph.json"
   STEP_TIMEOUT=50 step fathom_compare_hbm kprof compare --method fathom:index=hbm --baseline scan32:index=hbm \
     --workload $F1M --rounds 2 --warmup-pairs 5 --observations 10 --config default --out "$out/fathom_hbm.json"
+  echo "gpu_check: overall status $status (logs in $out)"; exit $status
+fi
+if [ "$mode" = chain-screen ]; then
+  # launch-chain variants: the SANTA++ kernel tests on the GPU (PDL against the plain chain, merge
+  # by score word), then one shared-rounds comparison against Flash of SANTA++ with and without
+  # programmatic dependent launch, merge SELECT=3 and a wider reducer, beside cuDNN; then the
+  # Fathom issue comparison eagerly at 4 and 8 pieces (launches bound once to their arguments)
+  W32=/tmp/kprof_qwen32k.safetensors
+  STEP_TIMEOUT=150 step pytest_santa "$py" -m pytest -q -p no:cacheprovider tests/kernels/santa \
+    tests/kernels/test_dependent_launch.py
+  kprof capture --synthetic $W "--out" $W32 > "$out/capture.log" 2>&1 || status=1
+  step santa_prepare kprof santa prepare --workload $W32
+  STEP_TIMEOUT=200 step santa_compare kprof compare --method santa --method santa:pdl=0 \
+    --method santa:merge.SELECT=3 --method santa:reduce.num_warps=8 --method cudnn --baseline flash \
+    --workload $W32 --config default --rounds 8 --out "$out/santa_compare.json"
+  ensure_f1m
+  STEP_TIMEOUT=80 step fathom_compare kprof compare --method fathom --method fathom:pieces=8 --baseline scan32 \
+    --workload $F1M --rounds 3 --warmup-pairs 5 --observations 10 --config default --out "$out/fathom_compare.json"
   echo "gpu_check: overall status $status (logs in $out)"; exit $status
 fi
 if [ "$mode" = fathom-tests ]; then

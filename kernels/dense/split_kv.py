@@ -16,6 +16,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kprof.kernels.dependent_launch import release_dependents, wait_for_predecessor
 from kprof.kernels.matmul import dot
 
 from kprof.config_space import Constraint, LaunchConfig, LaunchSpace, Param
@@ -98,8 +99,10 @@ def _split_kv_combine(
     M_in, L_in, Acc_in, Out,
     num_splits,
     stride_mh, stride_ah, stride_as, stride_oh,
-    BLOCK_S: tl.constexpr, HEAD_D: tl.constexpr,
+    BLOCK_S: tl.constexpr, HEAD_D: tl.constexpr, PDL: tl.constexpr = False,
 ):
+    wait_for_predecessor(PDL)  # the partials come from the launch before (kernels/dependent_launch.py)
+    release_dependents(PDL)
     h = tl.program_id(0)
     offs_s = tl.arange(0, BLOCK_S)
     offs_d = tl.arange(0, HEAD_D)

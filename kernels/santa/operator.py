@@ -15,6 +15,7 @@ from kprof.errors import ConfigError
 
 from kprof.config_space import Constraint, LaunchConfig, LaunchSpace, Param
 from kprof.kernels.dense.split_kv import _split_kv_combine
+from kprof.kernels.dependent_launch import resolve_pdl
 from kprof.kernels.santa.preparation import SantaArtifacts
 from kprof.kernels.santa import triton_kernels
 from kprof.kernels.santa.triton_kernels import (LOG2E, santa_attend, santa_block_topk, santa_gumbel_dump,
@@ -22,6 +23,7 @@ from kprof.kernels.santa.triton_kernels import (LOG2E, santa_attend, santa_block
 
 SELECT_HELP = "0: full bitonic sort; 1: tl.topk (Triton 3.6+); 2: radix select (RADIX_BITS per pass)"
 TOPK_SELECT_HELP = SELECT_HELP + "; 3: tl.topk on the 32-bit score word, then a threshold (Triton 3.6+)"
+MERGE_SELECT_HELP = SELECT_HELP + "; 3: tl.topk on the 32-bit score words, selection by threshold (Triton 3.6+)"
 RADIX_HELP = "bits decided per radix-select pass (SELECT=2): 32/RADIX_BITS reductions of 2^RADIX_BITS counts"
 _TOPK_AVAILABLE = Constraint("SELECT=1 and 3 need tl.topk, which this Triton lacks",
                              lambda c, s: c["SELECT"] not in (1, 3) or triton_kernels.HAS_TOPK)
@@ -45,7 +47,7 @@ LAUNCH_SPACES = {
         Param("num_warps", (1, 2, 4, 8, 16), 16),
     ), (_TOPK_AVAILABLE,)),
     "merge": LaunchSpace("merge", (
-        Param("SELECT", (0, 1, 2), _BEST_SELECT, SELECT_HELP),
+        Param("SELECT", (0, 1, 2, 3), _BEST_SELECT, MERGE_SELECT_HELP),
         Param("RADIX_BITS", (1, 2, 4), 2, RADIX_HELP),
         Param("num_warps", (1, 2, 4, 8, 16), 8),
     ), (_TOPK_AVAILABLE,)),
@@ -66,8 +68,12 @@ class SantaDecode:
 
     def __init__(self, q: torch.Tensor, arts: SantaArtifacts, k_teams: int, config: dict[str, LaunchConfig],
                  seed: int = 0, fresh: bool = False, suffix_k: torch.Tensor | None = None,
-                 suffix_v: torch.Tensor | None = None, out_dtype: torch.dtype | None = None):
+                 suffix_v: torch.Tensor | None = None, out_dtype: torch.dtype | None = None,
+                 pdl: bool | None = None):
         dev = q.device
+        # launches 2-5 with programmatic dependent launch (None: where the GPU and Triton support it)
+        self.pdl = resolve_pdl(pdl, dev)
+        self._dependent = {"launch_pdl": True} if self.pdl else {}
         hq, d = q.shape
         hkv, n, _ = arts.packed_k.shape
         self.q = q.contiguous()
@@ -135,7 +141,7 @@ class SantaDecode:
             self.q, a.rep_keys, self.scores, self.m_max,
             self.q.stride(0), a.rep_keys.stride(0), a.rep_keys.stride(1), self.scores.stride(0),
             GROUP=self.group, BLOCK_G=self.block_g, BLOCK_M=c["BLOCK_M"], HEAD_D=self.d,
-            DOT_PRECISION=self.precision, num_warps=c["num_warps"], num_stages=c["num_stages"],
+            DOT_PRECISION=self.precision, PDL=self.pdl, num_warps=c["num_warps"], num_stages=c["num_stages"],
         )
 
     def launch_topk(self) -> None:
@@ -146,8 +152,8 @@ class SantaDecode:
             self.m_max, self.inv_sqrt_d,
             self.scores.stride(0), a.team_len.stride(0), self.cand.stride(0), self.cand.stride(1),
             GROUP=self.group, BLOCK_T=c["BLOCK_T"], KPAD=self.kpad, NOISE=not self.all_teams,
-            SELECT=c["SELECT"], RADIX_BITS=c["RADIX_BITS"],
-            num_warps=c["num_warps"],
+            SELECT=c["SELECT"], RADIX_BITS=c["RADIX_BITS"], PDL=self.pdl,
+            num_warps=c["num_warps"], **self._dependent,
         )
 
     def launch_merge(self) -> None:
@@ -161,8 +167,8 @@ class SantaDecode:
             self.u_mask.stride(0), self.u_mask.stride(1),
             GROUP=self.group, BLOCK_G=self.merge_g, NCP=self.ncp, NCAND=self.ncand, KPAD=self.kpad,
             UMAX=self.umax, FRESH=self.fresh, SELECT=self.cfg["merge"]["SELECT"],
-            RADIX_BITS=self.cfg["merge"]["RADIX_BITS"],
-            num_warps=self.cfg["merge"]["num_warps"],
+            RADIX_BITS=self.cfg["merge"]["RADIX_BITS"], PDL=self.pdl,
+            num_warps=self.cfg["merge"]["num_warps"], **self._dependent,
         )
 
     def launch_attend(self) -> None:
@@ -178,15 +184,15 @@ class SantaDecode:
             self.m_part.stride(0), self.acc.stride(0), self.acc.stride(1),
             GROUP=self.group, BLOCK_G=self.block_g, BLOCK_R=c["BLOCK_R"], HEAD_D=self.d, UMAX=self.umax,
             NUM_SPLITS=self.splits, ALL_TEAMS=self.all_teams, DOT_PRECISION=self.precision, PV_FP32=self.pv_fp32,
-            num_warps=c["num_warps"], num_stages=c["num_stages"],
+            PDL=self.pdl, num_warps=c["num_warps"], num_stages=c["num_stages"], **self._dependent,
         )
 
     def launch_reduce(self) -> None:
         _split_kv_combine[(self.hq,)](
             self.m_part, self.l_part, self.acc, self.out, self.splits,
             self.m_part.stride(0), self.acc.stride(0), self.acc.stride(1), self.out.stride(0),
-            BLOCK_S=max(2, triton.next_power_of_2(self.splits)), HEAD_D=self.d,
-            num_warps=self.cfg["reduce"]["num_warps"],
+            BLOCK_S=max(2, triton.next_power_of_2(self.splits)), HEAD_D=self.d, PDL=self.pdl,
+            num_warps=self.cfg["reduce"]["num_warps"], **self._dependent,
         )
 
     def stages(self):

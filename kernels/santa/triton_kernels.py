@@ -12,6 +12,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from kprof.kernels.dependent_launch import release_dependents, wait_for_predecessor
 from kprof.kernels.matmul import dot
 from kprof.kernels.santa.radix_select import select_top
 
@@ -82,12 +83,15 @@ def santa_score(
     m_max,
     stride_qh, stride_rh, stride_rm, stride_sh,
     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_M: tl.constexpr, HEAD_D: tl.constexpr,
-    DOT_PRECISION: tl.constexpr,
+    DOT_PRECISION: tl.constexpr, PDL: tl.constexpr = False,
 ):
     """Launch 1, grid (Hkv, cdiv(M_max, BLOCK_M)): q . l_g for every head of the group.
 
-    Each representative key tile is loaded once and multiplied with all G query heads.
+    Each representative key tile is loaded once and multiplied with all G query heads. The chain's
+    first launch: launched without PDL, it releases launch 2 at once.
     """
+    wait_for_predecessor(PDL)
+    release_dependents(PDL)
     kvh = tl.program_id(0)
     offs_m = tl.program_id(1) * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_g = tl.arange(0, BLOCK_G)
@@ -108,7 +112,7 @@ def santa_block_topk(
     m_max, inv_sqrt_d,
     stride_sh, stride_lh, stride_ch, stride_cb,
     GROUP: tl.constexpr, BLOCK_T: tl.constexpr, KPAD: tl.constexpr, NOISE: tl.constexpr, SELECT: tl.constexpr,
-    RADIX_BITS: tl.constexpr,
+    RADIX_BITS: tl.constexpr, PDL: tl.constexpr = False,
 ):
     """Launch 2, grid (Hq, cdiv(M_max, BLOCK_T)): routing logits, Gumbel noise, local top-(K+1).
 
@@ -126,11 +130,16 @@ def santa_block_topk(
     offs = blk * BLOCK_T + tl.arange(0, BLOCK_T)
     m = tl.load(NumTeams + kvh)
     valid = offs < m
-    s = tl.load(Scores + h * stride_sh + offs, mask=valid, other=0.0)
-    n = tl.load(Lengths + kvh * stride_lh + offs, mask=valid, other=1).to(tl.float32)
-    y = s * inv_sqrt_d + tl.log(n)
+    # prologue (overlaps launch 1 under PDL): lengths, log n and the noise depend on nothing it writes
+    log_n = tl.log(tl.load(Lengths + kvh * stride_lh + offs, mask=valid, other=1).to(tl.float32))
     if NOISE:
-        y = y + _gumbel(tl.load(SeedPtr), h, blk * BLOCK_T, BLOCK_T, m_max)
+        noise = _gumbel(tl.load(SeedPtr), h, blk * BLOCK_T, BLOCK_T, m_max)
+    wait_for_predecessor(PDL)
+    release_dependents(PDL)
+    s = tl.load(Scores + h * stride_sh + offs, mask=valid, other=0.0)
+    y = s * inv_sqrt_d + log_n
+    if NOISE:
+        y = y + noise
     y = tl.where(valid, y, float("-inf"))
     if SELECT == 2:
         keys = tl.reshape(_to_key(y, offs), (1, BLOCK_T))
@@ -156,77 +165,64 @@ def santa_block_topk(
 
 
 @triton.jit
-def santa_merge_union(
-    Cand, Scores, Lengths, Starts, SelTeam, SelLogC, SelKey,
-    UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos, SeedPtr,
-    inv_sqrt_d, k_sel, m_max,
-    stride_ch, stride_sh, stride_lh, stride_selh, stride_uh, stride_um,
-    GROUP: tl.constexpr, BLOCK_G: tl.constexpr, NCP: tl.constexpr, NCAND: tl.constexpr, KPAD: tl.constexpr,
-    UMAX: tl.constexpr, FRESH: tl.constexpr, SELECT: tl.constexpr, RADIX_BITS: tl.constexpr,
-):
-    """Launch 3, grid (Hkv,): global top-K and tau per head, corrections, GQA union.
+def _select_by_word(cand, g_mask, k_sel, KPAD: tl.constexpr):
+    """Selection mask of the K best keys per row of ``cand`` [G, C] and tau, the (K+1)-th score.
 
-    Writes per head the selected team ids and log c_g (for validation), and per KV head the
-    union of teams selected by its G heads (each once) with member range, row prefix sums,
-    a per-head selection mask and per-head log c_g. The union is found without sorting: each
-    (head, rank) entry bids for its team's slot in ``Owner`` with an atomic min; the lowest bid
-    is the team's first occurrence and gets the next union position. ``Owner`` holds INT_MAX
-    between calls (touched slots are reset at the end).
+    tl.topk runs on the keys' 32-bit high words (the order-preserving score image: half the
+    exchange work of the int64 keys); when exactly K words lie above the (K+1)-th and none ties
+    with it, "word > (K+1)-th word" is the selection. Otherwise (a tie at the boundary, padding)
+    the int64 keys decide, so the set always equals "sort the keys, keep K".
     """
-    kvh = tl.program_id(0)
-    offs_g = tl.arange(0, BLOCK_G)
-    heads = kvh * GROUP + offs_g
-    g_mask = offs_g < GROUP
-    offs_c = tl.arange(0, NCP)
-    # padding keys sit below every real key and stay unique within a row (low word = column)
-    pad = tl.full([BLOCK_G, NCP], -9223372036854775807, tl.int64) + offs_c[None, :]
-    cand = tl.load(Cand + heads[:, None] * stride_ch + offs_c[None, :],
-                   mask=g_mask[:, None] & (offs_c[None, :] < NCAND), other=0)
-    cand = tl.where(g_mask[:, None] & (offs_c[None, :] < NCAND), cand, pad)
     offs_k = tl.arange(0, KPAD)
-    if SELECT == 2:
-        # radix-select the K+1 best, compact them through SelKey, then order those few
-        keep = select_top(cand, k_sel + 1, g_mask, RADIX_BITS)
-        slot = tl.cumsum(keep.to(tl.int32), axis=1) - 1
-        tl.store(SelKey + heads[:, None] * KPAD + slot, cand, mask=keep & g_mask[:, None])
-        tl.debug_barrier()
-        top = tl.load(SelKey + heads[:, None] * KPAD + offs_k[None, :],
-                      mask=g_mask[:, None] & (offs_k[None, :] <= k_sel), other=-9223372036854775807)
-        top = tl.sort(top, dim=1, descending=True)
-    elif SELECT == 1:
-        top = tl.topk(cand, KPAD, dim=1)  # [BLOCK_G, KPAD], best first
+    word = (cand >> 32).to(tl.int32)
+    kth = tl.sum(tl.where(offs_k[None, :] == k_sel, tl.topk(word, KPAD, dim=1), 0), axis=1)
+    above = word > kth[:, None]
+    n_above = tl.sum(above.to(tl.int32), axis=1)
+    n_at = tl.sum((word == kth[:, None]).to(tl.int32), axis=1)
+    clean = ((n_above == k_sel) & (n_at == 1)) | (g_mask == 0)
+    if tl.min(clean.to(tl.int32), axis=0) == 1:
+        chosen = g_mask[:, None] & above
+        tau = _key_score(kth.to(tl.int64) << 32)
     else:
-        cand = tl.sort(cand, dim=1, descending=True)
-        # keep the first KPAD columns: fold [BLOCK_G, NCP] to [BLOCK_G, KPAD]
-        top = tl.reshape(cand, (BLOCK_G, NCP // KPAD, KPAD))
-        top = tl.sum(tl.where(tl.arange(0, NCP // KPAD)[None, :, None] == 0, top, 0), axis=1)
-    # tau: the (K+1)-th key of each head
-    tau = _key_score(tl.sum(tl.where(offs_k[None, :] == k_sel, top, 0), axis=1))
-    team = _key_index(top)
-    chosen = g_mask[:, None] & (offs_k[None, :] < k_sel)
+        top = tl.topk(cand, KPAD, dim=1)
+        kth_key = tl.sum(tl.where(offs_k[None, :] == k_sel, top, 0), axis=1)
+        chosen = g_mask[:, None] & (cand > kth_key[:, None])
+        tau = _key_score(kth_key)
+    return chosen, tau
+
+
+@triton.jit
+def _correct_and_union(team, chosen, tau, sel_slot, kvh, heads, offs_g, g_mask,
+                       Scores, Lengths, Starts, SelTeam, SelLogC,
+                       UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos,
+                       inv_sqrt_d, m_max, stride_sh, stride_lh, stride_selh, stride_uh, stride_um,
+                       BLOCK_G: tl.constexpr, WIDTH: tl.constexpr, UMAX: tl.constexpr):
+    """Corrections and GQA union of the selection ``chosen`` [G, WIDTH] (team ids ``team``).
+
+    The union is found without sorting: each chosen (head, column) entry bids for its team's
+    slot in ``Owner`` with an atomic min; the lowest bid is the team's first occurrence and gets
+    the next union position. ``Owner`` holds INT_MAX between calls (touched slots are reset).
+    """
+    offs_u = tl.arange(0, UMAX)
     s = tl.load(Scores + heads[:, None] * stride_sh + team, mask=chosen, other=0.0)
     n = tl.load(Lengths + kvh * stride_lh + team, mask=chosen, other=0)
     start = tl.load(Starts + kvh * stride_lh + team, mask=chosen, other=0)
     phi = s * inv_sqrt_d + tl.log(tl.maximum(n, 1).to(tl.float32))
     logc = _log_inclusion(phi - tau[:, None])
-    tl.store(SelTeam + heads[:, None] * stride_selh + offs_k[None, :], team, mask=chosen)
-    tl.store(SelLogC + heads[:, None] * stride_selh + offs_k[None, :], logc, mask=chosen)
+    tl.store(SelTeam + heads[:, None] * stride_selh + sel_slot, team, mask=chosen)
+    tl.store(SelLogC + heads[:, None] * stride_selh + sel_slot, logc, mask=chosen)
 
-    # union without sorting: first occurrence of each team in (head, rank) order owns its slot
-    code = offs_g[:, None] * KPAD + offs_k[None, :]
+    # first occurrence of each team in (head, column) order owns its slot
+    code = offs_g[:, None] * WIDTH + tl.arange(0, WIDTH)[None, :]
     slot = kvh * m_max + team
     tl.atomic_min(Owner + slot, code, mask=chosen)
-    offs_u = tl.arange(0, UMAX)
-    tl.store(UMask + kvh * stride_uh + offs_u[:, None] * stride_um + offs_g[None, :], 0)
-    # +inf log c_g for a head that did not select the team: attend's logit - log c_g is -inf
-    tl.store(ULogC + kvh * stride_uh + offs_u[:, None] * stride_um + offs_g[None, :], float("inf"))
     tl.debug_barrier()
     first = chosen & (tl.load(Owner + slot, mask=chosen, other=-1) == code)
-    first_flat = tl.reshape(first.to(tl.int32), (BLOCK_G * KPAD,))
-    upos = tl.reshape(tl.cumsum(first_flat, axis=0) - 1, (BLOCK_G, KPAD))
-    # row prefix sums in union order, in registers: union order is (head, rank) order of firsts
-    rows_flat = tl.reshape(tl.where(first, n, 0), (BLOCK_G * KPAD,))
-    row_end = tl.reshape(tl.cumsum(rows_flat, axis=0), (BLOCK_G, KPAD))
+    first_flat = tl.reshape(first.to(tl.int32), (BLOCK_G * WIDTH,))
+    upos = tl.reshape(tl.cumsum(first_flat, axis=0) - 1, (BLOCK_G, WIDTH))
+    # row prefix sums in union order, in registers: union order is (head, column) order of firsts
+    rows_flat = tl.reshape(tl.where(first, n, 0), (BLOCK_G * WIDTH,))
+    row_end = tl.reshape(tl.cumsum(rows_flat, axis=0), (BLOCK_G, WIDTH))
     tl.store(Pos + slot, upos, mask=first)
     tl.store(UTeam + kvh * UMAX + upos, team, mask=first)
     tl.store(UStart + kvh * UMAX + upos, start, mask=first)
@@ -240,6 +236,77 @@ def santa_merge_union(
     tl.store(UMask + kvh * stride_uh + my_pos * stride_um + offs_g[:, None], 1, mask=chosen)
     tl.store(ULogC + kvh * stride_uh + my_pos * stride_um + offs_g[:, None], logc, mask=chosen)
     tl.store(Owner + slot, 2147483647, mask=first)  # every bid was read before the barrier above
+
+
+@triton.jit
+def santa_merge_union(
+    Cand, Scores, Lengths, Starts, SelTeam, SelLogC, SelKey,
+    UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos, SeedPtr,
+    inv_sqrt_d, k_sel, m_max,
+    stride_ch, stride_sh, stride_lh, stride_selh, stride_uh, stride_um,
+    GROUP: tl.constexpr, BLOCK_G: tl.constexpr, NCP: tl.constexpr, NCAND: tl.constexpr, KPAD: tl.constexpr,
+    UMAX: tl.constexpr, FRESH: tl.constexpr, SELECT: tl.constexpr, RADIX_BITS: tl.constexpr,
+    PDL: tl.constexpr = False,
+):
+    """Launch 3, grid (Hkv,): global top-K and tau per head, corrections, GQA union.
+
+    Writes per head the selected team ids and log c_g (for validation), and per KV head the
+    union of teams selected by its G heads (each once) with member range, row prefix sums,
+    a per-head selection mask and per-head log c_g (``_correct_and_union``). SELECT 0-2 order
+    the K+1 best keys (sort, tl.topk, radix select) and union them in (head, rank) order; 3
+    selects by the 32-bit score word (``_select_by_word``) and unions in (head, candidate) order.
+    """
+    kvh = tl.program_id(0)
+    offs_g = tl.arange(0, BLOCK_G)
+    heads = kvh * GROUP + offs_g
+    g_mask = offs_g < GROUP
+    # prologue (overlaps launch 2 under PDL): reset the mask and log c_g tables, which only this
+    # launch writes and only launch 4 reads. +inf log c_g marks a head that did not select the
+    # team: attend's logit - log c_g is then -inf
+    offs_u = tl.arange(0, UMAX)
+    tl.store(UMask + kvh * stride_uh + offs_u[:, None] * stride_um + offs_g[None, :], 0)
+    tl.store(ULogC + kvh * stride_uh + offs_u[:, None] * stride_um + offs_g[None, :], float("inf"))
+    wait_for_predecessor(PDL)
+    release_dependents(PDL)
+    offs_c = tl.arange(0, NCP)
+    # padding keys sit below every real key and stay unique within a row (low word = column)
+    pad = tl.full([BLOCK_G, NCP], -9223372036854775807, tl.int64) + offs_c[None, :]
+    cand = tl.load(Cand + heads[:, None] * stride_ch + offs_c[None, :],
+                   mask=g_mask[:, None] & (offs_c[None, :] < NCAND), other=0)
+    cand = tl.where(g_mask[:, None] & (offs_c[None, :] < NCAND), cand, pad)
+    offs_k = tl.arange(0, KPAD)
+    if SELECT == 3:
+        chosen, tau = _select_by_word(cand, g_mask, k_sel, KPAD)
+        _correct_and_union(_key_index(cand), chosen, tau, tl.cumsum(chosen.to(tl.int32), axis=1) - 1,
+                           kvh, heads, offs_g, g_mask, Scores, Lengths, Starts, SelTeam, SelLogC,
+                           UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos,
+                           inv_sqrt_d, m_max, stride_sh, stride_lh, stride_selh, stride_uh, stride_um,
+                           BLOCK_G=BLOCK_G, WIDTH=NCP, UMAX=UMAX)
+    else:
+        if SELECT == 2:
+            # radix-select the K+1 best, compact them through SelKey, then order those few
+            keep = select_top(cand, k_sel + 1, g_mask, RADIX_BITS)
+            slot = tl.cumsum(keep.to(tl.int32), axis=1) - 1
+            tl.store(SelKey + heads[:, None] * KPAD + slot, cand, mask=keep & g_mask[:, None])
+            tl.debug_barrier()
+            top = tl.load(SelKey + heads[:, None] * KPAD + offs_k[None, :],
+                          mask=g_mask[:, None] & (offs_k[None, :] <= k_sel), other=-9223372036854775807)
+            top = tl.sort(top, dim=1, descending=True)
+        elif SELECT == 1:
+            top = tl.topk(cand, KPAD, dim=1)  # [BLOCK_G, KPAD], best first
+        else:
+            cand = tl.sort(cand, dim=1, descending=True)
+            # keep the first KPAD columns: fold [BLOCK_G, NCP] to [BLOCK_G, KPAD]
+            top = tl.reshape(cand, (BLOCK_G, NCP // KPAD, KPAD))
+            top = tl.sum(tl.where(tl.arange(0, NCP // KPAD)[None, :, None] == 0, top, 0), axis=1)
+        # tau: the (K+1)-th key of each head; the K before it are the selection, in rank order
+        tau = _key_score(tl.sum(tl.where(offs_k[None, :] == k_sel, top, 0), axis=1))
+        chosen = g_mask[:, None] & (offs_k[None, :] < k_sel)
+        _correct_and_union(_key_index(top), chosen, tau, offs_k[None, :] + 0 * chosen.to(tl.int32),
+                           kvh, heads, offs_g, g_mask, Scores, Lengths, Starts, SelTeam, SelLogC,
+                           UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos,
+                           inv_sqrt_d, m_max, stride_sh, stride_lh, stride_selh, stride_uh, stride_um,
+                           BLOCK_G=BLOCK_G, WIDTH=KPAD, UMAX=UMAX)
     if FRESH:
         if kvh == 0:
             tl.store(SeedPtr, tl.load(SeedPtr) + 1)
@@ -253,7 +320,7 @@ def santa_attend(
     stride_mh, stride_ah, stride_as,
     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_R: tl.constexpr, HEAD_D: tl.constexpr,
     UMAX: tl.constexpr, NUM_SPLITS: tl.constexpr, ALL_TEAMS: tl.constexpr, DOT_PRECISION: tl.constexpr,
-    PV_FP32: tl.constexpr,
+    PV_FP32: tl.constexpr, PDL: tl.constexpr = False,
 ):
     """Launch 4, grid (Hkv, NUM_SPLITS): exact attention over the union's rows, per-head masks.
 
@@ -272,6 +339,8 @@ def santa_attend(
     heads = kvh * GROUP + offs_g
     g_mask = offs_g < GROUP
     q = tl.load(Q + heads[:, None] * stride_qh + offs_d[None, :], mask=g_mask[:, None], other=0.0)
+    wait_for_predecessor(PDL)  # everything below reads launch 3's union
+    release_dependents(PDL)
     offs_u = tl.arange(0, UMAX)
     if ALL_TEAMS:
         union_rows = n_prompt

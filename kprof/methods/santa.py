@@ -3,7 +3,8 @@
 Options are given with the method name: ``santa:p=16,r=4,s=124,parents=kmeans,seed=0`` (or
 ``k=`` instead of ``s=``; ``seed`` seeds k-means, ``noise_seed`` the Gumbel noise, ``fresh=1``
 draws new noise on every call, and ``out=fp32`` keeps P.V and the output in fp32 so validation
-sees the accumulation error without the final fp16/bf16 rounding). Preparation (teams,
+sees the accumulation error without the final fp16/bf16 rounding; ``pdl=0|1`` turns programmatic
+dependent launch of launches 2-5 off or on, default on where the GPU supports it). Preparation (teams,
 packing, workspaces) happens in ``prepare``; ``run`` is the five launches.
 """
 
@@ -20,7 +21,7 @@ from kprof.methods.base import Method, Prepared, Stage
 from kprof.methods.registry import register
 from kprof.workloads.workload import Workload
 
-_INT_OPTIONS = ("p", "r", "s", "k", "seed", "noise_seed", "fresh")
+_INT_OPTIONS = ("p", "r", "s", "k", "seed", "noise_seed", "fresh", "pdl")
 
 
 @register
@@ -34,7 +35,7 @@ class Santa(Method):
     kernel_modules = ("kprof.kernels.santa.triton_kernels", "kprof.kernels.santa.operator")
 
     def __init__(self, p: int = 16, r: int = 4, s: int = 124, k: int | None = None, parents: str = "kmeans",
-                 seed: int = 0, noise_seed: int = 0, fresh: int = 0, out: str = "native"):
+                 seed: int = 0, noise_seed: int = 0, fresh: int = 0, out: str = "native", pdl: int | None = None):
         from kprof.kernels.santa import SantaSettings
 
         self.settings = SantaSettings(p=p, r=r, s=s, parents=parents, seed=seed)
@@ -44,6 +45,9 @@ class Santa(Method):
         if out not in ("native", "fp32"):
             raise ConfigError(f"santa option out={out!r}: use out=native (the input dtype) or out=fp32")
         self.out = out
+        if pdl not in (None, 0, 1):
+            raise ConfigError(f"santa option pdl={pdl}: use pdl=1 (programmatic dependent launch) or pdl=0")
+        self.pdl = None if pdl is None else bool(pdl)
 
     @classmethod
     def from_options(cls, options: dict[str, str]) -> "Santa":
@@ -80,7 +84,7 @@ class Santa(Method):
         m_min, m_max = int(layout.num_teams.min()), int(layout.num_teams.max())
         k = self.k_override if self.k_override is not None else self.settings.budget(m_min)
         op = SantaDecode(workload.q, arts, k, config, seed=self.noise_seed, fresh=self.fresh,
-                         out_dtype=torch.float32 if self.out == "fp32" else None)
+                         out_dtype=torch.float32 if self.out == "fp32" else None, pdl=self.pdl)
         mem = arts.memory()
         return Prepared(
             method=self.name,
@@ -91,6 +95,7 @@ class Santa(Method):
             output=op.out,
             details={
                 "settings": self.settings.__dict__, "noise_seed": self.noise_seed, "out": self.out, "k": op.k, "all_teams": op.all_teams,
+                "pdl": op.pdl,
                 "teams_per_kv_head": layout.num_teams.tolist(), "teams_min_max": [m_min, m_max],
                 "memory_bytes": mem, "team_cache": outcome.status, "prepare_seconds": time.perf_counter() - t0,
             },
