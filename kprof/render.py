@@ -63,17 +63,30 @@ def compare_table(result: Result) -> Table:
 
 
 def stages_table(result: Result) -> Table:
-    """SANTA++ Table 13 style: isolated stage medians, then the directly measured complete operator."""
+    """SANTA++ Table 13 style: isolated stage medians, then the directly measured complete operator.
+
+    For a ``chain`` result (prefixes of the launch chain) a column gives each launch's marginal
+    cost: the difference of consecutive prefix medians, which adds up to the whole chain.
+    """
     rec = result.methods[0]
+    chain = result.kind == "chain"
     level = int(round(result.protocol.get("level", 0.95) * 100))
-    t = Table(title=f"{rec.label} stages on {result.workload['name']} — {result.mode}",
-              caption="medians of round medians; stages are NOT additive", box=box.SIMPLE_HEAD)
-    for col in ("directly timed region", "median us", f"{level}% CI", "round medians us", "noise"):
+    caption = ("medians of round medians; marginal = this prefix - the one above (adds up)" if chain
+               else "medians of round medians; stages are NOT additive")
+    t = Table(title=f"{rec.label} {'chain prefixes' if chain else 'stages'} on {result.workload['name']} — "
+              f"{result.mode}", caption=caption, box=box.SIMPLE_HEAD)
+    cols = ("directly timed region", "median us", f"{level}% CI", "round medians us", "noise")
+    for col in cols + (("marginal us",) if chain else ()):
         t.add_column(col, justify="left" if col.startswith("directly") else "right")
     labels = list(result.summaries)
+    previous = 0.0
     for i, label in enumerate(labels):
         s = result.summaries[label]
         name = f"[bold]{label}[/]" if i == len(labels) - 1 else label
-        t.add_row(name, _us(s.median_us.estimate), f"[{_us(s.median_us.low)}, {_us(s.median_us.high)}]",
-                  f"{_us(s.round_median_min_us)}–{_us(s.round_median_max_us)}", f"{100 * s.noise:.1f}%")
+        row = [name, _us(s.median_us.estimate), f"[{_us(s.median_us.low)}, {_us(s.median_us.high)}]",
+               f"{_us(s.round_median_min_us)}–{_us(s.round_median_max_us)}", f"{100 * s.noise:.1f}%"]
+        if chain:
+            row.append(_us(s.median_us.estimate - previous))
+            previous = s.median_us.estimate
+        t.add_row(*row)
     return t

@@ -71,7 +71,7 @@ class Speedup:
 
 @dataclass
 class Result:
-    kind: str  # "compare" | "stages"
+    kind: str  # "compare" | "stages" | "chain" (stages timed as prefixes of the launch chain)
     environment: dict
     workload: dict
     protocol: dict

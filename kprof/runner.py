@@ -132,6 +132,31 @@ class StageRunner(_RoundLoop):
         return self._rounds(n, p.stage_observations, one_round)
 
 
+class ChainRunner(_RoundLoop):
+    """Prefixes of a launch chain, each timed whole: launches 1..k after the eviction buffer.
+
+    Unlike :class:`StageRunner`, nothing runs untimed before an item, so prefix k differs from
+    prefix k-1 by exactly launch k as it runs inside the chain: overlapped with its predecessor
+    (programmatic dependent launch), on a warm L2, without a boundary of its own. Differences of
+    prefix medians are therefore each launch's marginal cost in the chain, and they add up to the
+    complete operator. The order of prefixes rotates with every observation.
+    """
+
+    def run(self, prefixes: Sequence[TimedOp]) -> np.ndarray:
+        """Observations ``[len(prefixes), rounds, stage_observations]``."""
+        p = self.protocol
+        n = len(prefixes)
+
+        def one_round(r: int, recorders: list[IntervalRecorder]) -> None:
+            for _ in range(min(p.warmup_pairs, p.stage_observations)):
+                prefixes[-1].invoke()
+            for j in range(p.stage_observations):
+                for k in round_order(n, r * p.stage_observations + j):
+                    self._timed(recorders[k], j, prefixes[k])
+
+        return self._rounds(n, p.stage_observations, one_round)
+
+
 class LaunchRunner(_RoundLoop):
     """One launch timed in isolation, as in :class:`StageRunner`: upstream launches run untimed,
     then the eviction buffer, then the timed launch. Used to screen tuning candidates."""

@@ -1,10 +1,11 @@
-"""``kprof stages``: isolated per-launch timings plus a direct complete-operator measurement."""
+"""``kprof stages``: isolated per-launch timings plus a direct complete-operator measurement, or
+(``chain``) the chain's prefixes, whose differences are each launch's marginal cost in the chain."""
 
 from __future__ import annotations
 
 from kprof.progress import Progress
 from kprof.results import Result
-from kprof.runner import StageRunner, TimedOp
+from kprof.runner import ChainRunner, StageRunner, TimedOp
 from kprof.session import MeasurementSession
 
 COMPLETE = "complete operator"
@@ -12,10 +13,44 @@ NOT_ADDITIVE = ("stage medians are measured with upstream eviction and their own
                 "they are not additive and do not sum to the complete operator")
 
 
-def run_stages(session: MeasurementSession, method: str, progress: Progress | None = None, overrides=None) -> Result:
+CHAIN_NOTE = ("chain prefixes: each row times launches 1..k from a cold cache; the difference to the "
+              "row above is that launch's marginal cost inside the running chain (the rows add up)")
+
+
+def prefix_label(names: list[str], k: int) -> str:
+    return names[0] if k == 0 else f"{names[0]} .. {names[k]}"
+
+
+def _run_prefix(launches, k: int) -> None:
+    for launch in launches[: k + 1]:
+        launch()
+
+
+def run_chain(session: MeasurementSession, pm, progress: Progress) -> Result:
+    import functools
+
+    names = [s.name for s in pm.prepared.stages]
+    launches = [s.launch for s in pm.prepared.stages]
+    prefixes = [session.timed_op(prefix_label(names, k), functools.partial(_run_prefix, launches, k))
+                for k in range(len(names))]
+    p = session.protocol
+    progress.status(f"timing {len(prefixes)} chain prefixes: {p.rounds} rounds x {p.stage_observations} each, "
+                    f"{session.mode}")
+    with session.telemetry() as telemetry:
+        runner = ChainRunner(p, session.clock(), session.eviction(), telemetry, progress.round_done)
+        progress.start_rounds(p.rounds)
+        obs = runner.run(prefixes)
+    observations = {op.label: obs[i] for i, op in enumerate(prefixes)}
+    return session.result("chain", [pm.record], observations, telemetry.report(), session.notes + [CHAIN_NOTE])
+
+
+def run_stages(session: MeasurementSession, method: str, progress: Progress | None = None, overrides=None,
+               chain: bool = False) -> Result:
     progress = progress or Progress()
     progress.status(f"preparing and validating {method}")
     pm = session.prepare(method, method, "subject", overrides)
+    if chain:
+        return run_chain(session, pm, progress)
     stages = [TimedOp(s.name, s.launch) for s in pm.prepared.stages]
     complete = session.timed_op(COMPLETE, pm.prepared.run)
     p = session.protocol

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run every GPU check in one go on a CUDA machine; all logs go to OUTDIR.
-#   bash scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused|fathom-final|fathom-tests|fathom-probe|chain-screen]
+#   bash scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused|fathom-final|fathom-tests|fathom-probe|chain-screen|chain-profile]
 # Installs kprof without touching the machine's torch/triton, prints `kprof env`, runs the
 # `-m gpu` tests, then by mode: full = dense baselines and the timing protocol (full-protocol
 # comparisons, A/A checks, stages, graph and host-bound modes, order probe, dense benchmark;
@@ -20,11 +20,12 @@
 # fathom-tests = every Fathom kernel test on the GPU (compile-heavy: most of a call); fathom-probe
 # = the pipelined step eager and in CUDA-graph replays, and the HBM-index pair; chain-screen =
 # SANTA++ tests, and launch-chain variants (PDL, merge by score word) against Flash, then Fathom
-# against scan32 eagerly at 4 and 8 pieces;
+# against scan32 eagerly at 4 and 8 pieces; chain-profile = the SANTA++ chain's marginal launch
+# costs with and without PDL, launch variants under PDL, and the Fathom GPU tests not yet run;
 # acceptance = the headline SANTA++/Fathom comparisons, SANTA++ tuning and stages.
 # Each mode fits one 10-minute device call. Exits non-zero if any step failed (all steps still run).
 set -u
-out=${1:?usage: scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused|fathom-final|fathom-tests|fathom-probe|chain-screen]}
+out=${1:?usage: scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused|fathom-final|fathom-tests|fathom-probe|chain-screen|chain-profile]}
 mode=${2:-full}
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -197,6 +198,26 @@ if [ "$mode" = chain-screen ]; then
   ensure_f1m
   STEP_TIMEOUT=80 step fathom_compare kprof compare --method fathom --method fathom:pieces=8 --baseline scan32 \
     --workload $F1M --rounds 3 --warmup-pairs 5 --observations 10 --config default --out "$out/fathom_compare.json"
+  echo "gpu_check: overall status $status (logs in $out)"; exit $status
+fi
+if [ "$mode" = chain-profile ]; then
+  # where the SANTA++ chain's time goes with and without PDL (kprof stages --chain: prefix
+  # medians, differences = marginal cost of each launch in the running chain); launch variants
+  # re-screened under PDL in one shared-rounds comparison; the Fathom GPU tests not yet run on a
+  # GPU (the pipelined step in graph replays and under another stream, host-memory kinds)
+  W32=/tmp/kprof_qwen32k.safetensors
+  [ -f $W32 ] || kprof capture --synthetic $W "--out" $W32 > "$out/capture.log" 2>&1 || status=1
+  step santa_prepare kprof santa prepare --workload $W32
+  for m in santa santa:pdl=0; do
+    STEP_TIMEOUT=90 step "chain_${m//[:=]/_}" kprof stages --chain --method $m --workload $W32 --rounds 5 \
+      --stage-observations 200 --config default --out "$out/chain_${m//[:=]/_}.json"
+  done
+  STEP_TIMEOUT=200 step santa_variants kprof compare --method santa --method santa:topk.BLOCK_T=4096 \
+    --method santa:attend.NUM_SPLITS=32 --method santa:attend.NUM_SPLITS=128,attend.BLOCK_R=16 \
+    --method santa:score.BLOCK_M=128 --method santa:merge.num_warps=4 --method santa:topk.num_warps=8 \
+    --baseline flash --workload $W32 --config default --rounds 5 --out "$out/santa_variants.json"
+  STEP_TIMEOUT=200 step pytest_fathom_gpu "$py" -m pytest -q -p no:cacheprovider -m gpu \
+    tests/kernels/fathom/test_decode.py tests/test_host_memory.py
   echo "gpu_check: overall status $status (logs in $out)"; exit $status
 fi
 if [ "$mode" = fathom-tests ]; then

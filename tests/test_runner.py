@@ -5,7 +5,7 @@ import pytest
 
 from kprof.clocks import Clock, HostClock, IntervalRecorder
 from kprof.protocol import TimingProtocol
-from kprof.runner import PairedRoundRunner, StageRunner, TimedOp, round_order
+from kprof.runner import ChainRunner, PairedRoundRunner, StageRunner, TimedOp, round_order
 
 
 class Log(list):
@@ -151,6 +151,28 @@ def test_stage_runner_runs_upstream_untimed_then_evicts_then_times_one_stage():
     for j in range(0, len(timed), 4):
         firsts.append(timed[j])
     assert len(set(firsts)) > 1, "stage order rotates across observations"
+
+
+def test_chain_runner_times_each_prefix_whole_after_eviction_with_nothing_untimed():
+    log = Log()
+    p = TimingProtocol(rounds=2, warmup_pairs=1, observations=1, stage_observations=3, evict_mib=1)
+    launches = [lambda name=name: log.append(("op", name)) for name in ("s0", "s1", "s2")]
+    prefixes = [TimedOp(f"p{k}", lambda k=k: [f() for f in launches[: k + 1]]) for k in range(3)]
+    obs = ChainRunner(p, RecordingClock(log), RecordingEviction(log)).run(prefixes)
+    assert obs.shape == (3, 2, 3)
+    assert [set(obs[k].ravel()) for k in range(3)] == [{1.0}, {2.0}, {3.0}], "prefix k times launches 1..k"
+    starts = [i for i, e in enumerate(log) if e[0] == "start"]
+    assert len(starts) == 3 * 2 * 3
+    assert all(log[i - 1] == ("evict",) for i in starts), "eviction right before every timed prefix"
+    inside, untimed = False, []
+    for e in log:
+        inside = True if e[0] == "start" else False if e[0] == "stop" else inside
+        if e[0] == "op" and not inside:
+            untimed.append(e[1])
+    assert untimed == ["s0", "s1", "s2"] * 2, "only one warm-up chain per round runs untimed"
+    sizes = [int(obs[k, 0, 0]) for k in range(3)]
+    firsts = {sum(1 for e in log[i + 1: i + 5] if e[0] == "op") for i in starts[::3]}
+    assert sizes == [1, 2, 3] and len(firsts) > 1, "prefix order rotates across observations"
 
 
 def test_whole_protocol_with_host_clock_on_real_work(make_workload, cpu_target):

@@ -89,16 +89,21 @@ def compare(methods: tuple[str, ...], baseline: str, workload, device, config_mo
               help="Override a launch parameter (repeatable).")
 @click.option("--stage-observations", type=int, default=None,
               help="Timed observations per stage per round. [default: 500 on GPU, 3 on CPU]")
+@click.option("--chain", is_flag=True,
+              help="Time the chain's prefixes (launches 1..k, each from a cold cache) instead of isolated "
+                   "stages: consecutive differences are each launch's marginal cost inside the running "
+                   "chain (with programmatic dependent launch and a warm L2), and they add up.")
 @protocol_options
-def stages(method: str, config_overrides: tuple[str, ...], stage_observations: int | None, workload, device,
-           config_mode, as_json, out, **kw) -> None:
+def stages(method: str, config_overrides: tuple[str, ...], stage_observations: int | None, chain: bool, workload,
+           device, config_mode, as_json, out, **kw) -> None:
     """Isolated per-launch timings (SANTA++ Table 13 style) and the complete operator measured directly.
 
     Each stage is timed alone: its upstream stages run untimed, then the eviction buffer, then the
     timed launch; the order of stages rotates across observations. Stage medians are not additive.
+    With --chain, the prefixes of the launch chain are timed instead (see --chain).
     """
     overrides = protocol_overrides(kw) | {"stage_observations": stage_observations}
     with _progress(as_json) as progress:
         session = MeasurementSession.open(device, workload, overrides, progress.status, config_mode)
-        result = run_stages(session, method, progress, parse_overrides(config_overrides) or None)
+        result = run_stages(session, method, progress, parse_overrides(config_overrides) or None, chain=chain)
     _finish(result, out, as_json, stages_table)

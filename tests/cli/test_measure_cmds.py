@@ -42,6 +42,13 @@ def test_stages_lists_each_launch_and_the_complete_operator(run_in):
     assert "not additive" in r.output
 
 
+def test_chain_stages_show_prefixes_and_marginal_costs_that_add_up(run_in):
+    r = run_in(["stages", "--method", "triton-dense", "--chain", *TINY])
+    assert r.exit_code == 0, r.output
+    assert "chain prefixes" in r.output and "marginal us" in r.output
+    assert "partial .. combine" in r.output and "complete operator" not in r.output
+
+
 @pytest.mark.parametrize("args, message", [
     (["compare", "--rounds", "0"], "--rounds must be at least 1"),
     (["compare", "--method", "nope"], "unknown method"),
@@ -71,6 +78,11 @@ def test_compare_and_stages_run_santa_end_to_end(run_in, tmp_path, make_workload
     assert r.exit_code == 0, r.output
     for stage in ("score", "topk", "merge", "attend", "reduce", "complete operator"):
         assert stage in r.output
+    r = run_in(["stages", "--method", santa, "--chain", "--json", *tiny])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert doc["kind"] == "chain"
+    assert list(doc["summaries"]) == ["score", "score .. topk", "score .. merge", "score .. attend", "score .. reduce"]
 
 
 def test_compare_fathom_against_scan32_end_to_end(run_in, tmp_path, make_workload):
