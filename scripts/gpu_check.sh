@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run every GPU check in one go on a CUDA machine; all logs go to OUTDIR.
-#   bash scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused|fathom-final|fathom-tests|fathom-probe|chain-screen|chain-profile]
+#   bash scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused|fathom-final|fathom-tests|fathom-probe|chain-screen|chain-profile|chain-attend]
 # Installs kprof without touching the machine's torch/triton, prints `kprof env`, runs the
 # `-m gpu` tests, then by mode: full = dense baselines and the timing protocol (full-protocol
 # comparisons, A/A checks, stages, graph and host-bound modes, order probe, dense benchmark;
@@ -22,10 +22,11 @@
 # SANTA++ tests, and launch-chain variants (PDL, merge by score word) against Flash, then Fathom
 # against scan32 eagerly at 4 and 8 pieces; chain-profile = the SANTA++ chain's marginal launch
 # costs with and without PDL, launch variants under PDL, and the Fathom GPU tests not yet run;
+# chain-attend = SANTA++ tests, validation, variants and chain costs after the attend search change;
 # acceptance = the headline SANTA++/Fathom comparisons, SANTA++ tuning and stages.
 # Each mode fits one 10-minute device call. Exits non-zero if any step failed (all steps still run).
 set -u
-out=${1:?usage: scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused|fathom-final|fathom-tests|fathom-probe|chain-screen|chain-profile]}
+out=${1:?usage: scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused|fathom-final|fathom-tests|fathom-probe|chain-screen|chain-profile|chain-attend]}
 mode=${2:-full}
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -218,6 +219,25 @@ if [ "$mode" = chain-profile ]; then
     --baseline flash --workload $W32 --config default --rounds 5 --out "$out/santa_variants.json"
   STEP_TIMEOUT=200 step pytest_fathom_gpu "$py" -m pytest -q -p no:cacheprovider -m gpu \
     tests/kernels/fathom/test_decode.py tests/test_host_memory.py
+  echo "gpu_check: overall status $status (logs in $out)"; exit $status
+fi
+if [ "$mode" = chain-attend ]; then
+  # attend's row-to-entry search (SEARCH=1: binary search of the tile's first entry, then a
+  # BLOCK_R window) on the GPU: the SANTA++ tests, validation (fp32 accumulation, fp16, K = M),
+  # launch variants under PDL against Flash beside cuDNN, and the chain's marginal costs
+  W32=/tmp/kprof_qwen32k.safetensors
+  STEP_TIMEOUT=150 step pytest_santa "$py" -m pytest -q -p no:cacheprovider tests/kernels/santa
+  [ -f $W32 ] || kprof capture --synthetic $W "--out" $W32 > "$out/capture.log" 2>&1 || status=1
+  step santa_prepare kprof santa prepare --workload $W32
+  STEP_TIMEOUT=60 step santa_validate_fp32 kprof validate --method santa:out=fp32 --workload $W32 --realisations 3
+  STEP_TIMEOUT=60 step santa_validate kprof validate --method santa --workload $W32 --realisations 3
+  STEP_TIMEOUT=60 step santa_validate_k_eq_m kprof validate --method santa:k=1000000 --workload $W32 --realisations 1
+  STEP_TIMEOUT=200 step santa_variants kprof compare --method santa --method santa:attend.SEARCH=0 \
+    --method santa:attend.NUM_SPLITS=128,attend.BLOCK_R=16 --method santa:attend.NUM_SPLITS=32 \
+    --method santa:attend.num_warps=2 --method santa:topk.BLOCK_T=1024,topk.num_warps=8 --method cudnn \
+    --baseline flash --workload $W32 --config default --rounds 5 --out "$out/santa_variants.json"
+  STEP_TIMEOUT=90 step chain_santa kprof stages --chain --method santa --workload $W32 --rounds 5 \
+    --stage-observations 200 --config default --out "$out/chain_santa.json"
   echo "gpu_check: overall status $status (logs in $out)"; exit $status
 fi
 if [ "$mode" = fathom-tests ]; then

@@ -54,6 +54,8 @@ LAUNCH_SPACES = {
     "attend": LaunchSpace("attend", (
         Param("BLOCK_R", (16, 32, 64), 32, "virtual rows per tile"),
         Param("NUM_SPLITS", (1, 2, 4, 8, 16, 32, 64, 128), 64, "row ranges per KV head"),
+        Param("SEARCH", (0, 1), 1, "union entry of each row: 0 compares it with every entry's end, "
+              "1 binary-searches the tile's first entry, then compares with BLOCK_R ends"),
         Param("num_warps", (1, 2, 4, 8), 4),
         Param("num_stages", (1, 2, 3), 1),
     )),
@@ -184,6 +186,7 @@ class SantaDecode:
             self.m_part.stride(0), self.acc.stride(0), self.acc.stride(1),
             GROUP=self.group, BLOCK_G=self.block_g, BLOCK_R=c["BLOCK_R"], HEAD_D=self.d, UMAX=self.umax,
             NUM_SPLITS=self.splits, ALL_TEAMS=self.all_teams, DOT_PRECISION=self.precision, PV_FP32=self.pv_fp32,
+            SEARCH=c["SEARCH"], LOG2_UMAX=self.umax.bit_length() - 1, SUFFIX=self.n_suffix > 0,
             PDL=self.pdl, num_warps=c["num_warps"], num_stages=c["num_stages"], **self._dependent,
         )
 

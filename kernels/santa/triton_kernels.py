@@ -313,6 +313,18 @@ def santa_merge_union(
 
 
 @triton.jit
+def _count_below_last(Ends, x, N: tl.constexpr, LOG2_N: tl.constexpr):
+    """For a scalar ``x`` below Ends[N-1]: how many of the N non-decreasing values Ends[0..N)
+    are <= it (elsewhere: N - 1). A branch-free binary search (N a power of two): log2(N)
+    dependent scalar loads from a 4N-byte table, which stay in L1 after the first."""
+    pos = x * 0
+    for i in tl.static_range(LOG2_N):
+        step = N >> (i + 1)
+        pos = tl.where(tl.load(Ends + pos + step - 1) <= x, pos + step, pos)
+    return pos
+
+
+@triton.jit
 def santa_attend(
     Q, PK, PV, SK, SV, UStart, URowPre, ULogC, M_out, L_out, Acc_out,
     n_prompt, n_suffix, qk_scale_log2,
@@ -320,7 +332,8 @@ def santa_attend(
     stride_mh, stride_ah, stride_as,
     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_R: tl.constexpr, HEAD_D: tl.constexpr,
     UMAX: tl.constexpr, NUM_SPLITS: tl.constexpr, ALL_TEAMS: tl.constexpr, DOT_PRECISION: tl.constexpr,
-    PV_FP32: tl.constexpr, PDL: tl.constexpr = False,
+    PV_FP32: tl.constexpr, SEARCH: tl.constexpr = 1, LOG2_UMAX: tl.constexpr = 8, SUFFIX: tl.constexpr = True,
+    PDL: tl.constexpr = False,
 ):
     """Launch 4, grid (Hkv, NUM_SPLITS): exact attention over the union's rows, per-head masks.
 
@@ -342,13 +355,16 @@ def santa_attend(
     wait_for_predecessor(PDL)  # everything below reads launch 3's union
     release_dependents(PDL)
     offs_u = tl.arange(0, UMAX)
+    row_pre = URowPre + kvh * (UMAX + 1)
     if ALL_TEAMS:
         union_rows = n_prompt
-    else:
+    elif SEARCH == 0:
         # end of each union entry's rows (URowPre[1..UMAX]; entries past the count repeat the
         # total, so no row maps to them and the count itself is never needed)
-        ends = tl.load(URowPre + kvh * (UMAX + 1) + 1 + offs_u)
+        ends = tl.load(row_pre + 1 + offs_u)
         union_rows = tl.max(ends, axis=0)
+    else:
+        union_rows = tl.load(row_pre + UMAX)  # the last end: entries past the count repeat the total
     total = union_rows + n_suffix
     per_split = tl.cdiv(tl.cdiv(total, NUM_SPLITS), BLOCK_R) * BLOCK_R
     lo = split * per_split
@@ -367,26 +383,33 @@ def santa_attend(
             bias = tl.zeros([BLOCK_G, BLOCK_R], dtype=tl.float32)
         else:
             # union entry of each row: the number of entries that end at or before it
-            u = tl.sum((ends[None, :] <= rows[:, None]).to(tl.int32), axis=1)
+            if SEARCH == 0:
+                u = tl.sum((ends[None, :] <= rows[:, None]).to(tl.int32), axis=1)
+            else:
+                # the tile's first entry by binary search; every entry has a row, so the tile's
+                # rows lie in the BLOCK_R entries from there: compare with those ends only
+                u0 = _count_below_last(row_pre + 1, tl.minimum(r0, union_rows - 1), UMAX, LOG2_UMAX)
+                window = u0 + tl.arange(0, BLOCK_R)
+                w_ends = tl.load(row_pre + 1 + window, mask=window < UMAX, other=2147483647)
+                u = u0 + tl.sum((w_ends[None, :] <= rows[:, None]).to(tl.int32), axis=1)
             u = tl.where(in_union, u, 0)
             start = tl.load(UStart + kvh * UMAX + u, mask=in_union, other=0)
-            base = tl.load(URowPre + kvh * (UMAX + 1) + u, mask=in_union, other=0)
+            base = tl.load(row_pre + u, mask=in_union, other=0)
             packed = start + rows - base
             m_ptr = kvh * stride_uh + u[None, :] * stride_um + offs_g[:, None]
             sel = g_mask[:, None] & live[None, :]
             bias = tl.load(ULogC + m_ptr, mask=g_mask[:, None] & in_union[None, :], other=0.0) * 1.4426950408889634
-        srow = tl.where(in_suffix, rows - union_rows, 0)
-        k_u = tl.load(PK + kvh * stride_kh + packed[:, None] * stride_kn + offs_d[None, :],
-                      mask=in_union[:, None], other=0.0)
-        k_s = tl.load(SK + kvh * stride_sk_h + srow[:, None] * stride_sk_n + offs_d[None, :],
-                      mask=in_suffix[:, None], other=0.0)
-        k = k_u + k_s
         # V rows are issued with K so both DRAM round trips overlap
-        v_u = tl.load(PV + kvh * stride_kh + packed[:, None] * stride_kn + offs_d[None, :],
-                      mask=in_union[:, None], other=0.0)
-        v_s = tl.load(SV + kvh * stride_sk_h + srow[:, None] * stride_sk_n + offs_d[None, :],
-                      mask=in_suffix[:, None], other=0.0)
-        v = v_u + v_s
+        k = tl.load(PK + kvh * stride_kh + packed[:, None] * stride_kn + offs_d[None, :],
+                    mask=in_union[:, None], other=0.0)
+        v = tl.load(PV + kvh * stride_kh + packed[:, None] * stride_kn + offs_d[None, :],
+                    mask=in_union[:, None], other=0.0)
+        if SUFFIX:  # the exact suffix's rows follow the union's (masked loads, added in)
+            srow = tl.where(in_suffix, rows - union_rows, 0)
+            k += tl.load(SK + kvh * stride_sk_h + srow[:, None] * stride_sk_n + offs_d[None, :],
+                         mask=in_suffix[:, None], other=0.0)
+            v += tl.load(SV + kvh * stride_sk_h + srow[:, None] * stride_sk_n + offs_d[None, :],
+                         mask=in_suffix[:, None], other=0.0)
         s = dot(q, tl.trans(k), DOT_PRECISION) * qk_scale_log2 - bias
         s = tl.where(sel, s, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(s, axis=1))

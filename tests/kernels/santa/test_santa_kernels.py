@@ -16,13 +16,13 @@ SMALL = {"score": {"BLOCK_M": 16}, "topk": {"BLOCK_T": 16}, "attend": {"BLOCK_R"
 
 
 def _setup(make_workload, target, hq=4, hkv=2, n=160, d=16, k=5, dtype=torch.float32, seed=0, fresh=False,
-           parents="contiguous", suffix=0, pdl=None):
+           parents="contiguous", suffix=0, pdl=None, overrides=None):
     w = make_workload(hq, hkv, n + suffix, d, dtype, seed=seed, scale=2.0)
     prompt_k, prompt_v = w.k[:, :n].contiguous(), w.v[:, :n].contiguous()
     layout = build_layout(prompt_k, SantaSettings(p=8, r=2, s=8, parents=parents))
     arts = pack(prompt_k.to(target.device), prompt_v.to(target.device), layout)
     block_t = max(16, 1 << k.bit_length()) if k < 10_000 else 16  # must hold K+1 candidates
-    cfg = resolve_method_config(LAUNCH_SPACES, SMALL | {"topk": {"BLOCK_T": block_t}}, w.shape)
+    cfg = resolve_method_config(LAUNCH_SPACES, SMALL | {"topk": {"BLOCK_T": block_t}} | (overrides or {}), w.shape)
     op = SantaDecode(w.q.to(target.device), arts, k, cfg, seed=seed, fresh=fresh,
                      suffix_k=w.k[:, n:].to(target.device) if suffix else None,
                      suffix_v=w.v[:, n:].to(target.device) if suffix else None, pdl=pdl)
@@ -105,6 +105,22 @@ def test_whole_operator_matches_reference_with_its_own_selection(make_workload, 
     noise = op.gumbel_noise().cpu()
     for h in range(op.hq):
         assert teams[h].tolist() == _ref_selection(w, layout, op, h, noise)[1].teams.tolist()
+
+
+@pytest.mark.parametrize("search", [0, 1])
+@pytest.mark.parametrize("suffix_rows", [0, 7])
+def test_attend_row_to_entry_search_both_ways(make_workload, target, search, suffix_rows):
+    """attend.SEARCH 0 (compare with every entry's end) and 1 (binary search over the ends) map
+    every union row to its team, with and without an exact suffix read through the same loads."""
+    over = {"attend": {"BLOCK_R": 16, "NUM_SPLITS": 4, "SEARCH": search}}
+    w, layout, op = _setup(make_workload, target, seed=19, suffix=suffix_rows, overrides=over, k=6)
+    op.out.fill_(float("nan"))
+    out = op.run().cpu()
+    teams, corr = op.selections()
+    ref = attention_with_selection(w.q, w.k, w.v, layout.teams(), [Selection(t, c) for t, c in zip(teams, corr)],
+                                   suffix=suffix_rows)
+    assert torch.isfinite(out).all()
+    assert (out.double() - ref).abs().max() < 1e-5
 
 
 def test_k_equal_m_is_dense_attention(make_workload, target):
