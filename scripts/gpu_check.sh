@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run every GPU check in one go on a CUDA machine; all logs go to OUTDIR.
-#   bash scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused|fathom-final|fathom-tests|fathom-probe|chain-screen|chain-profile|chain-attend]
+#   bash scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused|fathom-final|fathom-tests|fathom-probe|chain-screen|chain-profile|chain-attend|santa-final]
 # Installs kprof without touching the machine's torch/triton, prints `kprof env`, runs the
 # `-m gpu` tests, then by mode: full = dense baselines and the timing protocol (full-protocol
 # comparisons, A/A checks, stages, graph and host-bound modes, order probe, dense benchmark;
@@ -23,10 +23,11 @@
 # against scan32 eagerly at 4 and 8 pieces; chain-profile = the SANTA++ chain's marginal launch
 # costs with and without PDL, launch variants under PDL, and the Fathom GPU tests not yet run;
 # chain-attend = SANTA++ tests, validation, variants and chain costs after the attend search change;
+# santa-final = the SANTA++ issue's full-protocol comparison, stages and chain costs;
 # acceptance = the headline SANTA++/Fathom comparisons, SANTA++ tuning and stages.
 # Each mode fits one 10-minute device call. Exits non-zero if any step failed (all steps still run).
 set -u
-out=${1:?usage: scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused|fathom-final|fathom-tests|fathom-probe|chain-screen|chain-profile|chain-attend]}
+out=${1:?usage: scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused|fathom-final|fathom-tests|fathom-probe|chain-screen|chain-profile|chain-attend|santa-final]}
 mode=${2:-full}
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -238,6 +239,27 @@ if [ "$mode" = chain-attend ]; then
     --baseline flash --workload $W32 --config default --rounds 5 --out "$out/santa_variants.json"
   STEP_TIMEOUT=90 step chain_santa kprof stages --chain --method santa --workload $W32 --rounds 5 \
     --stage-observations 200 --config default --out "$out/chain_santa.json"
+  echo "gpu_check: overall status $status (logs in $out)"; exit $status
+fi
+if [ "$mode" = santa-final ]; then
+  # the SANTA++ issue's measurements of the final kernels: tests on the GPU, fp32 validation, a
+  # short screen of merge variants, then the full default protocol (compare beside cuDNN against
+  # Flash, isolated stages) and the chain's marginal costs
+  W32=/tmp/kprof_qwen32k.safetensors
+  STEP_TIMEOUT=150 step pytest_santa "$py" -m pytest -q -p no:cacheprovider tests/kernels/santa \
+    tests/kernels/test_dependent_launch.py
+  [ -f $W32 ] || kprof capture --synthetic $W "--out" $W32 > "$out/capture.log" 2>&1 || status=1
+  step santa_prepare kprof santa prepare --workload $W32
+  STEP_TIMEOUT=60 step santa_validate_fp32 kprof validate --method santa:out=fp32 --workload $W32 --realisations 3
+  STEP_TIMEOUT=120 step santa_variants kprof compare --method santa --method santa:merge.GATHER=0 \
+    --method santa:merge.num_warps=16 --method santa:merge.num_warps=4,merge.GATHER=1 --baseline flash \
+    --workload $W32 --config default --rounds 5 --out "$out/santa_variants.json"
+  STEP_TIMEOUT=200 step santa_compare kprof compare --method santa --method santa:merge.GATHER=0 --method cudnn \
+    --baseline flash --workload $W32 --config default --out "$out/santa_compare.json"
+  STEP_TIMEOUT=120 step santa_stages kprof stages --method santa --workload $W32 --config default \
+    --out "$out/santa_stages.json"
+  STEP_TIMEOUT=90 step chain_santa kprof stages --chain --method santa --workload $W32 --config default \
+    --out "$out/chain_santa.json"
   echo "gpu_check: overall status $status (logs in $out)"; exit $status
 fi
 if [ "$mode" = fathom-tests ]; then

@@ -28,6 +28,9 @@ RADIX_HELP = "bits decided per radix-select pass (SELECT=2): 32/RADIX_BITS reduc
 _TOPK_AVAILABLE = Constraint("SELECT=1 and 3 need tl.topk, which this Triton lacks",
                              lambda c, s: c["SELECT"] not in (1, 3) or triton_kernels.HAS_TOPK)
 
+_GATHER_AVAILABLE = Constraint("merge.GATHER=1 needs tl.gather (Triton 3.2+)",
+                               lambda c, s: not c.get("GATHER") or triton_kernels.HAS_GATHER)
+
 # Defaults from H200 runs at qwen2.5-7b-l14-32k (K=31, docs/perf-notes.md): tl.topk where Triton
 # has it (the radix select, SELECT=2, measured slower: merge 30 us against 21 us sorting), else the
 # full sort. topk: the 32-bit-word threshold (SELECT=3) over BLOCK_T 2048 with 16 warps, the
@@ -49,8 +52,11 @@ LAUNCH_SPACES = {
     "merge": LaunchSpace("merge", (
         Param("SELECT", (0, 1, 2, 3), _BEST_SELECT, MERGE_SELECT_HELP),
         Param("RADIX_BITS", (1, 2, 4), 2, RADIX_HELP),
+        Param("GATHER", (0, 1), 1 if triton_kernels.HAS_GATHER else 0,
+              "union position of a repeated team: 1 gathers it from registers (tl.gather, Triton 3.2+), "
+              "0 reads it back from a table in memory"),
         Param("num_warps", (1, 2, 4, 8, 16), 8),
-    ), (_TOPK_AVAILABLE,)),
+    ), (_TOPK_AVAILABLE, _GATHER_AVAILABLE)),
     "attend": LaunchSpace("attend", (
         Param("BLOCK_R", (16, 32, 64), 32, "virtual rows per tile"),
         Param("NUM_SPLITS", (1, 2, 4, 8, 16, 32, 64, 128), 64, "row ranges per KV head"),
@@ -169,7 +175,7 @@ class SantaDecode:
             self.u_mask.stride(0), self.u_mask.stride(1),
             GROUP=self.group, BLOCK_G=self.merge_g, NCP=self.ncp, NCAND=self.ncand, KPAD=self.kpad,
             UMAX=self.umax, FRESH=self.fresh, SELECT=self.cfg["merge"]["SELECT"],
-            RADIX_BITS=self.cfg["merge"]["RADIX_BITS"], PDL=self.pdl,
+            RADIX_BITS=self.cfg["merge"]["RADIX_BITS"], GATHER=bool(self.cfg["merge"]["GATHER"]), PDL=self.pdl,
             num_warps=self.cfg["merge"]["num_warps"], **self._dependent,
         )
 

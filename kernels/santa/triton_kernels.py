@@ -21,6 +21,7 @@ LOG2E = 1.4426950408889634
 # Launches choose the selection with the SELECT launch parameter (a constexpr, so only one path
 # compiles): 0 full sort, 1 tl.topk (the default where it exists), 2 radix select.
 HAS_TOPK = hasattr(tl, "topk")
+HAS_GATHER = hasattr(tl, "gather")  # register gather across a tensor (Triton 3.2+)
 
 
 @triton.jit
@@ -196,12 +197,14 @@ def _correct_and_union(team, chosen, tau, sel_slot, kvh, heads, offs_g, g_mask,
                        Scores, Lengths, Starts, SelTeam, SelLogC,
                        UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos,
                        inv_sqrt_d, m_max, stride_sh, stride_lh, stride_selh, stride_uh, stride_um,
-                       BLOCK_G: tl.constexpr, WIDTH: tl.constexpr, UMAX: tl.constexpr):
+                       BLOCK_G: tl.constexpr, WIDTH: tl.constexpr, UMAX: tl.constexpr, GATHER: tl.constexpr):
     """Corrections and GQA union of the selection ``chosen`` [G, WIDTH] (team ids ``team``).
 
     The union is found without sorting: each chosen (head, column) entry bids for its team's
     slot in ``Owner`` with an atomic min; the lowest bid is the team's first occurrence and gets
     the next union position. ``Owner`` holds INT_MAX between calls (touched slots are reset).
+    A repeated team finds its union position through the owner's code: with GATHER by a register
+    gather of the positions, else through the ``Pos`` table (one more L2 round trip).
     """
     offs_u = tl.arange(0, UMAX)
     s = tl.load(Scores + heads[:, None] * stride_sh + team, mask=chosen, other=0.0)
@@ -217,13 +220,16 @@ def _correct_and_union(team, chosen, tau, sel_slot, kvh, heads, offs_g, g_mask,
     slot = kvh * m_max + team
     tl.atomic_min(Owner + slot, code, mask=chosen)
     tl.debug_barrier()
-    first = chosen & (tl.load(Owner + slot, mask=chosen, other=-1) == code)
+    owner = tl.load(Owner + slot, mask=chosen, other=0)
+    first = chosen & (owner == code)
     first_flat = tl.reshape(first.to(tl.int32), (BLOCK_G * WIDTH,))
-    upos = tl.reshape(tl.cumsum(first_flat, axis=0) - 1, (BLOCK_G, WIDTH))
+    upos_flat = tl.cumsum(first_flat, axis=0) - 1
+    upos = tl.reshape(upos_flat, (BLOCK_G, WIDTH))
     # row prefix sums in union order, in registers: union order is (head, column) order of firsts
     rows_flat = tl.reshape(tl.where(first, n, 0), (BLOCK_G * WIDTH,))
     row_end = tl.reshape(tl.cumsum(rows_flat, axis=0), (BLOCK_G, WIDTH))
-    tl.store(Pos + slot, upos, mask=first)
+    if not GATHER:
+        tl.store(Pos + slot, upos, mask=first)
     tl.store(UTeam + kvh * UMAX + upos, team, mask=first)
     tl.store(UStart + kvh * UMAX + upos, start, mask=first)
     tl.store(UCount + kvh, tl.sum(first_flat, axis=0))
@@ -232,7 +238,10 @@ def _correct_and_union(team, chosen, tau, sel_slot, kvh, heads, offs_g, g_mask,
     tl.store(URowPre + kvh * (UMAX + 1), 0)
     tl.debug_barrier()
     tl.store(URowPre + kvh * (UMAX + 1) + 1 + upos, row_end, mask=first)
-    my_pos = tl.load(Pos + slot, mask=chosen, other=0)
+    if GATHER:
+        my_pos = tl.reshape(tl.gather(upos_flat, tl.reshape(owner, (BLOCK_G * WIDTH,)), 0), (BLOCK_G, WIDTH))
+    else:
+        my_pos = tl.load(Pos + slot, mask=chosen, other=0)
     tl.store(UMask + kvh * stride_uh + my_pos * stride_um + offs_g[:, None], 1, mask=chosen)
     tl.store(ULogC + kvh * stride_uh + my_pos * stride_um + offs_g[:, None], logc, mask=chosen)
     tl.store(Owner + slot, 2147483647, mask=first)  # every bid was read before the barrier above
@@ -246,7 +255,7 @@ def santa_merge_union(
     stride_ch, stride_sh, stride_lh, stride_selh, stride_uh, stride_um,
     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, NCP: tl.constexpr, NCAND: tl.constexpr, KPAD: tl.constexpr,
     UMAX: tl.constexpr, FRESH: tl.constexpr, SELECT: tl.constexpr, RADIX_BITS: tl.constexpr,
-    PDL: tl.constexpr = False,
+    GATHER: tl.constexpr = False, PDL: tl.constexpr = False,
 ):
     """Launch 3, grid (Hkv,): global top-K and tau per head, corrections, GQA union.
 
@@ -281,7 +290,7 @@ def santa_merge_union(
                            kvh, heads, offs_g, g_mask, Scores, Lengths, Starts, SelTeam, SelLogC,
                            UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos,
                            inv_sqrt_d, m_max, stride_sh, stride_lh, stride_selh, stride_uh, stride_um,
-                           BLOCK_G=BLOCK_G, WIDTH=NCP, UMAX=UMAX)
+                           BLOCK_G=BLOCK_G, WIDTH=NCP, UMAX=UMAX, GATHER=GATHER)
     else:
         if SELECT == 2:
             # radix-select the K+1 best, compact them through SelKey, then order those few
@@ -306,7 +315,7 @@ def santa_merge_union(
                            kvh, heads, offs_g, g_mask, Scores, Lengths, Starts, SelTeam, SelLogC,
                            UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos,
                            inv_sqrt_d, m_max, stride_sh, stride_lh, stride_selh, stride_uh, stride_um,
-                           BLOCK_G=BLOCK_G, WIDTH=KPAD, UMAX=UMAX)
+                           BLOCK_G=BLOCK_G, WIDTH=KPAD, UMAX=UMAX, GATHER=GATHER)
     if FRESH:
         if kvh == 0:
             tl.store(SeedPtr, tl.load(SeedPtr) + 1)

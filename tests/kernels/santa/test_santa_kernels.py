@@ -302,9 +302,10 @@ def _order_image(x: torch.Tensor) -> torch.Tensor:
 
 @pytest.mark.parametrize("ties", [False, True])
 def test_merge_by_score_word_equals_the_ordered_merge(make_workload, target, ties):
-    """merge SELECT=3 (threshold on the 32-bit score word) against SELECT=1 and the key order:
-    the same K teams per head, the same tau and corrections, the same union (teams, member rows,
-    per-head masks and log c) up to the order of union entries. With ``ties`` every candidate's
+    """merge SELECT=3 (threshold on the 32-bit score word) against SELECT=1 and the key order,
+    each with the repeated teams' union positions gathered in registers (GATHER=1) or read back
+    from memory: the same K teams per head, the same tau and corrections, the same union (teams,
+    member rows, per-head masks and log c) up to the order of union entries. With ``ties`` every candidate's
     score word is one of three values, so the (K+1)-th word is tied and the int64 keys decide."""
     from kprof.kernels.santa import triton_kernels
 
@@ -319,9 +320,10 @@ def test_merge_by_score_word_equals_the_ordered_merge(make_workload, target, tie
         level = torch.tensor([-0.5, 0.75, 1.25])[torch.randint(0, 3, cand.shape, generator=g)]
         cand = torch.where(real, (_order_image(level).to(cand.device) << 32) | (cand & 0xFFFFFFFF), cand)
     results = []
-    for select in (1, 3):
+    for select, gather in ((1, 0), (1, 1), (3, 0), (3, 1)):
         op.cand.copy_(cand)
         op.cfg["merge"]["SELECT"] = select
+        op.cfg["merge"]["GATHER"] = gather
         op.sel_team.fill_(-1)
         op.sel_logc.fill_(float("nan"))
         op.launch_merge()
@@ -341,4 +343,4 @@ def test_merge_by_score_word_equals_the_ordered_merge(make_workload, target, tie
     for h in range(op.hq):
         keys = sorted(cand[h].reshape(-1).cpu().tolist(), reverse=True)
         assert set(results[0][0][h]) == {k & 0xFFFFFFFF for k in keys[: op.k]}, f"head {h}"
-    assert results[0] == results[1]
+    assert all(r == results[0] for r in results[1:])
