@@ -16,6 +16,7 @@ import numpy as np
 
 from kprof.clocks import Clock, IntervalRecorder
 from kprof.eviction import EvictionBuffer
+from kprof.host_gate import gate_for
 from kprof.protocol import TimingProtocol
 from kprof.telemetry import TelemetrySampler
 
@@ -40,7 +41,7 @@ def goes_before(n_ops: int, shift, a: int, b: int):
 
 
 class _RoundLoop:
-    """What both runners share: eviction, telemetry per round, one host sync per round."""
+    """What the runners share: eviction, the host gate, telemetry per round, one host sync per round."""
 
     def __init__(
         self,
@@ -55,6 +56,8 @@ class _RoundLoop:
         self.protocol = protocol
         self.clock = clock
         self.eviction = None if protocol.host_bound else eviction
+        # event timing on a GPU: the device waits for the host before the eviction, never inside
+        self.gate = gate_for(getattr(eviction, "device", None), protocol.host_bound)
         self.telemetry = telemetry
         self.on_round = on_round
 
@@ -63,11 +66,17 @@ class _RoundLoop:
             self.eviction.evict()
 
     def _timed(self, recorder: IntervalRecorder, slot: int, op: TimedOp) -> None:
-        """Evict, then one interval around exactly one invocation."""
-        self._evict()
-        recorder.start(slot)
-        op.invoke()
-        recorder.stop(slot)
+        """Evict, then one interval around exactly one invocation; all enqueued before the gate opens."""
+        if self.gate is not None:
+            self.gate.hold()
+        try:
+            self._evict()
+            recorder.start(slot)
+            op.invoke()
+            recorder.stop(slot)
+        finally:
+            if self.gate is not None:
+                self.gate.release()
 
     def _rounds(self, n_rows: int, per_round: int, body: Callable[[int, list[IntervalRecorder]], None]) -> np.ndarray:
         """Run ``body(round, recorders)`` per round; return ``[n_rows, rounds, per_round]`` in us."""

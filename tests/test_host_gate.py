@@ -1,0 +1,101 @@
+"""HostGate: the spin kernel waits for its ticket (and no longer than its poll bound), and the
+runners enqueue every timed region, eviction included, between hold and release."""
+
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from kprof.host_gate import HostGate, _spin_until, gate_for
+
+
+def test_no_gate_on_the_cpu_or_for_host_bound_runs():
+    assert gate_for(torch.device("cpu"), host_bound=False) is None
+    assert gate_for(None, host_bound=False) is None
+    assert gate_for(torch.device("cuda", 0), host_bound=True) is None
+
+
+def test_spin_kernel_passes_a_released_ticket_and_gives_up_after_its_polls(cpu_target):
+    if cpu_target.interpreted is False:
+        pytest.skip("the CPU path runs the kernel in the interpreter")
+    flag = torch.tensor([7], dtype=torch.int64)
+    t0 = time.perf_counter()
+    _spin_until[(1,)](flag, 7, 1_000_000_000)  # already released: returns at once
+    assert time.perf_counter() - t0 < 5.0
+    _spin_until[(1,)](flag, 8, 50)  # never released: the poll bound ends it
+    assert int(flag[0]) == 7
+
+
+def test_runner_enqueues_eviction_and_region_inside_the_gate():
+    from kprof.protocol import TimingProtocol
+    from kprof.runner import PairedRoundRunner, TimedOp
+    from tests.test_runner import Log, RecordingClock, RecordingEviction
+
+    class RecordingGate:
+        def __init__(self, log):
+            self.log = log
+
+        def hold(self):
+            self.log.append(("hold",))
+
+        def release(self):
+            self.log.append(("release",))
+
+    log = Log()
+    p = TimingProtocol(rounds=1, warmup_pairs=0, observations=2, evict_mib=1)
+    runner = PairedRoundRunner(p, RecordingClock(log), RecordingEviction(log))
+    runner.gate = RecordingGate(log)
+    ops = [TimedOp(name, lambda name=name: log.append(("op", name))) for name in ("A", "B")]
+    runner.run(ops)
+    kinds = [e[0] for e in log if e[0] != "sync"]  # the round's closing sync
+    assert kinds == ["hold", "evict", "start", "op", "stop", "release"] * 4
+
+
+@pytest.mark.gpu
+def test_gpu_gate_holds_the_stream_until_released(target):
+    gate = HostGate(target.device)
+    x = torch.ones(1 << 20, device=target.device)
+    gate.hold()
+    x.add_(1)  # queued behind the spin kernel
+    done = torch.cuda.Event()
+    done.record()
+    time.sleep(0.05)
+    assert not done.query(), "the stream ran past the gate before its release"
+    gate.release()
+    done.synchronize()
+    assert torch.all(x == 2)
+    gate.hold()  # a released-ahead ticket passes at once
+    gate.release()
+    torch.cuda.synchronize()
+
+
+@pytest.mark.gpu
+def test_gpu_event_timing_of_a_slow_host_region_excludes_the_host(target):
+    """A region whose launches are separated by 2 ms of host sleep: ungated, the device waits for
+    the host inside the interval; gated, the interval holds only the two tiny kernels."""
+    from kprof.clocks import clock_for
+
+    clock = clock_for(target.device)
+    x = torch.ones(1024, device=target.device)
+
+    def slow_region():
+        x.add_(1)
+        time.sleep(0.002)
+        x.add_(1)
+
+    times = {}
+    for gated in (False, True):
+        gate = HostGate(target.device) if gated else None
+        rec = clock.recorder(5)
+        for i in range(5):
+            if gate:
+                gate.hold()
+            rec.start(i)
+            slow_region()
+            rec.stop(i)
+            if gate:
+                gate.release()
+        clock.synchronize()
+        times[gated] = float(np.median(rec.elapsed_us(5)))
+    assert times[False] > 1500 and times[True] < 500, times
