@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run every GPU check in one go on a CUDA machine; all logs go to OUTDIR.
-#   bash scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused|fathom-final|fathom-tests|fathom-probe|chain-screen|chain-profile|chain-attend|santa-final|gated-final]
+#   bash scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused|fathom-final|fathom-tests|fathom-probe|chain-screen|chain-profile|chain-attend|santa-final|gated-final|gate-check]
 # Installs kprof without touching the machine's torch/triton, prints `kprof env`, runs the
 # `-m gpu` tests, then by mode: full = dense baselines and the timing protocol (full-protocol
 # comparisons, A/A checks, stages, graph and host-bound modes, order probe, dense benchmark;
@@ -24,11 +24,12 @@
 # costs with and without PDL, launch variants under PDL, and the Fathom GPU tests not yet run;
 # chain-attend = SANTA++ tests, validation, variants and chain costs after the attend search change;
 # santa-final = the SANTA++ issue's full-protocol comparison, stages and chain costs; gated-final =
-# the host gate's GPU tests, then the SANTA++ and Fathom issue comparisons behind it;
+# the host gate's GPU tests, then the SANTA++ and Fathom issue comparisons behind it; gate-check =
+# the time-bounded gate's tests and a short SANTA++ comparison;
 # acceptance = the headline SANTA++/Fathom comparisons, SANTA++ tuning and stages.
 # Each mode fits one 10-minute device call. Exits non-zero if any step failed (all steps still run).
 set -u
-out=${1:?usage: scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused|fathom-final|fathom-tests|fathom-probe|chain-screen|chain-profile|chain-attend|santa-final|gated-final]}
+out=${1:?usage: scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused|fathom-final|fathom-tests|fathom-probe|chain-screen|chain-profile|chain-attend|santa-final|gated-final|gate-check]}
 mode=${2:-full}
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -276,6 +277,16 @@ if [ "$mode" = gated-final ]; then
   ensure_f1m
   STEP_TIMEOUT=80 step fathom_compare kprof compare --method fathom --baseline scan32 --workload $F1M --rounds 3 \
     --warmup-pairs 5 --observations 10 --config default --out "$out/fathom_compare.json"
+  echo "gpu_check: overall status $status (logs in $out)"; exit $status
+fi
+if [ "$mode" = gate-check ]; then
+  # the host gate bounded by %globaltimer: its GPU tests, the harness tests, a short SANTA++ run
+  W32=/tmp/kprof_qwen32k.safetensors
+  STEP_TIMEOUT=90 step pytest_gate "$py" -m pytest -q -p no:cacheprovider tests/test_host_gate.py \
+    tests/test_gpu_harness.py tests/test_runner.py
+  [ -f $W32 ] || kprof capture --synthetic $W "--out" $W32 > "$out/capture.log" 2>&1 || status=1
+  STEP_TIMEOUT=90 step santa_compare kprof compare --method santa --method santa:merge.GATHER=1 --method cudnn \
+    --baseline flash --workload $W32 --config default --rounds 5 --out "$out/santa_compare.json"
   echo "gpu_check: overall status $status (logs in $out)"; exit $status
 fi
 if [ "$mode" = fathom-tests ]; then

@@ -52,9 +52,9 @@ LAUNCH_SPACES = {
     "merge": LaunchSpace("merge", (
         Param("SELECT", (0, 1, 2, 3), _BEST_SELECT, MERGE_SELECT_HELP),
         Param("RADIX_BITS", (1, 2, 4), 2, RADIX_HELP),
-        Param("GATHER", (0, 1), 1 if triton_kernels.HAS_GATHER else 0,
-              "union position of a repeated team: 1 gathers it from registers (tl.gather, Triton 3.2+), "
-              "0 reads it back from a table in memory"),
+        Param("GATHER", (0, 1), 0,
+              "union position of a repeated team: 0 reads it back from a table in memory (measured as "
+              "fast or faster on the H200), 1 gathers it from registers (tl.gather, Triton 3.2+)"),
         Param("num_warps", (1, 2, 4, 8, 16), 8),
     ), (_TOPK_AVAILABLE, _GATHER_AVAILABLE)),
     "attend": LaunchSpace("attend", (
