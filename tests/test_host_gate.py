@@ -20,7 +20,7 @@ def test_spin_kernel_passes_a_released_ticket_and_gives_up_after_its_polls():
     import kprof.kernels
 
     if not kprof.kernels.INTERPRETED:
-        pytest.skip("the poll-counting path is the interpreter's (a GPU bounds the spin by time)")
+        pytest.skip("runs the spin kernel on CPU tensors, which only the interpreter accepts")
     flag = torch.tensor([7], dtype=torch.int64)
     t0 = time.perf_counter()
     _spin_until[(1,)](flag, 7, 1_000_000_000)  # already released: returns at once
