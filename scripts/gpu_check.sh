@@ -66,6 +66,20 @@ tune_santa() {
 # is kept as *.stale.json. Each step's limit leaves ~35 s for the worker start and the finalist.
 F1M=/tmp/kprof_f1m.safetensors
 TUNE_1M="--workload $F1M --rounds 2 --observations 20 --finalists 1 --replace-stale"
+# ensure_w32: the 32K Qwen workload captured once per machine (W32), its SANTA++ teams prepared
+W32=/tmp/kprof_qwen32k.safetensors
+ensure_w32() {
+  [ -f $W32 ] || kprof capture --synthetic $W "--out" $W32 > "$out/capture.log" 2>&1 || status=1
+  step santa_prepare kprof santa prepare --workload $W32
+}
+# santa_issue_compare [METHOD...]: the SANTA++ issue's comparison (full default protocol) of
+# santa, the given variants and cuDNN against Flash
+santa_issue_compare() {
+  local extra=() m
+  for m in "$@"; do extra+=(--method "$m"); done
+  STEP_TIMEOUT=200 step santa_compare kprof compare --method santa "${extra[@]}" --method cudnn \
+    --baseline flash --workload $W32 --config default --out "$out/santa_compare.json"
+}
 # ensure_f1m: the 1M-token workload captured once per machine (synthesised on the GPU, ~70 s)
 ensure_f1m() {
   [ -f $F1M ] || STEP_TIMEOUT=150 step capture_f1m kprof capture --synthetic qwen3-8b-1m --out $F1M
@@ -191,11 +205,9 @@ if [ "$mode" = chain-screen ]; then
   # by score word), then one shared-rounds comparison against Flash of SANTA++ with and without
   # programmatic dependent launch, merge SELECT=3 and a wider reducer, beside cuDNN; then the
   # Fathom issue comparison eagerly at 4 and 8 pieces (launches bound once to their arguments)
-  W32=/tmp/kprof_qwen32k.safetensors
   STEP_TIMEOUT=150 step pytest_santa "$py" -m pytest -q -p no:cacheprovider tests/kernels/santa \
     tests/kernels/test_dependent_launch.py
-  kprof capture --synthetic $W "--out" $W32 > "$out/capture.log" 2>&1 || status=1
-  step santa_prepare kprof santa prepare --workload $W32
+  ensure_w32
   STEP_TIMEOUT=200 step santa_compare kprof compare --method santa --method santa:pdl=0 \
     --method santa:merge.SELECT=3 --method santa:reduce.num_warps=8 --method cudnn --baseline flash \
     --workload $W32 --config default --rounds 8 --out "$out/santa_compare.json"
@@ -209,9 +221,7 @@ if [ "$mode" = chain-profile ]; then
   # medians, differences = marginal cost of each launch in the running chain); launch variants
   # re-screened under PDL in one shared-rounds comparison; the Fathom GPU tests not yet run on a
   # GPU (the pipelined step in graph replays and under another stream, host-memory kinds)
-  W32=/tmp/kprof_qwen32k.safetensors
-  [ -f $W32 ] || kprof capture --synthetic $W "--out" $W32 > "$out/capture.log" 2>&1 || status=1
-  step santa_prepare kprof santa prepare --workload $W32
+  ensure_w32
   for m in santa santa:pdl=0; do
     STEP_TIMEOUT=90 step "chain_${m//[:=]/_}" kprof stages --chain --method $m --workload $W32 --rounds 5 \
       --stage-observations 200 --config default --out "$out/chain_${m//[:=]/_}.json"
@@ -228,10 +238,8 @@ if [ "$mode" = chain-attend ]; then
   # attend's row-to-entry search (SEARCH=1: binary search of the tile's first entry, then a
   # BLOCK_R window) on the GPU: the SANTA++ tests, validation (fp32 accumulation, fp16, K = M),
   # launch variants under PDL against Flash beside cuDNN, and the chain's marginal costs
-  W32=/tmp/kprof_qwen32k.safetensors
   STEP_TIMEOUT=150 step pytest_santa "$py" -m pytest -q -p no:cacheprovider tests/kernels/santa
-  [ -f $W32 ] || kprof capture --synthetic $W "--out" $W32 > "$out/capture.log" 2>&1 || status=1
-  step santa_prepare kprof santa prepare --workload $W32
+  ensure_w32
   STEP_TIMEOUT=60 step santa_validate_fp32 kprof validate --method santa:out=fp32 --workload $W32 --realisations 3
   STEP_TIMEOUT=60 step santa_validate kprof validate --method santa --workload $W32 --realisations 3
   STEP_TIMEOUT=60 step santa_validate_k_eq_m kprof validate --method santa:k=1000000 --workload $W32 --realisations 1
@@ -247,17 +255,14 @@ if [ "$mode" = santa-final ]; then
   # the SANTA++ issue's measurements of the final kernels: tests on the GPU, fp32 validation, a
   # short screen of merge variants, then the full default protocol (compare beside cuDNN against
   # Flash, isolated stages) and the chain's marginal costs
-  W32=/tmp/kprof_qwen32k.safetensors
   STEP_TIMEOUT=150 step pytest_santa "$py" -m pytest -q -p no:cacheprovider tests/kernels/santa \
     tests/kernels/test_dependent_launch.py
-  [ -f $W32 ] || kprof capture --synthetic $W "--out" $W32 > "$out/capture.log" 2>&1 || status=1
-  step santa_prepare kprof santa prepare --workload $W32
+  ensure_w32
   STEP_TIMEOUT=60 step santa_validate_fp32 kprof validate --method santa:out=fp32 --workload $W32 --realisations 3
-  STEP_TIMEOUT=120 step santa_variants kprof compare --method santa --method santa:merge.GATHER=0 \
-    --method santa:merge.num_warps=16 --method santa:merge.num_warps=4,merge.GATHER=1 --baseline flash \
+  STEP_TIMEOUT=120 step santa_variants kprof compare --method santa --method santa:merge.GATHER=1 \
+    --method santa:merge.num_warps=16 --method santa:merge.num_warps=4 --baseline flash \
     --workload $W32 --config default --rounds 5 --out "$out/santa_variants.json"
-  STEP_TIMEOUT=200 step santa_compare kprof compare --method santa --method santa:merge.GATHER=0 --method cudnn \
-    --baseline flash --workload $W32 --config default --out "$out/santa_compare.json"
+  santa_issue_compare santa:merge.GATHER=1
   STEP_TIMEOUT=120 step santa_stages kprof stages --method santa --workload $W32 --config default \
     --out "$out/santa_stages.json"
   STEP_TIMEOUT=90 step chain_santa kprof stages --chain --method santa --workload $W32 --config default \
@@ -267,24 +272,20 @@ fi
 if [ "$mode" = gated-final ]; then
   # timed regions behind the host gate (kprof/host_gate.py): its GPU tests and the harness tests,
   # then the SANTA++ issue comparison (full default protocol) and the Fathom issue comparison
-  W32=/tmp/kprof_qwen32k.safetensors
   STEP_TIMEOUT=120 step pytest_gate "$py" -m pytest -q -p no:cacheprovider tests/test_host_gate.py \
     tests/test_gpu_harness.py tests/test_runner.py
-  [ -f $W32 ] || kprof capture --synthetic $W "--out" $W32 > "$out/capture.log" 2>&1 || status=1
-  step santa_prepare kprof santa prepare --workload $W32
-  STEP_TIMEOUT=200 step santa_compare kprof compare --method santa --method santa:merge.GATHER=0 --method cudnn \
-    --baseline flash --workload $W32 --config default --out "$out/santa_compare.json"
+  ensure_w32
+  santa_issue_compare santa:merge.GATHER=1
   ensure_f1m
   STEP_TIMEOUT=80 step fathom_compare kprof compare --method fathom --baseline scan32 --workload $F1M --rounds 3 \
     --warmup-pairs 5 --observations 10 --config default --out "$out/fathom_compare.json"
   echo "gpu_check: overall status $status (logs in $out)"; exit $status
 fi
 if [ "$mode" = gate-check ]; then
-  # the host gate bounded by %globaltimer: its GPU tests, the harness tests, a short SANTA++ run
-  W32=/tmp/kprof_qwen32k.safetensors
+  # the host gate with its raised poll bound: its GPU tests, the harness tests, a short SANTA++ run
   STEP_TIMEOUT=90 step pytest_gate "$py" -m pytest -q -p no:cacheprovider tests/test_host_gate.py \
     tests/test_gpu_harness.py tests/test_runner.py
-  [ -f $W32 ] || kprof capture --synthetic $W "--out" $W32 > "$out/capture.log" 2>&1 || status=1
+  ensure_w32
   STEP_TIMEOUT=90 step santa_compare kprof compare --method santa --method santa:merge.GATHER=1 --method cudnn \
     --baseline flash --workload $W32 --config default --rounds 5 --out "$out/santa_compare.json"
   echo "gpu_check: overall status $status (logs in $out)"; exit $status
