@@ -106,7 +106,10 @@ def record_launches(method_specs: tuple[str, ...], workload) -> list[LaunchRecor
         signature, constexprs = {}, {}
         for p in params:
             if p.name not in bound:
-                continue  # a defaulted parameter
+                if "constexpr" in str(p.annotation) and p.default is not inspect.Parameter.empty:
+                    # the launcher applies a constexpr's default; a compile from source needs it given
+                    signature[p.name], constexprs[p.name] = "constexpr", p.default
+                continue
             if "constexpr" in str(p.annotation):
                 signature[p.name], constexprs[p.name] = "constexpr", bound[p.name]
             else:
