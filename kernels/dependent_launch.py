@@ -8,7 +8,9 @@ it does its independent prologue (loading the query, constants, drawing noise), 
 visible. ``release_dependents`` lets the next kernel of the chain be scheduled.
 
 Rules that keep a chain correct (the tests check outputs with and without PDL):
-- no read of anything a predecessor writes, and no write at all, before ``wait_for_predecessor``;
+- before ``wait_for_predecessor``, no access that conflicts with the immediate predecessor's: no
+  read of what it writes, no write of what it reads or writes (SANTA++'s merge resets tables
+  that only it writes and only the launch after it reads);
 - ``release_dependents`` only after ``wait_for_predecessor``, so a grid that has released has
   seen its predecessor complete, and by induction every earlier grid of the chain;
 - the first kernel of a chain is launched without the attribute, so it starts only after

@@ -9,14 +9,16 @@ synchronises once per round, after all intervals of the round were recorded.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
+import torch
 
-from kprof.clocks import Clock, IntervalRecorder
+from kprof.clocks import Clock, CudaEventClock, IntervalRecorder
 from kprof.eviction import EvictionBuffer
-from kprof.host_gate import gate_for
+from kprof.host_gate import MAX_WAIT_NS, gate_for
 from kprof.protocol import TimingProtocol
 from kprof.telemetry import TelemetrySampler
 
@@ -40,6 +42,13 @@ def goes_before(n_ops: int, shift, a: int, b: int):
     return (a - shift) % n_ops < (b - shift) % n_ops
 
 
+def _event_device(clock: Clock) -> torch.device | None:
+    """The CUDA device whose stream event intervals are recorded on (none for a host clock)."""
+    if isinstance(clock, CudaEventClock):
+        return torch.device("cuda", torch.cuda.current_device())
+    return None
+
+
 class _RoundLoop:
     """What the runners share: eviction, the host gate, telemetry per round, one host sync per round."""
 
@@ -57,7 +66,7 @@ class _RoundLoop:
         self.clock = clock
         self.eviction = None if protocol.host_bound else eviction
         # event timing on a GPU: the device waits for the host before the eviction, never inside
-        self.gate = gate_for(getattr(eviction, "device", None), protocol.host_bound)
+        self.gate = gate_for(_event_device(clock), protocol.host_bound)
         self.telemetry = telemetry
         self.on_round = on_round
 
@@ -87,6 +96,10 @@ class _RoundLoop:
                 self.telemetry.begin_round(r)
             body(r, recorders)
             self.clock.synchronize()
+            if self.gate is not None and (expired := self.gate.new_expiries()):
+                warnings.warn(f"round {r}: the host gate gave up on {expired} timed region(s) after "
+                              f"{MAX_WAIT_NS / 1e9:g} s: the timed call synchronises with the device or takes that "
+                              "long to enqueue, so those times include host time", stacklevel=2)
             if self.telemetry:
                 self.telemetry.end_round()
             for i, rec in enumerate(recorders):
@@ -148,7 +161,8 @@ class ChainRunner(_RoundLoop):
     prefix k-1 by exactly launch k as it runs inside the chain: overlapped with its predecessor
     (programmatic dependent launch), on a warm L2, without a boundary of its own. Differences of
     prefix medians are therefore each launch's marginal cost in the chain, and they add up to the
-    complete operator. The order of prefixes rotates with every observation.
+    whole chain run in stage order (for a pipelined method, such as Fathom's, its unpipelined
+    order, not its ``run``). The order of prefixes rotates with every observation.
     """
 
     def run(self, prefixes: Sequence[TimedOp]) -> np.ndarray:

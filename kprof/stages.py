@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from kprof.progress import Progress
 from kprof.results import Result
 from kprof.runner import ChainRunner, StageRunner, TimedOp
@@ -27,8 +29,6 @@ def _run_prefix(launches, k: int) -> None:
 
 
 def run_chain(session: MeasurementSession, pm, progress: Progress) -> Result:
-    import functools
-
     names = [s.name for s in pm.prepared.stages]
     launches = [s.launch for s in pm.prepared.stages]
     prefixes = [session.timed_op(prefix_label(names, k), functools.partial(_run_prefix, launches, k))

@@ -16,17 +16,25 @@ def test_no_gate_on_the_cpu_or_for_host_bound_runs():
     assert gate_for(torch.device("cuda", 0), host_bound=True) is None
 
 
-def test_spin_kernel_passes_a_released_ticket_and_gives_up_after_its_polls():
+def test_spin_kernel_passes_a_released_ticket_and_counts_a_gate_that_gave_up():
     import kprof.kernels
 
     if not kprof.kernels.INTERPRETED:
-        pytest.skip("runs the spin kernel on CPU tensors, which only the interpreter accepts")
+        pytest.skip("runs the poll-counting spin on CPU tensors, which only the interpreter accepts")
     flag = torch.tensor([7], dtype=torch.int64)
+    expired = torch.zeros(1, dtype=torch.int32)
     t0 = time.perf_counter()
-    _spin_until[(1,)](flag, 7, 1_000_000_000)  # already released: returns at once
-    assert time.perf_counter() - t0 < 5.0
-    _spin_until[(1,)](flag, 8, 50)  # never released: the poll bound ends it
-    assert int(flag[0]) == 7
+    _spin_until[(1,)](flag, expired, 7, 1_000_000_000)  # already released: returns at once
+    assert time.perf_counter() - t0 < 5.0 and int(expired[0]) == 0
+    _spin_until[(1,)](flag, expired, 8, 50)  # never released: the poll bound ends it, and counts
+    assert int(flag[0]) == 7 and int(expired[0]) == 1
+
+
+def test_host_clock_gets_no_gate():
+    from kprof.clocks import HostClock
+    from kprof.runner import _event_device
+
+    assert _event_device(HostClock()) is None
 
 
 def test_runner_enqueues_eviction_and_region_inside_the_gate():
@@ -43,6 +51,9 @@ def test_runner_enqueues_eviction_and_region_inside_the_gate():
 
         def release(self):
             self.log.append(("release",))
+
+        def new_expiries(self):
+            return 0
 
     log = Log()
     p = TimingProtocol(rounds=1, warmup_pairs=0, observations=2, evict_mib=1)
@@ -101,3 +112,48 @@ def test_gpu_event_timing_of_a_slow_host_region_excludes_the_host(target):
         clock.synchronize()
         times[gated] = float(np.median(rec.elapsed_us(5)))
     assert times[False] > 1500 and times[True] < 500, times
+
+
+def test_runner_warns_when_the_gate_gave_up():
+    from kprof.protocol import TimingProtocol
+    from kprof.runner import PairedRoundRunner, TimedOp
+    from tests.test_runner import Log, RecordingClock, RecordingEviction
+
+    class ExpiringGate:
+        def hold(self):
+            pass
+
+        def release(self):
+            pass
+
+        def new_expiries(self):
+            return 2
+
+    p = TimingProtocol(rounds=1, warmup_pairs=0, observations=1, evict_mib=1)
+    log = Log()
+    runner = PairedRoundRunner(p, RecordingClock(log), RecordingEviction(log))
+    runner.gate = ExpiringGate()
+    with pytest.warns(UserWarning, match="gave up on 2 timed region"):
+        runner.run([TimedOp("A", lambda: None), TimedOp("B", lambda: None)])
+
+
+@pytest.mark.gpu
+def test_gpu_event_timing_is_gated_even_without_eviction(target):
+    from kprof.clocks import clock_for
+    from kprof.protocol import TimingProtocol
+    from kprof.runner import PairedRoundRunner
+
+    runner = PairedRoundRunner(TimingProtocol(evict_mib=0), clock_for(target.device), None)
+    assert runner.gate is not None
+
+
+@pytest.mark.gpu
+def test_gpu_gate_gives_up_on_a_region_that_synchronises(target):
+    """A timed call that waits for the device inside its own region stalls until the gate's
+    bound, then runs on, and the gate counts it."""
+    gate = HostGate(target.device)
+    gate.hold()
+    x = torch.ones(16, device=target.device).sum().item()  # a sync behind the held stream
+    gate.release()
+    torch.cuda.synchronize()
+    assert x == 16 and gate.new_expiries() == 1

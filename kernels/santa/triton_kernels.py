@@ -170,8 +170,8 @@ def _select_by_word(cand, g_mask, k_sel, KPAD: tl.constexpr):
     """Selection mask of the K best keys per row of ``cand`` [G, C] and tau, the (K+1)-th score.
 
     tl.topk runs on the keys' 32-bit high words (the order-preserving score image: half the
-    exchange work of the int64 keys); when exactly K words lie above the (K+1)-th and none ties
-    with it, "word > (K+1)-th word" is the selection. Otherwise (a tie at the boundary, padding)
+    exchange work of the int64 keys); when exactly K words lie above the (K+1)-th, "word >
+    (K+1)-th word" is the selection. Otherwise (a tie at the boundary, padding)
     the int64 keys decide, so the set always equals "sort the keys, keep K".
     """
     offs_k = tl.arange(0, KPAD)
@@ -179,8 +179,8 @@ def _select_by_word(cand, g_mask, k_sel, KPAD: tl.constexpr):
     kth = tl.sum(tl.where(offs_k[None, :] == k_sel, tl.topk(word, KPAD, dim=1), 0), axis=1)
     above = word > kth[:, None]
     n_above = tl.sum(above.to(tl.int32), axis=1)
-    n_at = tl.sum((word == kth[:, None]).to(tl.int32), axis=1)
-    clean = ((n_above == k_sel) & (n_at == 1)) | (g_mask == 0)
+    # K words above the (K+1)-th are the K best keys; keys tied with it share tau's score
+    clean = (n_above == k_sel) | (g_mask == 0)
     if tl.min(clean.to(tl.int32), axis=0) == 1:
         chosen = g_mask[:, None] & above
         tau = _key_score(kth.to(tl.int64) << 32)
@@ -395,6 +395,7 @@ def santa_attend(
             if SEARCH == 0:
                 u = tl.sum((ends[None, :] <= rows[:, None]).to(tl.int32), axis=1)
             else:
+                tl.static_assert((1 << LOG2_UMAX) == UMAX, "LOG2_UMAX must be log2(UMAX)")
                 # the tile's first entry by binary search; every entry has a row, so the tile's
                 # rows lie in the BLOCK_R entries from there: compare with those ends only
                 u0 = _count_below_last(row_pre + 1, tl.minimum(r0, union_rows - 1), UMAX, LOG2_UMAX)

@@ -16,10 +16,10 @@ SMALL = {"score": {"BLOCK_M": 16}, "topk": {"BLOCK_T": 16}, "attend": {"BLOCK_R"
 
 
 def _setup(make_workload, target, hq=4, hkv=2, n=160, d=16, k=5, dtype=torch.float32, seed=0, fresh=False,
-           parents="contiguous", suffix=0, pdl=None, overrides=None):
+           parents="contiguous", suffix=0, pdl=None, overrides=None, p=8, r=2):
     w = make_workload(hq, hkv, n + suffix, d, dtype, seed=seed, scale=2.0)
     prompt_k, prompt_v = w.k[:, :n].contiguous(), w.v[:, :n].contiguous()
-    layout = build_layout(prompt_k, SantaSettings(p=8, r=2, s=8, parents=parents))
+    layout = build_layout(prompt_k, SantaSettings(p=p, r=r, s=8, parents=parents))
     arts = pack(prompt_k.to(target.device), prompt_v.to(target.device), layout)
     block_t = max(16, 1 << k.bit_length()) if k < 10_000 else 16  # must hold K+1 candidates
     cfg = resolve_method_config(LAUNCH_SPACES, SMALL | {"topk": {"BLOCK_T": block_t}} | (overrides or {}), w.shape)
@@ -115,13 +115,18 @@ def test_whole_operator_matches_reference_with_its_own_selection(make_workload, 
 
 
 @pytest.mark.parametrize("search", [0, 1])
-@pytest.mark.parametrize("suffix_rows", [0, 7])
-def test_attend_row_to_entry_search_both_ways(make_workload, target, search, suffix_rows):
-    """attend.SEARCH 0 (compare with every entry's end) and 1 (binary search over the ends) map
-    every union row to its team, with and without an exact suffix read through the same loads."""
+@pytest.mark.parametrize("suffix_rows, single_row_teams", [(0, False), (7, False), (0, True), (5, True)])
+def test_attend_row_to_entry_search_both_ways(make_workload, target, search, suffix_rows, single_row_teams):
+    """attend.SEARCH 0 (compare with every entry's end) and 1 (binary search of the tile's first
+    entry, then a window of BLOCK_R ends) map every union row to its team, with and without an
+    exact suffix. Single-row teams make a tile span BLOCK_R entries, the window's full width."""
     over = {"attend": {"BLOCK_R": 16, "NUM_SPLITS": 4, "SEARCH": search}}
-    w, layout, op = _setup(make_workload, target, seed=19, suffix=suffix_rows, overrides=over, k=6)
+    shape = dict(p=2, r=2, k=20) if single_row_teams else dict(k=6)
+    w, layout, op = _setup(make_workload, target, seed=19, suffix=suffix_rows, overrides=over, **shape)
     assert _error_against_own_selection(w, layout, op, suffix_rows)[0] < 1e-5
+    if single_row_teams:  # the union really spans several tiles of single-row entries
+        rows = op.u_rowpre[:, -1].cpu()
+        assert int(rows.min()) > 2 * 16 and torch.equal(rows, op.u_count.cpu())
 
 
 def test_k_equal_m_is_dense_attention(make_workload, target):
