@@ -25,7 +25,7 @@
 # chain-attend = SANTA++ tests, validation, variants and chain costs after the attend search change;
 # santa-final = the SANTA++ issue's full-protocol comparison, stages and chain costs; gated-final =
 # the host gate's GPU tests, then the SANTA++ and Fathom issue comparisons behind it; gate-check =
-# the time-bounded gate's tests and a short SANTA++ comparison;
+
 # acceptance = the headline SANTA++/Fathom comparisons, SANTA++ tuning and stages.
 # Each mode fits one 10-minute device call. Exits non-zero if any step failed (all steps still run).
 set -u
@@ -282,7 +282,7 @@ if [ "$mode" = gated-final ]; then
   echo "gpu_check: overall status $status (logs in $out)"; exit $status
 fi
 if [ "$mode" = gate-check ]; then
-  # the host gate with its raised poll bound: its GPU tests, the harness tests, a short SANTA++ run
+  # the time-bounded host gate: its GPU tests, the harness tests, a short SANTA++ run behind it
   STEP_TIMEOUT=90 step pytest_gate "$py" -m pytest -q -p no:cacheprovider tests/test_host_gate.py \
     tests/test_gpu_harness.py tests/test_runner.py
   ensure_w32
