@@ -25,7 +25,7 @@
 # chain-attend = SANTA++ tests, validation, variants and chain costs after the attend search change;
 # santa-final = the SANTA++ issue's full-protocol comparison, stages and chain costs; gated-final =
 # the host gate's GPU tests, then the SANTA++ and Fathom issue comparisons behind it; gate-check =
-
+# the time-bounded gate's GPU tests, the harness tests and a short SANTA++ comparison behind it;
 # acceptance = the headline SANTA++/Fathom comparisons, SANTA++ tuning and stages.
 # Each mode fits one 10-minute device call. Exits non-zero if any step failed (all steps still run).
 set -u
