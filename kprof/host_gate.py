@@ -22,10 +22,13 @@ from __future__ import annotations
 import warnings
 
 import torch
-import triton
-import triton.language as tl
 
-import kprof.kernels  # noqa: F401  (the interpreter decision comes before any @triton.jit)
+# first: importing triton.language decorates Triton's own jit helpers (tl.rand4x ...), and whether
+# they are interpreted is decided then, so kprof.kernels must set TRITON_INTERPRET before that
+import kprof.kernels  # noqa: F401,I001  isort: skip
+
+import triton  # noqa: E402  isort: skip
+import triton.language as tl  # noqa: E402  isort: skip
 
 MAX_WAIT_NS = 1_000_000_000  # a host that never releases costs a second per region, not a hang
 MAX_POLLS = 100_000_000  # the fallback's bound: ~1 s at the ~10 ns per poll inferred on the H200
