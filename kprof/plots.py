@@ -1,4 +1,5 @@
-"""Plots of Results (matplotlib, optional): round-median drift, speedup forest, stage medians."""
+"""Plots of Results (matplotlib, optional): round-median drift, speedup forest, stage medians,
+and a chain's marginal launch costs."""
 
 from __future__ import annotations
 
@@ -35,6 +36,15 @@ def plot_results(results: list[Result], path: str | Path) -> Path:
             ax_right.set_yticks(range(len(labels)), labels, fontsize=8)
             ax_right.set_xlabel(f"speedup vs {res.speedups[0].baseline} (95% CI)")
             ax_right.set_title("speedup", fontsize=9)
+        elif res.kind == "chain":  # one bar split into each launch's marginal cost: where the time goes
+            left = 0.0
+            for label, cost in res.chain_marginals_us().items():
+                ax_right.barh(0, cost, left=left, label=label.split(" .. ")[-1])
+                left += cost
+            ax_right.set_yticks([])
+            ax_right.set_xlabel("chain time (us), split by each launch's marginal cost")
+            ax_right.set_title("chain", fontsize=9)
+            ax_right.legend(fontsize=7, ncol=3)
         else:
             labels = list(res.summaries)
             ax_right.barh(range(len(labels)), [res.summaries[x].median_us.estimate for x in labels])

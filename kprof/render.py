@@ -79,14 +79,11 @@ def stages_table(result: Result) -> Table:
     for col in cols + (("marginal us",) if chain else ()):
         t.add_column(col, justify="left" if col.startswith("directly") else "right")
     labels = list(result.summaries)
-    previous = 0.0
+    marginal = result.chain_marginals_us()
     for i, label in enumerate(labels):
         s = result.summaries[label]
         name = f"[bold]{label}[/]" if i == len(labels) - 1 else label
         row = [name, _us(s.median_us.estimate), f"[{_us(s.median_us.low)}, {_us(s.median_us.high)}]",
                f"{_us(s.round_median_min_us)}–{_us(s.round_median_max_us)}", f"{100 * s.noise:.1f}%"]
-        if chain:
-            row.append(_us(s.median_us.estimate - previous))
-            previous = s.median_us.estimate
-        t.add_row(*row)
+        t.add_row(*row, *([_us(marginal[label])] if chain else []))
     return t

@@ -98,6 +98,17 @@ class Result:
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, allow_nan=False, default=_json_default)
 
+    def chain_marginals_us(self) -> dict[str, float]:
+        """For a ``chain`` Result: each prefix's median minus the previous one's, i.e. the marginal
+        cost of the launch that prefix adds (they add up to the whole chain); empty otherwise."""
+        if self.kind != "chain":
+            return {}
+        out, previous = {}, 0.0
+        for label, s in self.summaries.items():
+            out[label] = s.median_us.estimate - previous
+            previous = s.median_us.estimate
+        return out
+
     def default_stem(self) -> str:
         stamp = self.created.replace(":", "").replace("-", "").replace("+0000", "Z")[:15]
         return f"{stamp}-{self.kind}-{self.workload.get('name', 'workload')}"

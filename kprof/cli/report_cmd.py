@@ -15,6 +15,7 @@ from kprof.results import Result, load_result
 def result_rows(res: Result) -> list[dict]:
     """One flat record per timed row of a Result (what markdown and CSV show)."""
     speed = {s.candidate: s.interval for s in res.speedups}
+    marginal = res.chain_marginals_us()
     rows = []
     for label, s in res.summaries.items():
         iv = speed.get(label)
@@ -26,6 +27,7 @@ def result_rows(res: Result) -> list[dict]:
             "round_max_us": round(s.round_median_max_us, 3),
             "speedup": round(iv.estimate, 4) if iv else "", "speedup_low": round(iv.low, 4) if iv else "",
             "speedup_high": round(iv.high, 4) if iv else "",
+            "marginal_us": round(marginal[label], 3) if label in marginal else "",
             "launches": rec.catalog.launches_per_call if rec and rec.catalog.launches_per_call else "",
             "valid": rec.validation.passed if rec else "",
             "device": (res.environment.get("gpu") or {}).get("name", res.environment.get("execution")),
@@ -36,6 +38,8 @@ def result_rows(res: Result) -> list[dict]:
 def to_markdown(res: Result) -> str:
     rows = result_rows(res)
     cols = ["row", "median_us", "round_min_us", "round_max_us", "speedup", "speedup_low", "speedup_high", "launches", "valid"]
+    if res.kind == "chain":  # prefixes of a launch chain: each launch's marginal cost instead of speedups
+        cols = ["row", "median_us", "round_min_us", "round_max_us", "marginal_us"]
     out = [f"**{res.workload.get('name')}** ({res.kind}, {res.mode}, {rows[0]['device']}, "
            f"{res.protocol.get('rounds')} rounds x {res.protocol.get('observations')} obs)", "",
            "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]

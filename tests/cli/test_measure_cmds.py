@@ -42,11 +42,22 @@ def test_stages_lists_each_launch_and_the_complete_operator(run_in):
     assert "not additive" in r.output
 
 
-def test_chain_stages_show_prefixes_and_marginal_costs_that_add_up(run_in):
-    r = run_in(["stages", "--method", "triton-dense", "--chain", *TINY])
+def test_chain_stages_show_prefixes_and_marginal_costs_that_add_up(run_in, tmp_path):
+    r = run_in(["stages", "--method", "triton-dense", "--chain", "--out", str(tmp_path / "chain.json"), *TINY])
     assert r.exit_code == 0, r.output
     assert "chain prefixes" in r.output and "marginal us" in r.output
     assert "partial .. combine" in r.output and "complete operator" not in r.output
+    r = run_in(["report", "--markdown", str(tmp_path / "chain.json")])
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    assert lines[2] == "| row | median_us | round_min_us | round_max_us | marginal_us |"
+    rows = [ln.split(" | ") for ln in lines[4:6]]
+    medians, marginals = [float(c[1]) for c in rows], [float(c[4].rstrip(" |")) for c in rows]
+    assert abs(sum(marginals) - medians[-1]) < 0.01 and abs(marginals[0] - medians[0]) < 0.01
+    pytest.importorskip("matplotlib")
+    r = run_in(["report", str(tmp_path / "chain.json"), "--plot", str(tmp_path / "chain.png")])
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "chain.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.mark.parametrize("args, message", [
