@@ -26,6 +26,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kprof.errors import ConfigError
 from kprof.kernels import INTERPRETED
 
 try:  # Triton >= 3.4
@@ -55,8 +56,6 @@ def resolve_pdl(requested: bool | None, device: torch.device) -> bool:
     if requested is None:
         return supported
     if requested and not supported:
-        from kprof.errors import ConfigError
-
         raise ConfigError("pdl=1 needs a compiled Triton launch on an sm_90+ GPU with grid-dependency "
                           "control (Triton >= 3.4): drop pdl=1 or use pdl=0")
     return requested

@@ -193,7 +193,7 @@ def _select_by_word(cand, g_mask, k_sel, KPAD: tl.constexpr):
 
 
 @triton.jit
-def _correct_and_union(team, chosen, tau, sel_slot, kvh, heads, offs_g, g_mask,
+def _correct_and_union(team, chosen, tau, sel_slot, kvh, heads, offs_g,
                        Scores, Lengths, Starts, SelTeam, SelLogC,
                        UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos,
                        inv_sqrt_d, m_max, stride_sh, stride_lh, stride_selh, stride_uh, stride_um,
@@ -286,11 +286,8 @@ def santa_merge_union(
     offs_k = tl.arange(0, KPAD)
     if SELECT == 3:
         chosen, tau = _select_by_word(cand, g_mask, k_sel, KPAD)
-        _correct_and_union(_key_index(cand), chosen, tau, tl.cumsum(chosen.to(tl.int32), axis=1) - 1,
-                           kvh, heads, offs_g, g_mask, Scores, Lengths, Starts, SelTeam, SelLogC,
-                           UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos,
-                           inv_sqrt_d, m_max, stride_sh, stride_lh, stride_selh, stride_uh, stride_um,
-                           BLOCK_G=BLOCK_G, WIDTH=NCP, UMAX=UMAX, GATHER=GATHER)
+        team = _key_index(cand)
+        sel_slot = tl.cumsum(chosen.to(tl.int32), axis=1) - 1
     else:
         if SELECT == 2:
             # radix-select the K+1 best, compact them through SelKey, then order those few
@@ -311,11 +308,13 @@ def santa_merge_union(
         # tau: the (K+1)-th key of each head; the K before it are the selection, in rank order
         tau = _key_score(tl.sum(tl.where(offs_k[None, :] == k_sel, top, 0), axis=1))
         chosen = g_mask[:, None] & (offs_k[None, :] < k_sel)
-        _correct_and_union(_key_index(top), chosen, tau, offs_k[None, :] + 0 * chosen.to(tl.int32),
-                           kvh, heads, offs_g, g_mask, Scores, Lengths, Starts, SelTeam, SelLogC,
-                           UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos,
-                           inv_sqrt_d, m_max, stride_sh, stride_lh, stride_selh, stride_uh, stride_um,
-                           BLOCK_G=BLOCK_G, WIDTH=KPAD, UMAX=UMAX, GATHER=GATHER)
+        team = _key_index(top)
+        sel_slot = offs_k[None, :] + 0 * team
+    # SELECT is a constexpr, so the selection's width (NCP or KPAD) is fixed per compiled kernel
+    _correct_and_union(team, chosen, tau, sel_slot, kvh, heads, offs_g, Scores, Lengths, Starts, SelTeam,
+                       SelLogC, UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos,
+                       inv_sqrt_d, m_max, stride_sh, stride_lh, stride_selh, stride_uh, stride_um,
+                       BLOCK_G=BLOCK_G, WIDTH=NCP if SELECT == 3 else KPAD, UMAX=UMAX, GATHER=GATHER)
     if FRESH:
         if kvh == 0:
             tl.store(SeedPtr, tl.load(SeedPtr) + 1)
