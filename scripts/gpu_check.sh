@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run every GPU check in one go on a CUDA machine; all logs go to OUTDIR.
-#   bash scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused|fathom-final|fathom-tests|fathom-probe|chain-screen|chain-profile|chain-attend|santa-final|gated-final|gate-check]
+#   bash scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused|fathom-final|fathom-tests|fathom-probe|chain-screen|chain-profile|chain-attend|santa-final|gated-final|gate-check|session-check]
 # Installs kprof without touching the machine's torch/triton, prints `kprof env`, runs the
 # `-m gpu` tests, then by mode: full = dense baselines and the timing protocol (full-protocol
 # comparisons, A/A checks, stages, graph and host-bound modes, order probe, dense benchmark;
@@ -26,10 +26,12 @@
 # santa-final = the SANTA++ issue's full-protocol comparison, stages and chain costs; gated-final =
 # the host gate's GPU tests, then the SANTA++ and Fathom issue comparisons behind it; gate-check =
 # the time-bounded gate's GPU tests, the harness tests and a short SANTA++ comparison behind it;
+# session-check = the host gate's GPU tests, then both issue comparisons at the defaults, eager and in
+# CUDA-graph replays, a SANTA++ launch-config screen and its chain costs;
 # acceptance = the headline SANTA++/Fathom comparisons, SANTA++ tuning and stages.
 # Each mode fits one 10-minute device call. Exits non-zero if any step failed (all steps still run).
 set -u
-out=${1:?usage: scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused|fathom-final|fathom-tests|fathom-probe|chain-screen|chain-profile|chain-attend|santa-final|gated-final|gate-check]}
+out=${1:?usage: scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused|fathom-final|fathom-tests|fathom-probe|chain-screen|chain-profile|chain-attend|santa-final|gated-final|gate-check|session-check]}
 mode=${2:-full}
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -288,6 +290,29 @@ if [ "$mode" = gate-check ]; then
   ensure_w32
   STEP_TIMEOUT=90 step santa_compare kprof compare --method santa --method santa:merge.GATHER=1 --method cudnn \
     --baseline flash --workload $W32 --config default --rounds 5 --out "$out/santa_compare.json"
+  echo "gpu_check: overall status $status (logs in $out)"; exit $status
+fi
+if [ "$mode" = session-check ]; then
+  # the gate first (every later number stands on it), then the SANTA++ issue comparison at the
+  # defaults, eager (full protocol) and in graph replays, a screen of launch configs the earlier
+  # screens left out, the chain's marginal costs, and Fathom against scan32 eager and in replays
+  STEP_TIMEOUT=90 step pytest_gate "$py" -m pytest -q -p no:cacheprovider tests/test_host_gate.py \
+    tests/test_gpu_harness.py tests/test_runner.py
+  ensure_w32
+  santa_issue_compare
+  STEP_TIMEOUT=90 step santa_compare_graph kprof compare --method santa --method cudnn --baseline flash \
+    --workload $W32 --graph --rounds 10 --config default --out "$out/santa_compare_graph.json"
+  STEP_TIMEOUT=120 step santa_variants kprof compare --method santa --method santa:score.BLOCK_M=32 \
+    --method santa:score.BLOCK_M=32,score.num_warps=2 --method santa:topk.BLOCK_T=1024 \
+    --method santa:attend.num_warps=8 --method santa:attend.BLOCK_R=16 --baseline flash \
+    --workload $W32 --config default --rounds 5 --out "$out/santa_variants.json"
+  STEP_TIMEOUT=90 step chain_santa kprof stages --chain --method santa --workload $W32 --config default \
+    --out "$out/chain_santa.json"
+  ensure_f1m
+  STEP_TIMEOUT=80 step fathom_compare kprof compare --method fathom --method sparq16 --baseline scan32 \
+    --workload $F1M --rounds 3 --warmup-pairs 5 --observations 10 --config default --out "$out/fathom_compare.json"
+  STEP_TIMEOUT=80 step fathom_compare_graph kprof compare --method fathom --baseline scan32 --workload $F1M \
+    --graph --rounds 3 --warmup-pairs 5 --observations 10 --config default --out "$out/fathom_compare_graph.json"
   echo "gpu_check: overall status $status (logs in $out)"; exit $status
 fi
 if [ "$mode" = fathom-tests ]; then
