@@ -68,7 +68,9 @@ def test_runner_enqueues_eviction_and_region_inside_the_gate():
 @pytest.mark.gpu
 def test_gpu_gate_holds_the_stream_until_released(target):
     gate = HostGate(target.device)
-    x = torch.ones(1 << 20, device=target.device)
+    x = torch.zeros(1 << 20, device=target.device)
+    x.add_(1)  # load the kernel first: a first launch may wait for the held stream (lazy loading)
+    torch.cuda.synchronize()
     gate.hold()
     x.add_(1)  # queued behind the spin kernel
     done = torch.cuda.Event()
@@ -77,7 +79,7 @@ def test_gpu_gate_holds_the_stream_until_released(target):
     assert not done.query(), "the stream ran past the gate before its release"
     gate.release()
     done.synchronize()
-    assert torch.all(x == 2)
+    assert torch.all(x == 2) and gate.new_expiries() == 0
     gate.hold()  # a released-ahead ticket passes at once
     gate.release()
     torch.cuda.synchronize()

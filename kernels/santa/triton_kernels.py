@@ -12,6 +12,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from kprof.kernels.prefetch import prefetch_table_l2
 from kprof.kernels.dependent_launch import release_dependents, wait_for_predecessor
 from kprof.kernels.matmul import dot
 from kprof.kernels.santa.radix_select import select_top
@@ -255,7 +256,8 @@ def santa_merge_union(
     stride_ch, stride_sh, stride_lh, stride_selh, stride_uh, stride_um,
     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, NCP: tl.constexpr, NCAND: tl.constexpr, KPAD: tl.constexpr,
     UMAX: tl.constexpr, FRESH: tl.constexpr, SELECT: tl.constexpr, RADIX_BITS: tl.constexpr,
-    GATHER: tl.constexpr = False, PDL: tl.constexpr = False,
+    GATHER: tl.constexpr = False, PDL: tl.constexpr = False, PREFETCH: tl.constexpr = False,
+    PREFETCH_LINES: tl.constexpr = 1,
 ):
     """Launch 3, grid (Hkv,): global top-K and tau per head, corrections, GQA union.
 
@@ -275,6 +277,9 @@ def santa_merge_union(
     offs_u = tl.arange(0, UMAX)
     tl.store(UMask + kvh * stride_uh + offs_u[:, None] * stride_um + offs_g[None, :], 0)
     tl.store(ULogC + kvh * stride_uh + offs_u[:, None] * stride_um + offs_g[None, :], float("inf"))
+    # the members' start rows are read after the selection, each a DRAM miss after an eviction
+    # (nothing earlier touches the table): pull this KV head's into L2 while launch 2 runs
+    prefetch_table_l2(Starts + kvh * stride_lh, m_max, PREFETCH_LINES, PREFETCH)
     wait_for_predecessor(PDL)
     release_dependents(PDL)
     offs_c = tl.arange(0, NCP)
@@ -373,6 +378,8 @@ def santa_attend(
         union_rows = tl.max(ends, axis=0)
     else:
         union_rows = tl.load(row_pre + UMAX)  # the last end: entries past the count repeat the total
+        if SEARCH == 2:  # every end in one load beside it: one round trip instead of log2(UMAX)
+            ends = tl.load(row_pre + 1 + offs_u)
     total = union_rows + n_suffix
     per_split = tl.cdiv(tl.cdiv(total, NUM_SPLITS), BLOCK_R) * BLOCK_R
     lo = split * per_split
@@ -394,10 +401,15 @@ def santa_attend(
             if SEARCH == 0:
                 u = tl.sum((ends[None, :] <= rows[:, None]).to(tl.int32), axis=1)
             else:
-                tl.static_assert((1 << LOG2_UMAX) == UMAX, "LOG2_UMAX must be log2(UMAX)")
-                # the tile's first entry by binary search; every entry has a row, so the tile's
-                # rows lie in the BLOCK_R entries from there: compare with those ends only
-                u0 = _count_below_last(row_pre + 1, tl.minimum(r0, union_rows - 1), UMAX, LOG2_UMAX)
+                # the tile's first entry (by binary search, or by counting the ends in registers);
+                # every entry has a row, so the tile's rows lie in the BLOCK_R entries from there:
+                # compare with those ends only
+                x = tl.minimum(r0, union_rows - 1)
+                if SEARCH == 2:
+                    u0 = tl.sum((ends <= x).to(tl.int32), axis=0)
+                else:
+                    tl.static_assert((1 << LOG2_UMAX) == UMAX, "LOG2_UMAX must be log2(UMAX)")
+                    u0 = _count_below_last(row_pre + 1, x, UMAX, LOG2_UMAX)
                 window = u0 + tl.arange(0, BLOCK_R)
                 w_ends = tl.load(row_pre + 1 + window, mask=window < UMAX, other=2147483647)
                 u = u0 + tl.sum((w_ends[None, :] <= rows[:, None]).to(tl.int32), axis=1)
