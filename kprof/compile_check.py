@@ -139,12 +139,9 @@ def record_launches(method_specs: tuple[str, ...], workload) -> list[LaunchRecor
 
 
 def with_pdl(rec: LaunchRecord) -> LaunchRecord:
-    """The same launch with the switches the interpreter records off turned on: programmatic
-    dependent launch (``PDL``) and in-kernel L2 prefetch (``PREFETCH``, inline PTX)."""
+    """The same launch with programmatic dependent launch on, where the kernel has a PDL switch."""
     import dataclasses
 
-    if "PREFETCH" in rec.constexprs:
-        rec = dataclasses.replace(rec, constexprs=rec.constexprs | {"PREFETCH": True})
     if "PDL" not in rec.constexprs:
         return rec
     return dataclasses.replace(rec, constexprs=rec.constexprs | {"PDL": True},
@@ -256,9 +253,8 @@ def _dump(kernel, rec: LaunchRecord, folder: Path) -> None:
 @click.option("--dump", type=click.Path(file_okay=False, path_type=Path),
               help="Also write each launch's TTGIR, PTX and SASS into this folder (layouts, shared-memory conversions, spills).")
 @click.option("--pdl", is_flag=True,
-              help="Compile launches that take a PDL constexpr with programmatic dependent launch on, "
-                   "and those with a PREFETCH constexpr with their L2 prefetch on (the interpreter "
-                   "records both off): checks the grid-dependency and prefetch code compiles.")
+              help="Compile launches that take a PDL constexpr with programmatic dependent launch on "
+                   "(the interpreter records them with it off): checks the grid-dependency code compiles.")
 @click.option("--record-only", is_flag=True, hidden=True, help="Internal: record launches as JSON on stdout.")
 def main(arch: int, methods: tuple[str, ...], shape: str, dump: Path | None, pdl: bool, record_only: bool) -> None:
     """Compile every Triton launch of the shipped methods for a GPU target, without a GPU."""

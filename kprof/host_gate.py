@@ -12,8 +12,13 @@ the host falls before the eviction, outside the measurement.
 
 The spin gives up after ``MAX_WAIT_NS`` (the device's %globaltimer) and counts that: a timed
 call that synchronises with the device inside the region (``.item()``, ``.cpu()``) would
-otherwise stall behind its own gate. Runners warn when it happened; those times include host
-time. Where the timed spin cannot be compiled, a poll-counting one is used; where neither can run
+otherwise stall behind its own gate. So would a kernel's first launch: with CUDA's lazy loading
+the module load waits for the running kernels, i.e. for the gate (measured on the H200 by
+``scripts/probe_host_gate.py``: a first Triton launch or first torch op blocks the host until the
+bound, a loaded one is held as long as asked). The runners warm every method up before timing,
+so only a call that launches new kernels each time hits it. Runners warn when it happened; those
+times include host time. (On the lent H200, %globaltimer ran 1.16 ns per host ns, so the bound
+is about 0.86 s there.) Where the timed spin cannot be compiled, a poll-counting one is used; where neither can run
 (no pinned memory for Triton), there is no gate and the runner says so.
 """
 
@@ -81,6 +86,11 @@ class HostGate:
                 self._spin = None
         if self._spin is None:
             raise RuntimeError("no spin kernel runs here: " + "; ".join(errors))
+
+    @property
+    def spin_kernel(self) -> str:
+        """Which spin this device runs: ``_spin_timed`` (%globaltimer) or ``_spin_until`` (polls)."""
+        return self._spin.__name__
 
     def hold(self) -> None:
         """Enqueue a kernel that keeps the stream waiting until :meth:`release`."""

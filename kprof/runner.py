@@ -98,7 +98,8 @@ class _RoundLoop:
             self.clock.synchronize()
             if self.gate is not None and (expired := self.gate.new_expiries()):
                 warnings.warn(f"round {r}: the host gate gave up on {expired} timed region(s) after "
-                              f"{MAX_WAIT_NS / 1e9:g} s: the timed call synchronises with the device or takes that "
+                              f"{MAX_WAIT_NS / 1e9:g} s: the timed call synchronises with the device, launches a kernel "
+                              "for the first time (its module load waits for the held stream) or takes that "
                               "long to enqueue, so those times include host time", stacklevel=2)
             if self.telemetry:
                 self.telemetry.end_round()

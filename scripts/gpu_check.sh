@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run every GPU check in one go on a CUDA machine; all logs go to OUTDIR.
-#   bash scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused|fathom-final|fathom-tests|fathom-probe|chain-screen|chain-profile|chain-attend|santa-final|gated-final|gate-check|session-check|santa-levers]
+#   bash scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused|fathom-final|fathom-tests|fathom-probe|chain-screen|chain-profile|chain-attend|santa-final|gated-final|gate-check|session-check|santa-screen]
 # Installs kprof without touching the machine's torch/triton, prints `kprof env`, runs the
 # `-m gpu` tests, then by mode: full = dense baselines and the timing protocol (full-protocol
 # comparisons, A/A checks, stages, graph and host-bound modes, order probe, dense benchmark;
@@ -27,13 +27,12 @@
 # the host gate's GPU tests, then the SANTA++ and Fathom issue comparisons behind it; gate-check =
 # the time-bounded gate's GPU tests, the harness tests and a short SANTA++ comparison behind it;
 # session-check = the host gate's GPU tests, then both issue comparisons at the defaults, eager and in
-# CUDA-graph replays, a SANTA++ launch-config screen and its chain costs; santa-levers = the gate
-# probe and tests, then attend's counted first entry and merge's L2 prefetch screened, validated
-# and split by launch;
+# CUDA-graph replays, a SANTA++ launch-config screen and its chain costs; santa-screen = the SANTA++,
+# gate and harness GPU tests, then a launch-config screen around the current attend;
 # acceptance = the headline SANTA++/Fathom comparisons, SANTA++ tuning and stages.
 # Each mode fits one 10-minute device call. Exits non-zero if any step failed (all steps still run).
 set -u
-out=${1:?usage: scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused|fathom-final|fathom-tests|fathom-probe|chain-screen|chain-profile|chain-attend|santa-final|gated-final|gate-check|session-check|santa-levers]}
+out=${1:?usage: scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused|fathom-final|fathom-tests|fathom-probe|chain-screen|chain-profile|chain-attend|santa-final|gated-final|gate-check|session-check|santa-screen]}
 mode=${2:-full}
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -317,25 +316,17 @@ if [ "$mode" = session-check ]; then
     --graph --rounds 3 --warmup-pairs 5 --observations 10 --config default --out "$out/fathom_compare_graph.json"
   echo "gpu_check: overall status $status (logs in $out)"; exit $status
 fi
-if [ "$mode" = santa-levers ]; then
-  # the gate (probe: first launches under a held stream), the GPU tests of what changed, then two
-  # SANTA++ levers on the chain's critical path: attend.SEARCH=2 (one load of all union ends
-  # instead of a binary search of dependent loads) and merge.PREFETCH=1 (member start rows pulled
-  # into L2 during merge's PDL prologue)
-  local_v=santa:attend.SEARCH=2,merge.PREFETCH=1
-  STEP_TIMEOUT=60 step probe_gate "$py" scripts/probe_host_gate.py --json "$out/probe_gate.json"
-  STEP_TIMEOUT=200 step pytest_levers "$py" -m pytest -q -p no:cacheprovider tests/test_host_gate.py \
-    tests/kernels/test_prefetch.py tests/kernels/santa/test_santa_kernels.py -k "host or gate or prefetch or search or whole_operator"
+if [ "$mode" = santa-screen ]; then
+  # the GPU tests of SANTA++ (attend.SEARCH=2 is the default now), the host gate and the harness,
+  # then a screen of launch configs around the new attend: the previous search as a control, score
+  # and reducer warps, score stages, attend splits and warps
+  STEP_TIMEOUT=240 step pytest_santa "$py" -m pytest -q -p no:cacheprovider tests/kernels/santa \
+    tests/kernels/test_dependent_launch.py tests/test_host_gate.py tests/test_gpu_harness.py tests/test_runner.py
   ensure_w32
-  STEP_TIMEOUT=60 step santa_validate_fp32 kprof validate --method santa:out=fp32,attend.SEARCH=2,merge.PREFETCH=1 \
-    --workload $W32 --realisations 3
-  STEP_TIMEOUT=120 step santa_variants kprof compare --method santa --method santa:attend.SEARCH=2 \
-    --method santa:merge.PREFETCH=1 --method $local_v --baseline flash \
-    --workload $W32 --config default --rounds 8 --out "$out/santa_variants.json"
-  STEP_TIMEOUT=90 step chain_santa kprof stages --chain --method santa --workload $W32 --config default \
-    --out "$out/chain_santa.json"
-  STEP_TIMEOUT=90 step chain_levers kprof stages --chain --method $local_v --workload $W32 --config default \
-    --out "$out/chain_levers.json"
+  STEP_TIMEOUT=150 step santa_variants kprof compare --method santa --method santa:attend.SEARCH=1 \
+    --method santa:score.num_warps=8 --method santa:score.num_stages=1 --method santa:attend.NUM_SPLITS=32 \
+    --method santa:attend.num_warps=2 --method santa:reduce.num_warps=4 --baseline flash \
+    --workload $W32 --config default --rounds 6 --out "$out/santa_variants.json"
   echo "gpu_check: overall status $status (logs in $out)"; exit $status
 fi
 if [ "$mode" = fathom-tests ]; then

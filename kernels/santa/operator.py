@@ -15,9 +15,7 @@ from kprof.errors import ConfigError
 
 from kprof.config_space import Constraint, LaunchConfig, LaunchSpace, Param
 from kprof.kernels.dense.split_kv import _split_kv_combine
-from kprof.kernels import INTERPRETED
 from kprof.kernels.dependent_launch import resolve_pdl
-from kprof.kernels.prefetch import lines_for
 from kprof.kernels.santa.preparation import SantaArtifacts
 from kprof.kernels.santa import triton_kernels
 from kprof.kernels.santa.triton_kernels import (LOG2E, santa_attend, santa_block_topk, santa_gumbel_dump,
@@ -57,15 +55,12 @@ LAUNCH_SPACES = {
         Param("GATHER", (0, 1), 0,
               "union position of a repeated team: 0 reads it back from a table in memory (measured as "
               "fast or faster on the H200), 1 gathers it from registers (tl.gather, Triton 3.2+)"),
-        Param("PREFETCH", (0, 1), 0,
-              "1: pull the KV head's member start rows into L2 before waiting for launch 2 "
-              "(inline PTX: no effect in the interpreter)"),
         Param("num_warps", (1, 2, 4, 8, 16), 8),
     ), (_TOPK_AVAILABLE, _GATHER_AVAILABLE)),
     "attend": LaunchSpace("attend", (
         Param("BLOCK_R", (16, 32, 64), 32, "virtual rows per tile"),
         Param("NUM_SPLITS", (1, 2, 4, 8, 16, 32, 64, 128), 64, "row ranges per KV head"),
-        Param("SEARCH", (0, 1, 2), 1, "union entry of each row: 0 compares it with every entry's end, "
+        Param("SEARCH", (0, 1, 2), 2, "union entry of each row: 0 compares it with every entry's end, "
               "1 binary-searches the tile's first entry, then compares with BLOCK_R ends; 2 finds "
               "that first entry by counting all ends (one load) instead"),
         Param("num_warps", (1, 2, 4, 8), 4),
@@ -105,7 +100,6 @@ class SantaDecode:
             raise ConfigError(f"K={k_teams} leaves no (K+1)-th team on a KV head with {self.m_min} teams: "
                               "use K < min teams or K >= max teams (dense path)")
         self.cfg = {name: dict(c) for name, c in config.items()}
-        self.prefetch_starts = bool(self.cfg["merge"]["PREFETCH"]) and not INTERPRETED
         self.kpad = max(2, triton.next_power_of_2(self.k + 1))
         if self.cfg["topk"]["BLOCK_T"] < self.kpad:
             raise ConfigError(f"topk.BLOCK_T={self.cfg['topk']['BLOCK_T']} cannot hold the K+1={self.k + 1} working set: "
@@ -183,7 +177,6 @@ class SantaDecode:
             GROUP=self.group, BLOCK_G=self.merge_g, NCP=self.ncp, NCAND=self.ncand, KPAD=self.kpad,
             UMAX=self.umax, FRESH=self.fresh, SELECT=self.cfg["merge"]["SELECT"],
             RADIX_BITS=self.cfg["merge"]["RADIX_BITS"], GATHER=bool(self.cfg["merge"]["GATHER"]), PDL=self.pdl,
-            PREFETCH=self.prefetch_starts, PREFETCH_LINES=lines_for(self.m_max, 4),
             num_warps=self.cfg["merge"]["num_warps"], **self._dependent,
         )
 

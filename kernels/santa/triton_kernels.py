@@ -12,7 +12,6 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from kprof.kernels.prefetch import prefetch_table_l2
 from kprof.kernels.dependent_launch import release_dependents, wait_for_predecessor
 from kprof.kernels.matmul import dot
 from kprof.kernels.santa.radix_select import select_top
@@ -256,8 +255,7 @@ def santa_merge_union(
     stride_ch, stride_sh, stride_lh, stride_selh, stride_uh, stride_um,
     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, NCP: tl.constexpr, NCAND: tl.constexpr, KPAD: tl.constexpr,
     UMAX: tl.constexpr, FRESH: tl.constexpr, SELECT: tl.constexpr, RADIX_BITS: tl.constexpr,
-    GATHER: tl.constexpr = False, PDL: tl.constexpr = False, PREFETCH: tl.constexpr = False,
-    PREFETCH_LINES: tl.constexpr = 1,
+    GATHER: tl.constexpr = False, PDL: tl.constexpr = False,
 ):
     """Launch 3, grid (Hkv,): global top-K and tau per head, corrections, GQA union.
 
@@ -277,9 +275,6 @@ def santa_merge_union(
     offs_u = tl.arange(0, UMAX)
     tl.store(UMask + kvh * stride_uh + offs_u[:, None] * stride_um + offs_g[None, :], 0)
     tl.store(ULogC + kvh * stride_uh + offs_u[:, None] * stride_um + offs_g[None, :], float("inf"))
-    # the members' start rows are read after the selection, each a DRAM miss after an eviction
-    # (nothing earlier touches the table): pull this KV head's into L2 while launch 2 runs
-    prefetch_table_l2(Starts + kvh * stride_lh, m_max, PREFETCH_LINES, PREFETCH)
     wait_for_predecessor(PDL)
     release_dependents(PDL)
     offs_c = tl.arange(0, NCP)
