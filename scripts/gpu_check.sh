@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run every GPU check in one go on a CUDA machine; all logs go to OUTDIR.
-#   bash scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused|fathom-final|fathom-tests|fathom-probe|chain-screen|chain-profile|chain-attend|santa-final|gated-final|gate-check|session-check|santa-screen]
+#   bash scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused|fathom-final|fathom-tests|fathom-probe|chain-screen|chain-profile|chain-attend|santa-final|gated-final|gate-check|session-check|santa-screen|issue-final]
 # Installs kprof without touching the machine's torch/triton, prints `kprof env`, runs the
 # `-m gpu` tests, then by mode: full = dense baselines and the timing protocol (full-protocol
 # comparisons, A/A checks, stages, graph and host-bound modes, order probe, dense benchmark;
@@ -28,11 +28,13 @@
 # the time-bounded gate's GPU tests, the harness tests and a short SANTA++ comparison behind it;
 # session-check = the host gate's GPU tests, then both issue comparisons at the defaults, eager and in
 # CUDA-graph replays, a SANTA++ launch-config screen and its chain costs; santa-screen = the SANTA++,
-# gate and harness GPU tests, then a launch-config screen around the current attend;
+# gate and harness GPU tests, then a launch-config screen around the current attend; issue-final =
+# both issues' measurements at the defaults (SANTA++ validation, comparisons eager and in graph
+# replays, stages, chain costs, ncu durations; Fathom against scan32 eager and in replays);
 # acceptance = the headline SANTA++/Fathom comparisons, SANTA++ tuning and stages.
 # Each mode fits one 10-minute device call. Exits non-zero if any step failed (all steps still run).
 set -u
-out=${1:?usage: scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused|fathom-final|fathom-tests|fathom-probe|chain-screen|chain-profile|chain-attend|santa-final|gated-final|gate-check|session-check|santa-screen]}
+out=${1:?usage: scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused|fathom-final|fathom-tests|fathom-probe|chain-screen|chain-profile|chain-attend|santa-final|gated-final|gate-check|session-check|santa-screen|issue-final]}
 mode=${2:-full}
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -327,6 +329,28 @@ if [ "$mode" = santa-screen ]; then
     --method santa:score.num_warps=8 --method santa:score.num_stages=1 --method santa:attend.NUM_SPLITS=32 \
     --method santa:attend.num_warps=2 --method santa:reduce.num_warps=4 --baseline flash \
     --workload $W32 --config default --rounds 6 --out "$out/santa_variants.json"
+  echo "gpu_check: overall status $status (logs in $out)"; exit $status
+fi
+if [ "$mode" = issue-final ]; then
+  # both issues' measurements at the defaults: SANTA++ fp32 validation, the issue comparison
+  # (full default protocol) eager and in graph replays, isolated stages, chain costs and ncu
+  # kernel durations; Fathom against scan32 eager and in graph replays
+  ensure_w32
+  STEP_TIMEOUT=60 step santa_validate_fp32 kprof validate --method santa:out=fp32 --workload $W32 --realisations 3
+  santa_issue_compare
+  STEP_TIMEOUT=90 step santa_compare_graph kprof compare --method santa --method cudnn --baseline flash \
+    --workload $W32 --graph --rounds 10 --config default --out "$out/santa_compare_graph.json"
+  STEP_TIMEOUT=120 step santa_stages kprof stages --method santa --workload $W32 --config default \
+    --out "$out/santa_stages.json"
+  STEP_TIMEOUT=90 step chain_santa kprof stages --chain --method santa --workload $W32 --config default \
+    --out "$out/chain_santa.json"
+  STEP_TIMEOUT=100 step ncu_santa kprof ncu --method santa --workload $W32 --captures 3 --out "$out/ncu_santa" \
+    --latency-from "$out/santa_compare.json"
+  ensure_f1m
+  STEP_TIMEOUT=80 step fathom_compare kprof compare --method fathom --baseline scan32 --workload $F1M --rounds 3 \
+    --warmup-pairs 5 --observations 10 --config default --out "$out/fathom_compare.json"
+  STEP_TIMEOUT=80 step fathom_compare_graph kprof compare --method fathom --baseline scan32 --workload $F1M \
+    --graph --rounds 3 --warmup-pairs 5 --observations 10 --config default --out "$out/fathom_compare_graph.json"
   echo "gpu_check: overall status $status (logs in $out)"; exit $status
 fi
 if [ "$mode" = fathom-tests ]; then
