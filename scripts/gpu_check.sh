@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run every GPU check in one go on a CUDA machine; all logs go to OUTDIR.
-#   bash scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused|fathom-final|fathom-tests|fathom-probe|chain-screen|chain-profile|chain-attend|santa-final|gated-final|gate-check|session-check|santa-screen|issue-final]
+#   bash scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused|fathom-final|fathom-tests|fathom-probe|chain-screen|chain-profile|chain-attend|santa-final|gated-final|gate-check|session-check|santa-screen|issue-final|fathom-pieces]
 # Installs kprof without touching the machine's torch/triton, prints `kprof env`, runs the
 # `-m gpu` tests, then by mode: full = dense baselines and the timing protocol (full-protocol
 # comparisons, A/A checks, stages, graph and host-bound modes, order probe, dense benchmark;
@@ -31,10 +31,11 @@
 # gate and harness GPU tests, then a launch-config screen around the current attend; issue-final =
 # both issues' measurements at the defaults (SANTA++ validation, comparisons eager and in graph
 # replays, stages, chain costs, ncu durations; Fathom against scan32 eager and in replays);
+# fathom-pieces = the pipelined step at 3, 4 and 6 KV-head ranges against scan32;
 # acceptance = the headline SANTA++/Fathom comparisons, SANTA++ tuning and stages.
 # Each mode fits one 10-minute device call. Exits non-zero if any step failed (all steps still run).
 set -u
-out=${1:?usage: scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused|fathom-final|fathom-tests|fathom-probe|chain-screen|chain-profile|chain-attend|santa-final|gated-final|gate-check|session-check|santa-screen|issue-final]}
+out=${1:?usage: scripts/gpu_check.sh OUTDIR [full|quick|santa|fathom|ncu|acceptance|screen|tune|fathom-screen|fathom-tune|fathom-stages|fathom-retune|fathom-fused|fathom-final|fathom-tests|fathom-probe|chain-screen|chain-profile|chain-attend|santa-final|gated-final|gate-check|session-check|santa-screen|issue-final|fathom-pieces]}
 mode=${2:-full}
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -351,6 +352,15 @@ if [ "$mode" = issue-final ]; then
     --warmup-pairs 5 --observations 10 --config default --out "$out/fathom_compare.json"
   STEP_TIMEOUT=80 step fathom_compare_graph kprof compare --method fathom --baseline scan32 --workload $F1M \
     --graph --rounds 3 --warmup-pairs 5 --observations 10 --config default --out "$out/fathom_compare_graph.json"
+  echo "gpu_check: overall status $status (logs in $out)"; exit $status
+fi
+if [ "$mode" = fathom-pieces ]; then
+  # the pipelined step's range count at 1M tokens: 4 (default) against 3 and 6 for Fathom and 6 for
+  # scan32 (uneven ranges: the last selection covers one KV head), eagerly against scan32
+  ensure_f1m
+  STEP_TIMEOUT=200 step fathom_pieces kprof compare --method fathom --method fathom:pieces=3 --method fathom:pieces=6 \
+    --method scan32:pieces=6 --baseline scan32 --workload $F1M --rounds 3 --warmup-pairs 5 --observations 10 \
+    --config default --out "$out/fathom_pieces.json"
   echo "gpu_check: overall status $status (logs in $out)"; exit $status
 fi
 if [ "$mode" = fathom-tests ]; then
