@@ -356,7 +356,7 @@ if [ "$mode" = issue-final ]; then
 fi
 if [ "$mode" = fathom-pieces ]; then
   # the pipelined step's range count at 1M tokens: 4 (default) against 3 and 6 for Fathom and 6 for
-  # scan32 (uneven ranges: the last selection covers one KV head), eagerly against scan32
+  # scan32 (6 ranges of 1-2 KV heads: more selections to hide, a shorter scan per range)
   ensure_f1m
   STEP_TIMEOUT=200 step fathom_pieces kprof compare --method fathom --method fathom:pieces=3 --method fathom:pieces=6 \
     --method scan32:pieces=6 --baseline scan32 --workload $F1M --rounds 3 --warmup-pairs 5 --observations 10 \
