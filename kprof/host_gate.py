@@ -18,8 +18,8 @@ the module load waits for the running kernels, i.e. for the gate (measured on th
 bound, a loaded one is held as long as asked). The runners warm every method up before timing,
 so only a call that launches new kernels each time hits it. Runners warn when it happened; those
 times include host time. (On the lent H200, %globaltimer ran 1.16 ns per host ns, so the bound
-is about 0.86 s there.) Where the timed spin cannot be compiled, a poll-counting one is used; where neither can run
-(no pinned memory for Triton), there is no gate and the runner says so.
+is about 0.86 s there.) Where the timed spin cannot be compiled, a poll-counting one is used;
+where neither can run (no pinned memory for Triton), there is no gate and the runner says so.
 """
 
 from __future__ import annotations

@@ -119,7 +119,8 @@ def test_whole_operator_matches_reference_with_its_own_selection(make_workload, 
 def test_attend_row_to_entry_search_both_ways(make_workload, target, search, suffix_rows, single_row_teams):
     """attend.SEARCH 0 (compare with every entry's end), 1 (binary search of the tile's first
     entry, then a window of BLOCK_R ends) and 2 (that first entry by counting every end) map
-    every union row to its team, with and without an exact suffix. Single-row teams make a tile span BLOCK_R entries, the window's full width."""
+    every union row to its team, with and without an exact suffix. Single-row teams make a tile
+    span BLOCK_R entries, the window's full width."""
     over = {"attend": {"BLOCK_R": 16, "NUM_SPLITS": 4, "SEARCH": search}}
     shape = dict(p=2, r=2, k=20) if single_row_teams else dict(k=6)
     w, layout, op = _setup(make_workload, target, seed=19, suffix=suffix_rows, overrides=over, **shape)
