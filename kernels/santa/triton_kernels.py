@@ -366,14 +366,9 @@ def santa_attend(
     row_pre = URowPre + kvh * (UMAX + 1)
     if ALL_TEAMS:
         union_rows = n_prompt
-    elif SEARCH == 0:
-        # end of each union entry's rows (URowPre[1..UMAX]; entries past the count repeat the
-        # total, so no row maps to them and the count itself is never needed)
-        ends = tl.load(row_pre + 1 + offs_u)
-        union_rows = tl.max(ends, axis=0)
     else:
         union_rows = tl.load(row_pre + UMAX)  # the last end: entries past the count repeat the total
-        if SEARCH == 2:  # every end in one load beside it: one round trip instead of log2(UMAX)
+        if SEARCH != 1:  # every entry's end (URowPre[1..UMAX]) in one load beside it
             ends = tl.load(row_pre + 1 + offs_u)
     total = union_rows + n_suffix
     per_split = tl.cdiv(tl.cdiv(total, NUM_SPLITS), BLOCK_R) * BLOCK_R
