@@ -41,7 +41,7 @@ DEFAULT_METHODS = (
     "santa:topk.SELECT=1", "santa:out=fp32", "santa:k=1000000", "fathom", "scan32", "sparq16", "scan-full",
     "fathom:index=hbm", "fathom:topk.PRUNE=0", "scan32:scan.BLOCKS=4,scan.num_warps=8",
     # k = 64 fits 128 chunks of 32 tokens, so the Triton top-k runs (k = 512 needs 16K+ tokens)
-    "fathom:k=64", "fathom:k=64,topk.RADIX_BITS=4,topk.SEARCH=0", "fathom:k=64,topk.SEARCH=0",
+    "fathom:k=64", "fathom:k=64,topk.UNION=0,pieces=1", "fathom:k=64,topk.RADIX_BITS=4,topk.SEARCH=0", "fathom:k=64,topk.SEARCH=0",
     "scan32:gather=copy,fetch.PAIRED=0",
 )
 RECORD_TOKENS = 4096
@@ -114,7 +114,7 @@ def record_launches(method_specs: tuple[str, ...], workload) -> list[LaunchRecor
                 signature[p.name], constexprs[p.name] = "constexpr", bound[p.name]
             else:
                 signature[p.name] = _arg_type(bound[p.name])
-        options = {k: int(kwargs[k]) for k in ("num_warps", "num_stages") if k in kwargs}
+        options = {k: int(kwargs[k]) for k in ("num_warps", "num_stages", "maxnreg") if kwargs.get(k) is not None}
         aligned = tuple(name for name, kind in signature.items() if kind != "constexpr" and _divisible_by_16(bound[name]))
         rec = LaunchRecord(self.fn.__module__, self.fn.__name__, signature, constexprs, options, aligned)
         seen.setdefault(rec.key(), rec)

@@ -7,7 +7,7 @@
 # Session-specific screens of earlier sessions live in git history: each results folder's README
 # names the commit and mode that produced it.
 set -u
-MODES="full quick santa santa-screen issue-final gate-check screen tune ncu fathom fathom-screen fathom-tests fathom-tune fathom-final"
+MODES="full quick santa santa-screen issue-final gate-check screen tune ncu fathom fathom-screen fathom-tests fathom-tune fathom-final timeline fathom-pipeline santa-floor"
 usage() {
   cat <<EOF
 usage: scripts/gpu_check.sh OUTDIR [MODE]
@@ -28,6 +28,13 @@ usage: scripts/gpu_check.sh OUTDIR [MODE]
   fathom-tests  every Fathom kernel test on the GPU (compile-heavy: most of a call)
   fathom-tune   kprof tune of the Fathom launches at 1M tokens, then tuned and default comparisons
   fathom-final  the Fathom issue's measurements (tests, screen, comparisons, stages, HBM, gather)
+  timeline      kernel timelines (CUPTI) of Fathom and scan32 steps at 1M tokens, eager and graph,
+                pipelined and not (scripts/probe_step_timeline.py)
+  fathom-pipeline the pipelined step's GPU tests (scan work queue, waiting top-k, union in the
+                top-k, graph replay), its timeline as a comparison runs it, the Fathom issue's
+                comparisons eager and in graphs, and 4 against 8 pipeline ranges
+  santa-floor   the floor of any five-launch SANTA++ chain: empty and data-movement-only chains
+                with SANTA++'s grids against Flash and SANTA++ (scripts/probe_chain_floor.py)
 EOF
 }
 out=${1:-}
@@ -241,6 +248,28 @@ mode_fathom-final() {
   STEP_TIMEOUT=50 step fathom_compare_hbm kprof compare --method fathom:index=hbm --baseline scan32:index=hbm \
     --workload $F1M --rounds 2 --warmup-pairs 5 --observations 10 --out "$out/fathom_hbm.json"
   STEP_TIMEOUT=40 step gather_bench "$py" scripts/bench_gather.py
+}
+mode_timeline() {
+  ensure_f1m
+  STEP_TIMEOUT=300 step timeline "$py" scripts/probe_step_timeline.py --workload $F1M --steps 20 \
+    --json "$out/timeline.json" fathom scan32 fathom:pieces=1 scan32:pieces=1 fathom:pieces=8
+}
+mode_fathom-pipeline() {
+  STEP_TIMEOUT=240 step pytest_pipeline "$py" -m pytest -q -p no:cacheprovider tests/kernels/fathom \
+    -k "replays_from_a_graph or counts_tiles or waits_for_the_scan or union_built_inside"
+  ensure_f1m
+  # as kprof compare runs them: alternating, the host enqueueing ahead (one sync per round)
+  STEP_TIMEOUT=100 step timeline_rounds "$py" scripts/probe_step_timeline.py --workload $F1M --steps 20 \
+    --interleave --no-sync --no-graph --json "$out/timeline_rounds.json" fathom scan32
+  fathom_issue_compare
+  fathom_issue_compare --graph
+  STEP_TIMEOUT=120 step fathom_compare_pieces kprof compare --method fathom --method fathom:pieces=8 \
+    --method scan32:pieces=8 --baseline scan32 --workload $F1M --rounds 3 --warmup-pairs 5 --observations 10 \
+    --config default --out "$out/fathom_compare_pieces.json"
+}
+mode_santa-floor() {
+  ensure_w32
+  STEP_TIMEOUT=150 step chain_floor "$py" scripts/probe_chain_floor.py --workload $W32 --json "$out/chain_floor.json"
 }
 
 step install "$py" -m pip install -q --no-deps --no-build-isolation -e .

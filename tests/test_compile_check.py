@@ -8,7 +8,9 @@ import textwrap
 import pytest
 
 # fathom at k = 64: the recording workload (4,096 tokens) then has enough chunks for the Triton top-k
-_METHODS = ("triton-dense", "santa", "santa:topk.SELECT=2,merge.SELECT=2,topk.RADIX_BITS=4", "fathom:k=64")
+# (its union inside the top-k launch; topk.UNION=0 launches the union on its own)
+_METHODS = ("triton-dense", "santa", "santa:topk.SELECT=2,merge.SELECT=2,topk.RADIX_BITS=4", "fathom:k=64",
+            "fathom:k=64,topk.UNION=0,pieces=1")
 
 
 def _compiler_available() -> bool:

@@ -31,6 +31,7 @@ from kprof.kernels.fathom.triton_kernels import fathom_attend, fathom_fetch_rows
 SINK_TOKENS = 4
 RECENT_TOKENS = 32
 GATHER_MODES = ("copy", "fused")
+WAIT_POLLS = 10_000_000  # a pipelined top-k's reads of the scan's count before it gives up (seconds)
 MAX_TRITON_TOPK_ROW = 65536  # chunk maxima or candidate tokens one Triton top-k program holds (2M tokens)
 LAUNCH_SPACES = dict(SCAN_SPACES) | {
     # PRUNE 2 (default): one Triton program per head picks the k chunks (32 tokens) with the best
@@ -43,7 +44,9 @@ LAUNCH_SPACES = dict(SCAN_SPACES) | {
                                  Param("RADIX_BITS", (0, 2, 4, 8), 0, "threshold search of the Triton top-k: "
                                        "0 bisection (32 counting steps), else radix select with digits this wide"),
                                  Param("SEARCH", (0, 1), 1, "bisection range: 0 the whole int32 range; 1 bracketed "
-                                       "by bounds from the data, stopping when a count is exactly k")),
+                                       "by bounds from the data, stopping when a count is exactly k"),
+                                 Param("UNION", (0, 1), 1, "1: the last top-k program of each KV head builds its "
+                                       "union (no union launch; PRUNE 2 only); 0: the union launches on its own")),
                         (Constraint("topk.RADIX_BITS > 0 needs topk.SEARCH=0 (SEARCH 1 brackets the bisection)",
                                     lambda c, s: c["SEARCH"] == 0 or c["RADIX_BITS"] == 0),)),
     # sm_90, G = 4, k = 512: 16 warps 90 registers per thread, 8 warps 204, 4 warps spill
@@ -138,13 +141,16 @@ class FathomDecode:
         self.store, self.k_rows, self.v_rows = residency.store, residency.k_rows, residency.v_rows
         self.q = q.to(device).contiguous()
         self.cfg = config
-        self.scan = FathomScan(self.q, self.store, policy, config, device, fused=gather == "fused")
-        n_chunks = self.scan.n_chunks
+        n_chunks = triton.cdiv(n, CHUNK)
         prune = config["topk"]["PRUNE"]
         fits = self.k_top <= n_chunks and self.k_top * CHUNK < n  # k chunks exist and prune something
         if prune == 2 and fits and max(n_chunks, self.k_top * CHUNK) > MAX_TRITON_TOPK_ROW:
             prune = 1  # the Triton top-k keeps a row in registers; longer rows take the torch launches
         self.prune = prune if fits else 0
+        # the torch top-k variants launch over all heads at once: they run unpipelined
+        self.pieces = split_heads(hkv, self.group, pieces if self.prune == 2 else 1)
+        pipelined = len(self.pieces) > 1 and torch.device(device).type == "cuda"
+        self.scan = FathomScan(self.q, self.store, policy, config, device, fused=gather == "fused", reserve=pipelined)
         e = self.group * self.k_top
         self.entries = e
         i64 = torch.int64
@@ -162,6 +168,8 @@ class FathomDecode:
             self.top_vals = torch.empty(hq, self.k_top, dtype=torch.float32, device=device)
             self.unsorted_idx = torch.empty(hq, self.k_top, dtype=i64, device=device)
             self.sort_perm = torch.empty(hq, self.k_top, dtype=i64, device=device)
+        self.arrived = torch.zeros(hkv, dtype=torch.int32, device=device)  # top-k programs done per KV head
+        self.union_in_topk = self.prune == 2 and bool(config["topk"]["UNION"])
         self.sorted_rows = torch.empty(hkv, e, dtype=i64, device=device)
         self.first = torch.ones(hkv, e, dtype=torch.bool, device=device)
         self.slot = torch.empty(hkv, e, dtype=i64, device=device)
@@ -178,31 +186,33 @@ class FathomDecode:
         self.part_l = torch.empty_like(self.part_m)
         self.part_acc = torch.empty(hq, self.splits, d, dtype=torch.float32, device=device)
         self.all_heads = self.scan.all_heads
-        # the torch top-k variants launch over all heads at once: they run unpipelined
-        self.pieces = split_heads(hkv, self.group, pieces if self.prune == 2 else 1)
-        pipelined = len(self.pieces) > 1 and torch.device(device).type == "cuda"
         self.side = torch.cuda.Stream(device, priority=-1) if pipelined else None
-        self.scanned = [torch.cuda.Event() if pipelined else None for _ in self.pieces]
+        self.planned = torch.cuda.Event() if pipelined else None
         self.selected = torch.cuda.Event() if pipelined else None
         self.bind()
 
-    def bound_topk(self, heads: HeadRange) -> Callable[[], None]:
+    def bound_topk(self, heads: HeadRange, wait: bool = False) -> Callable[[], None]:
         """Each head's top-k token ids, ascending (the union merges sorted lists). Only the Triton
-        top-k (PRUNE 2) takes a head range: the torch variants run over all heads, unpipelined."""
+        top-k (PRUNE 2) takes a head range: the torch variants run over all heads, unpipelined.
+        ``wait``: each program first waits for the scan to finish its KV head (a pipelined step
+        launches it beside the scan)."""
         if self.prune < 2:  # through a proxy: a bound method kept in self would make a reference cycle
             return functools.partial(FathomDecode._torch_topk, weakref.proxy(self))
         c = self.cfg["topk"]
-        q = heads.q
+        q, kv = heads.q, heads.kv
         block_t = triton.next_power_of_2(self.k_top * CHUNK)
         block_c = triton.next_power_of_2(self.scan.n_chunks)
         return bound_launch(
             fathom_topk, (heads.n_q,),
             self.scan.scores_padded[q], self.scan.chunk_max[q], self.chunk_idx[q], self.top_idx[q],
-            self.n, self.scan.n_chunks, self.k_top, self.scan.scores_padded.stride(0),
-            self.scan.chunk_max.stride(0), self.top_idx.stride(0),
+            self.scan.scanned[kv], self.scan.wait_expiries, self.sorted_rows[kv], self.first[kv], self.slot[kv],
+            self.head_slots[q], self.arrived[kv], self.n, self.scan.n_chunks, self.k_top,
+            self.scan.scores_padded.stride(0), self.scan.chunk_max.stride(0), self.top_idx.stride(0),
+            self.scan.tiles_per_head, WAIT_POLLS, self.entries, self.head_slots.stride(0),
             CHUNK=CHUNK, SINK=SINK_TOKENS, RECENT=RECENT_TOKENS, BLOCK_C=block_c, BLOCK_T=block_t,
-            TILE=min(4096, block_c, block_t), RADIX_BITS=c["RADIX_BITS"], SEARCH=c["SEARCH"],
-            num_warps=c["num_warps"])
+            TILE=min(4096, block_c, block_t), RADIX_BITS=c["RADIX_BITS"], SEARCH=c["SEARCH"], WAIT=wait,
+            GROUP=self.group, UNION=self.union_in_topk, BLOCK_E=triton.next_power_of_2(self.entries),
+            SEARCH_STEPS=self.k_top.bit_length(), num_warps=c["num_warps"])
 
     def _torch_topk(self) -> None:
         """The torch top-k launches (PRUNE 0: one torch.topk per row; 1: chunk-pruned), all heads."""
@@ -259,18 +269,20 @@ class FathomDecode:
 
         return attend
 
-    def selection_launches(self, heads: HeadRange) -> tuple:
-        """The bound launches after the scan for ``heads``: top-k, union, fetch, attend."""
-        return (("topk", self.bound_topk(heads)), ("union", self.bound_union(heads)),
-                ("fetch", self.bound_fetch(heads)), ("attend", self.bound_attend(heads)))
+    def selection_launches(self, heads: HeadRange, wait: bool = False) -> tuple:
+        """The bound launches after the scan for ``heads``: top-k, union (unless the top-k builds
+        it: ``topk.UNION``), fetch, attend."""
+        union = () if self.union_in_topk else (("union", self.bound_union(heads)),)
+        return (("topk", self.bound_topk(heads, wait)), *union, ("fetch", self.bound_fetch(heads)),
+                ("attend", self.bound_attend(heads)))
 
     def bind(self) -> None:
         """Fix every launch's arguments and per-head views to the current buffers, once: a run
         then costs the host only Triton's dispatch (again after replacing a buffer)."""
         self.scan.bind()
         self._stages = (*self.scan.stages(), *self.selection_launches(self.all_heads))
-        # per piece: (index reads, selection); one piece runs self._stages
-        self._piece_launches = [(self.scan.read_launches(p), self.selection_launches(p))
+        # per piece, its selection, whose top-k waits for the scan (one piece runs self._stages)
+        self._piece_launches = [self.selection_launches(p, wait=True)
                                 for p in self.pieces] if len(self.pieces) > 1 else []
 
     def stages(self):
@@ -278,35 +290,39 @@ class FathomDecode:
         return self._stages
 
     def run(self) -> torch.Tensor:
-        """One step. With several pieces, piece p's selection (top-k to attend) runs on a second,
-        higher-priority stream while the scan of piece p + 1 reads the index: the selection's
-        latency-bound launches and the fetch hide under the next piece's PCIe stream, and only
-        the last piece's selection is exposed. Every scan is enqueued before any selection: each
-        launch costs the host tens of microseconds, and scans enqueued between selections would
-        leave the GPU waiting for the host. On the CPU the pieces run one after another. Runs
-        must come from one stream (the next run's scans wait for this run's selections there)."""
+        """One step. With several pieces, the scan runs as one launch over every head while each
+        piece's selection (top-k to attend) runs on a second, higher-priority stream: its top-k
+        waits inside the kernel until the scan has finished the piece's KV heads (the scan
+        counts tiles per head), so there is no launch boundary in the scan and each piece's
+        selection starts as soon as its heads are scanned, on SMs the scan leaves free. The
+        selections' latency-bound launches and the fetch hide under the rest of the scan's PCIe
+        stream; only the last piece's selection is exposed. On the CPU the pieces run one after
+        another. Runs must come from one stream (the next run's plan waits for this run's
+        selections there)."""
         if len(self.pieces) == 1:
             for _, launch in self._stages:
                 launch()
             return self.out
         self.scan.launch_plan()
         if self.side is None:
-            for reads, selection in self._piece_launches:
-                for _, launch in (*reads, *selection):
-                    launch()
-            return self.out
-        for (reads, _), scanned in zip(self._piece_launches, self.scanned):
-            for _, launch in reads:
+            for _, launch in (*self.scan.reads, *(x for sel in self._piece_launches for x in sel)):
                 launch()
-            scanned.record()
-        for (_, selection), scanned in zip(self._piece_launches, self.scanned):
-            self.side.wait_event(scanned)
-            with torch.cuda.stream(self.side):
+            return self.out
+        self.planned.record()
+        for _, launch in self.scan.reads:
+            launch()
+        self.side.wait_event(self.planned)  # the plan zeroes the counts the top-ks wait on
+        with torch.cuda.stream(self.side):
+            for selection in self._piece_launches:
                 for _, launch in selection:
                     launch()
         self.selected.record(self.side)
         torch.cuda.current_stream(self.side.device).wait_event(self.selected)
         return self.out
+
+    def wait_expiries(self) -> int:
+        """Top-k waits on the scan that gave up since the step was built (0 in a correct run)."""
+        return int(self.scan.wait_expiries.item())
 
     def winners(self) -> torch.Tensor:
         """Selected token indices per query head ``[Hq, k]`` of the last run (host copy)."""

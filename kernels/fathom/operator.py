@@ -37,6 +37,14 @@ LAUNCH_SPACES = {
         # 1M tokens, H200, host index: the isolated scan 1,252 -> 1,249 and 1,262 -> 1,251 us at 2 in
         # two screens (whole steps moved by -52 and +87 us); no register cost (168 either way)
         Param("AHEAD", (1, 2), 2, "channels whose plane loads are in flight ahead of the arithmetic"),
+        Param("WORKERS", (2, 3, 4, 8), 4, "persistent scan programs launched per SM (GPU); at the default "
+              "tile 3 fit, so 4 keeps every SM full"),
+        Param("RESERVE", (0, 4, 8, 16), 8, "SMs a pipelined step's scan leaves to the selection launches "
+              "beside it (GPU)"),
+        # sm_90, G = 4, default tile: the worker loop takes ptxas from 168 to 192-196 registers (3 -> 2
+        # programs per SM); capped at 160 it compiles without spills
+        Param("MAXNREG", (-1, 0, 160, 168, 192), -1, "register cap per thread: -1 = 160 where each thread "
+              "holds at most 64 accumulators (G <= 4 at the default tile), else none; 0 = none"),
     ), (Constraint("each thread's G x tokens fp32 accumulators must fit in registers: "
                    "pow2(G) * BLOCKS * 64 / (32 * num_warps) <= 128",
                    lambda c, s: max(2, triton.next_power_of_2(s.hq // s.hkv)) * c["BLOCKS"] * 2 // c["num_warps"] <= 128),)),
@@ -110,9 +118,10 @@ ALL_CHANNELS = ChannelPolicy(POLICY_ALL)
 
 class FathomScan:
     def __init__(self, q: torch.Tensor, store: FathomStore, policy: ChannelPolicy | float, config: dict,
-                 device: torch.device, fused: bool = False):
+                 device: torch.device, fused: bool = False, reserve: bool = False):
         """``fused``: the scan reads the active channels' planes where the store keeps them (its
-        loads are the gather: the same bytes, no staging copy and no second pass over them)."""
+        loads are the gather: the same bytes, no staging copy and no second pass over them).
+        ``reserve``: leave ``scan.RESERVE`` SMs to launches running beside the scan (GPU only)."""
         policy = water(policy) if isinstance(policy, (int, float)) else policy
         self.fused = fused
         self.q = store.query(q).contiguous().to(device)
@@ -147,6 +156,16 @@ class FathomScan:
         self.chunk_max = torch.empty(self.hq, self.n_chunks, dtype=torch.float32, device=device)
         self.block_g = max(2, triton.next_power_of_2(self.group))
         self.all_heads = HeadRange(0, self.hkv, self.group)
+        # the scan's work queue: [0] next tile, [1] workers gone, [2 + h] tiles of KV head h
+        # scanned (zeroed by the plan), [2 + Hkv] top-k waits that gave up
+        self.work = torch.zeros(3 + self.hkv, dtype=i32, device=device)
+        self.tiles_per_head = triton.cdiv(self.nb, config["scan"]["BLOCKS"])
+        n_tiles = self.hkv * self.tiles_per_head
+        on_gpu = torch.device(device).type == "cuda"
+        sms = torch.cuda.get_device_properties(device).multi_processor_count if on_gpu else 0
+        # the interpreter runs programs one after another: one worker takes every tile
+        self.workers = min(n_tiles, sms * config["scan"]["WORKERS"]) if on_gpu else 2
+        self.reserve = min(config["scan"]["RESERVE"], sms // 2) if (reserve and on_gpu) else 0
         self.bind()
 
     def bind(self) -> None:
@@ -154,31 +173,31 @@ class FathomScan:
         self._plan = bound_launch(
             fathom_plan, (self.hkv,),
             self.q, self.var, self.depth, self.dst, self.active, self.active_depth, self.active_dst, self.n_active,
-            self.theta, float(self.policy.budget), self.q.stride(0), self.var.stride(0), self.nb,
+            self.theta, self.work, float(self.policy.budget), self.q.stride(0), self.var.stride(0), self.nb,
             GROUP=self.group, BLOCK_G=self.block_g, D=self.d, STEPS=30, POLICY=self.policy.kind,
             CHANNELS=max(1, self.policy.channels), num_warps=self.cfg["plan"]["num_warps"])
-        self._stages = (("plan", self._plan), *self.read_launches(self.all_heads))
+        self.reads = self.read_launches()
+        self._stages = (("plan", self._plan), *self.reads)
 
     def launch_plan(self) -> None:
         self._plan()
 
-    def bound_gather(self, heads: HeadRange) -> Callable[[], None]:
+    def bound_gather(self) -> Callable[[], None]:
+        """The gather over all heads (``gather=copy``: the scan then reads the staged planes)."""
         if self.fused:
             raise RuntimeError("a fused scan reads the store itself: there is no gather to launch")
         c = self.cfg["gather"]
         s = self.store
-        r = heads.kv
         chunks = triton.cdiv(4 * self.nb, c["CHUNK"])
         return bound_launch(
-            fathom_gather, (chunks, self.d, heads.n_kv),
-            s.planes[r], s.scales[r], self.depth[r], self.dst[r], self.staged[r], self.staged_scales[r],
-            self.nb, self.staged_words,
+            fathom_gather, (chunks, self.d, self.hkv),
+            s.planes, s.scales, self.depth, self.dst, self.staged, self.staged_scales, self.nb, self.staged_words,
             s.planes.stride(0), s.planes.stride(1), s.scales.stride(0), s.scales.stride(1),
             D=self.d, CHUNK=c["CHUNK"], num_warps=c["num_warps"])
 
-    def bound_scan(self, heads: HeadRange) -> Callable[[], None]:
+    def bound_scan(self) -> Callable[[], None]:
+        """The scan over all heads: persistent workers taking tiles head by head (``fathom_scan``)."""
         c = self.cfg["scan"]
-        kv, q = heads.kv, heads.q
         if self.fused:
             planes, scales = self.store.planes, self.store.scales
             stride_wh, stride_wd = planes.stride(0), planes.stride(1)
@@ -186,21 +205,40 @@ class FathomScan:
             planes, scales = self.staged, self.staged_scales
             stride_wh, stride_wd = self.staged_words, 0
         return bound_launch(
-            fathom_scan, (heads.n_kv, triton.cdiv(self.nb, c["BLOCKS"])),
-            self.q[q], planes[kv].view(torch.int32), scales[kv], self.active[kv], self.active_depth[kv],
-            self.active_dst[kv], self.n_active[kv], self.scores[q], self.chunk_max[q], self.store.n, self.nb,
-            stride_wh, stride_wd, self.q.stride(0), scales.stride(0), scales.stride(1), self.scores.stride(0),
-            self.chunk_max.stride(0), GROUP=self.group, BLOCK_G=self.block_g, D=self.d, BLOCKS=c["BLOCKS"],
-            FUSED=self.fused, AHEAD=c["AHEAD"], num_warps=c["num_warps"])
+            fathom_scan, (self.workers,),
+            self.q, planes.view(torch.int32), scales, self.active, self.active_depth, self.active_dst, self.n_active,
+            self.scores, self.chunk_max, self.work, self.store.n, self.nb, stride_wh, stride_wd, self.q.stride(0),
+            scales.stride(0), scales.stride(1), self.scores.stride(0), self.chunk_max.stride(0),
+            self.hkv * self.tiles_per_head, self.tiles_per_head, GROUP=self.group, BLOCK_G=self.block_g, D=self.d,
+            BLOCKS=c["BLOCKS"], FUSED=self.fused, AHEAD=c["AHEAD"], RESERVE=self.reserve, num_warps=c["num_warps"],
+            maxnreg=self.register_cap())
+
+    def register_cap(self) -> int | None:
+        """The scan's ``maxnreg`` (``scan.MAXNREG``; None: no cap)."""
+        c = self.cfg["scan"]
+        if c["MAXNREG"] >= 0:
+            return c["MAXNREG"] or None
+        accumulators = self.block_g * c["BLOCKS"] * 64 // (32 * c["num_warps"])
+        return 160 if accumulators <= 64 else None
+
+    @property
+    def scanned(self) -> torch.Tensor:
+        """Tiles scanned per KV head since the last plan (``tiles_per_head`` each when done)."""
+        return self.work[2: 2 + self.hkv]
+
+    @property
+    def wait_expiries(self) -> torch.Tensor:
+        """Top-k waits on this scan that gave up (one int32; stays 0 in a correct run)."""
+        return self.work[2 + self.hkv:]
 
     def launch_gather(self) -> None:
-        """The gather over all heads (for benchmarks and tests; steps use the bound launches)."""
-        self.bound_gather(self.all_heads)()
+        """The gather alone (for benchmarks and tests; steps use the bound launches)."""
+        self.bound_gather()()
 
-    def read_launches(self, heads: HeadRange) -> tuple:
-        """The bound launches that read the index for ``heads`` (gather and scan, or the fused scan)."""
-        gather = () if self.fused else (("gather", self.bound_gather(heads)),)
-        return (*gather, ("scan", self.bound_scan(heads)))
+    def read_launches(self) -> tuple:
+        """The bound launches that read the index (gather and scan, or the fused scan)."""
+        gather = () if self.fused else (("gather", self.bound_gather()),)
+        return (*gather, ("scan", self.bound_scan()))
 
     def stages(self):
         """(name, launch) in order, over all heads; the fused scan has no separate gather."""

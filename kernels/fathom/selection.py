@@ -148,11 +148,12 @@ def _token_keys(Scores, ChunkSel, h, offs, n, k, stride_sh, CHUNK: tl.constexpr,
 
 @triton.jit
 def fathom_topk(
-    Scores, ChunkMax, ChunkSel, TopIdx,
-    n, n_chunks, k, stride_sh, stride_ch, stride_th,
+    Scores, ChunkMax, ChunkSel, TopIdx, Scanned, Expired, SortedRows, First, Slot, HeadSlots, Arrived,
+    n, n_chunks, k, stride_sh, stride_ch, stride_th, tiles, max_polls, n_entries, stride_hs,
     CHUNK: tl.constexpr, SINK: tl.constexpr, RECENT: tl.constexpr,
     BLOCK_C: tl.constexpr, BLOCK_T: tl.constexpr, TILE: tl.constexpr, RADIX_BITS: tl.constexpr,
-    SEARCH: tl.constexpr,
+    SEARCH: tl.constexpr, WAIT: tl.constexpr, GROUP: tl.constexpr, UNION: tl.constexpr, BLOCK_E: tl.constexpr,
+    SEARCH_STEPS: tl.constexpr,
 ):
     """Grid (Hq,): the exact top-k tokens of one head, ascending, with forced tokens first.
 
@@ -161,10 +162,26 @@ def fathom_topk(
     unpicked chunk loses only to k picked chunks that each hold a token scoring at least as high.
     Rows of ``Scores`` are padded to whole chunks with -inf. BLOCK_C >= n_chunks and
     BLOCK_T >= k * CHUNK are powers of two; TILE divides both and bounds each prefix sum.
+
+    WAIT: first wait until the scan running beside it has finished this head's KV head
+    (``Scanned[h // GROUP]`` reaches ``tiles``, an acquire: the scan releases each count after
+    the tile's stores). A wait gives up after ``max_polls`` reads and adds one to ``Expired``
+    (the result is then not valid), so a bug costs seconds, not a hung device.
+
+    UNION: the last of a KV head's G programs to finish (``Arrived``, which it resets) also
+    builds that head's union (``_union``): one launch fewer per step, and no launch gap between
+    the two on the step's critical path.
     """
     tl.static_assert(TILE <= 16384, "the packed prefix sum keeps tile counts in 16 bits")
     tl.static_assert(SINK <= CHUNK, "pass 1 forces only the first chunk for the sink tokens")
     h = tl.program_id(0)
+    if WAIT:
+        polls = 0
+        while (tl.atomic_add(Scanned + h // GROUP, 0, sem="acquire", scope="gpu") < tiles) & (polls < max_polls):
+            polls += 1
+        if polls >= max_polls:
+            tl.atomic_add(Expired, 1)
+        tl.debug_barrier()
     groups: tl.constexpr = BLOCK_T // CHUNK  # a power of two >= k
     key, live = _chunk_keys(ChunkMax, h, tl.arange(0, BLOCK_C), n, n_chunks, stride_ch, CHUNK, RECENT)
     key = tl.where(live, key, -2147483648)
@@ -190,6 +207,13 @@ def fathom_topk(
         key, tok, live = _token_keys(Scores, ChunkSel, h, offs, n, k, stride_sh, CHUNK, SINK, RECENT)
         base_gt, base_eq = _compact(key, thresh, need, base_gt, base_eq, TopIdx + h * stride_th, tok.to(tl.int64),
                                     live)
+    if UNION:
+        tl.debug_barrier()  # the whole list is stored before the count says so
+        kvh = h // GROUP
+        if tl.atomic_add(Arrived + kvh, 1, sem="acq_rel", scope="gpu") == GROUP - 1:
+            tl.atomic_xchg(Arrived + kvh, 0)
+            _union(TopIdx, SortedRows, First, Slot, HeadSlots, kvh, k, n_entries, stride_th, stride_hs, GROUP,
+                   BLOCK_E, SEARCH_STEPS)
 
 
 @triton.jit
@@ -198,20 +222,31 @@ def fathom_union(
     k, n_entries, stride_th, stride_hs,
     GROUP: tl.constexpr, BLOCK_E: tl.constexpr, SEARCH_STEPS: tl.constexpr,
 ):
-    """Grid (Hkv,): merge the G heads' ascending winner lists into one sorted list of G*k entries
+    """Grid (Hkv,): the union of each KV head's winners (``_union``) as a launch of its own."""
+    _union(TopIdx, SortedRows, First, Slot, HeadSlots, tl.program_id(0), k, n_entries, stride_th, stride_hs,
+           GROUP, BLOCK_E, SEARCH_STEPS)
+
+
+@triton.jit
+def _union(
+    TopIdx, SortedRows, First, Slot, HeadSlots, kvh,
+    k, n_entries, stride_th, stride_hs,
+    GROUP: tl.constexpr, BLOCK_E: tl.constexpr, SEARCH_STEPS: tl.constexpr,
+):
+    """Merge KV head ``kvh``'s G ascending winner lists into one sorted list of G*k entries
     (``SortedRows``), flag each distinct row's first entry (``First``), number the distinct rows
     (``Slot``, per sorted entry) and give every head its winners' union slots (``HeadSlots``).
 
     An entry's merged position is its index in its own list plus, for every other list, the
     count of smaller rows found by binary search (equal rows of lower heads count too, so
-    duplicates sit together, lowest head first). SEARCH_STEPS >= log2(k + 1).
+    duplicates sit together, lowest head first). SEARCH_STEPS >= log2(k + 1). The winner lists
+    are read from L2 (``.cg``): inside the top-k launch, other programs wrote them.
     """
-    kvh = tl.program_id(0)
     offs = tl.arange(0, BLOCK_E)
     live = offs < n_entries
     a = offs // k
     i = offs % k
-    x = tl.load(TopIdx + (kvh * GROUP + a) * stride_th + i, mask=live, other=0)
+    x = tl.load(TopIdx + (kvh * GROUP + a) * stride_th + i, mask=live, other=0, cache_modifier=".cg")
     pos = i
     first = live
     for b in tl.static_range(GROUP):
@@ -220,10 +255,10 @@ def fathom_union(
         hi = tl.zeros([BLOCK_E], dtype=tl.int32) + k
         for _ in tl.static_range(SEARCH_STEPS):  # lower bound: first index with row[idx] >= x
             mid = (lo + hi) // 2
-            smaller = tl.load(row + mid, mask=live & (mid < k), other=9223372036854775807) < x
+            smaller = tl.load(row + mid, mask=live & (mid < k), other=9223372036854775807, cache_modifier=".cg") < x
             lo = tl.where(smaller, mid + 1, lo)
             hi = tl.where(smaller, hi, mid)
-        found = tl.load(row + lo, mask=live & (lo < k), other=-1) == x
+        found = tl.load(row + lo, mask=live & (lo < k), other=-1, cache_modifier=".cg") == x
         pos += tl.where(b < a, lo + found.to(tl.int32), tl.where(b > a, lo, 0))
         first = first & ~(found & (b < a))
     tl.store(SortedRows + kvh * n_entries + pos, x, mask=live)

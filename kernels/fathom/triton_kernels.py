@@ -16,7 +16,7 @@ POLICY_WATER, POLICY_TOP_Q, POLICY_ALL = 0, 1, 2
 
 @triton.jit
 def fathom_plan(
-    Q, Var, Depth, Dst, Active, ActDepth, ActDst, NActive, Theta, budget,
+    Q, Var, Depth, Dst, Active, ActDepth, ActDst, NActive, Theta, Work, budget,
     stride_qh, stride_vh, n_blocks,
     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, D: tl.constexpr, STEPS: tl.constexpr,
     POLICY: tl.constexpr, CHANNELS: tl.constexpr,
@@ -24,6 +24,7 @@ def fathom_plan(
     """Grid (Hkv,): per-channel read depths for the query group, staging offsets, and the
     compact list of active channels (ascending) with their depths, offsets and count, so the scan
     visits only those and loads a channel's channel, depth and offset without a dependent load.
+    Also zeroes the head's count of scanned tiles (``Work[2 + head]``, see ``fathom_scan``).
 
     POLICY 0 (Fathom): g_j = sum_h q_j^2 Var_j, theta by STEPS bisections on log theta, depths
     clip(round(log4(g/theta)), 0, 4) with sum <= budget. POLICY 1 (SparQ-style): the CHANNELS
@@ -70,6 +71,7 @@ def fathom_plan(
     tl.store(ActDepth + slot, t, mask=on > 0)
     tl.store(ActDst + slot, (tl.cumsum(t, axis=0) - t) * n_blocks, mask=on > 0)
     tl.store(NActive + kvh, tl.sum(on, axis=0))
+    tl.store(Work + 2 + kvh, 0)
 
 
 @triton.jit
@@ -151,15 +153,63 @@ def _accumulate(acc, bias, w0, w1, w2, w3, a, qj, t, lane):
 
 
 @triton.jit
+def _smid():
+    """The SM this program runs on (PTX %smid)."""
+    return tl.inline_asm_elementwise("mov.u32 $0, %smid;", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
+
+
+@triton.jit
 def fathom_scan(
-    Q, Words32, Scales, Active, ActDepth, ActDst, NActive, Scores, ChunkMax,
+    Q, Words32, Scales, Active, ActDepth, ActDst, NActive, Scores, ChunkMax, Work,
+    n, n_blocks, stride_wh, stride_wd,
+    stride_qh, stride_sh, stride_sd, stride_oh, stride_ch, n_tiles, tiles_per_head,
+    GROUP: tl.constexpr, BLOCK_G: tl.constexpr, D: tl.constexpr, BLOCKS: tl.constexpr, FUSED: tl.constexpr,
+    AHEAD: tl.constexpr, RESERVE: tl.constexpr,
+):
+    """Persistent workers (any grid): each takes tiles from a queue (``Work[0]``) until none are
+    left; tile i is KV head i // tiles_per_head, blocks (i % tiles_per_head) * BLOCKS onward, so
+    the heads finish in order. After a tile, its head's count ``Work[2 + head]`` goes up (a
+    release: the tile's scores and chunk maxima are visible to whoever sees the count), so a
+    head's top-k can start on a second stream while the scan goes on with later heads, with no
+    launch boundary between them. The last worker to leave empties the queue (``Work[0..1]``)
+    for the next launch; the plan zeroes the head counts.
+
+    RESERVE > 0: workers landing on SMs below it leave at once (except the last worker, so the
+    scan always progresses), keeping those SMs for the selection launches: a top-k program
+    needs a whole SM's registers, and scan tiles turn over too slowly to give it one (H200,
+    pipelined step: top-k and union started 60-170 us after they were due).
+    """
+    worker = tl.program_id(0)
+    workers = tl.num_programs(0)
+    if RESERVE > 0:
+        active = (_smid() >= RESERVE) | (worker == workers - 1)
+    else:
+        active = worker >= 0
+    if active:
+        tile = tl.atomic_add(Work, 1)
+        while tile < n_tiles:
+            kvh = tile // tiles_per_head
+            _scan_tile(Q, Words32, Scales, Active, ActDepth, ActDst, NActive, Scores, ChunkMax, kvh,
+                       (tile % tiles_per_head) * BLOCKS, n, n_blocks, stride_wh, stride_wd, stride_qh, stride_sh,
+                       stride_sd, stride_oh, stride_ch, GROUP, BLOCK_G, D, BLOCKS, FUSED, AHEAD)
+            tl.debug_barrier()  # every thread's stores of the tile come before the count
+            tl.atomic_add(Work + 2 + kvh, 1, sem="release", scope="gpu")
+            tile = tl.atomic_add(Work, 1)
+    if tl.atomic_add(Work + 1, 1, sem="acq_rel", scope="gpu") == workers - 1:
+        tl.atomic_xchg(Work, 0)
+        tl.atomic_xchg(Work + 1, 0)
+
+
+@triton.jit
+def _scan_tile(
+    Q, Words32, Scales, Active, ActDepth, ActDst, NActive, Scores, ChunkMax, kvh, b0,
     n, n_blocks, stride_wh, stride_wd,
     stride_qh, stride_sh, stride_sd, stride_oh, stride_ch,
     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, D: tl.constexpr, BLOCKS: tl.constexpr, FUSED: tl.constexpr,
     AHEAD: tl.constexpr,
 ):
-    """Grid (Hkv, cdiv(nb, BLOCKS)): approximate scores of BLOCKS x 64 tokens for the G heads,
-    one active channel at a time, its loads issued AHEAD (1 or 2) channels ahead of its
+    """Approximate scores of BLOCKS x 64 tokens (from block ``b0``) for the G heads of KV head
+    ``kvh``, one active channel at a time, its loads issued AHEAD (1 or 2) channels ahead of its
     arithmetic; also each 32-token chunk's best score per head (the top-k's first, pruning pass
     reads only those). ``Words32`` is the staging buffer (``stride_wh`` words per head) or, FUSED,
     the store's planes (``stride_wh``, ``stride_wd`` words per head and channel): the fused scan
@@ -173,8 +223,6 @@ def fathom_scan(
     float conversion); and the per-block term q_j a (2^(3-t) - 8) / 8 is summed once per block,
     not per token. Per token and channel: 4 x (shift, mask, shift-add), or, subtract, G FMAs.
     """
-    kvh = tl.program_id(0)
-    b0 = tl.program_id(1) * BLOCKS
     offs_hb = tl.arange(0, 2 * BLOCKS)
     blk = b0 + offs_hb // 2
     hb_live = blk < n_blocks

@@ -8,13 +8,16 @@ on transparent huge pages / write-combined memory (``kprof.host_memory``) instea
 cudaHostAlloc's. ``gather=fused`` (default): the scan reads the active planes where the index
 lives, so its loads are the gather (same bytes, one pass); ``gather=copy``: the gather launch
 stages them in HBM and the scan reads the copy (1M tokens on an H200: Fathom 1,431 -> 1,249 us
-for the two against the one). ``pieces=4`` (default with the index in host memory): the step is
-pipelined over four ranges of KV heads, each range's top-k, union, fetch and attention running
-on a second stream under the next range's scan (``FathomDecode.run``; 1M tokens, H200, eager:
-Fathom 1,753 / 1,678 / 1,618 us at 1 / 2 / 4 pieces with scans and selections enqueued in turn,
-1,617 us at 4 with every scan enqueued first; 8 pieces were host-bound); ``pieces=1`` (default
-with ``index=hbm``, whose short step the launches' host time would bound) runs the launches one
-after another. Host memory kinds (``pages``) measured no different.
+for the two against the one). ``pieces=4`` (default with the index in host memory, at most one
+per KV head): the step is pipelined over ranges of KV heads; one scan launch goes through the
+heads in order and counts the tiles it has done per head, and each range's top-k (which also
+builds the range's union), fetch and attention run on a second stream, the top-k waiting in
+the kernel for its heads' counts (``FathomDecode.run``). More ranges hide more but cost a
+launch each: eagerly, with the host enqueueing ahead as in a comparison's rounds, each launch
+cost the H200 ~5 us of device time (1M tokens: 1,574 us at 4 ranges against 1,668 at 8).
+``pieces=1`` (default with ``index=hbm``, whose short step the launches' host time would
+bound) runs the launches one after another. Host memory kinds (``pages``) measured no
+different.
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ class _FathomFamily(Method):
         self.budget, self.k, self.index, self.rows, self.basis = float(budget), int(k), index, rows, basis
         self.gather, self.pages = gather, pages
         # the HBM-index step (~0.6 ms at 1M tokens) is shorter than the host time of a pipelined
-        # step's 25 launches, so it runs unpipelined unless asked
+        # step's launches, so it runs unpipelined unless asked
         self.pieces = pieces if pieces is not None else (4 if index == "host" else 1)
 
     @classmethod

@@ -12,9 +12,9 @@ from kprof.kernels.fathom.reference import approximate_scores
 from kprof.methods import get_method
 
 
-def _decode(make_workload, target, k_top=48, n=256, seed=0, prune=2, attend=None, fetch=None, **kw):
+def _decode(make_workload, target, k_top=48, n=256, seed=0, prune=2, attend=None, fetch=None, union=1, **kw):
     w = make_workload(4, 2, n, 32, seed=seed, scale=2.0)
-    cfg = resolve_method_config(LAUNCH_SPACES, {"gather": {"CHUNK": 256}, "topk": {"PRUNE": prune},
+    cfg = resolve_method_config(LAUNCH_SPACES, {"gather": {"CHUNK": 256}, "topk": {"PRUNE": prune, "UNION": union},
                                                 "attend": attend or {}, "fetch": fetch or {}}, w.shape)
     return w, FathomDecode(w.q, w.k, w.v, water(40), k_top, cfg, target.device, **kw)
 
@@ -61,6 +61,28 @@ def test_union_fetches_each_distinct_row_once_and_heads_see_their_own_rows(make_
             assert torch.equal(op.union_v[kvh, slots].cpu(), w.v[kvh, win[h]])
 
 
+def test_the_union_built_inside_the_top_k_equals_the_union_launch(make_workload, target):
+    """topk.UNION=1: the last top-k program of each KV head merges the group's lists; its sorted
+    rows, first flags, slots and head slots equal the union launch's (poisoned before each run),
+    and its arrival count is back at zero after every run."""
+    runs = {}
+    for union in (0, 1):
+        w, op = _decode(make_workload, target, n=4100, seed=4, union=union)
+        assert op.union_in_topk == bool(union)
+        assert [name for name, _ in op.stages()] == ["plan", "scan", "topk", *(["union"] if not union else []),
+                                                     "fetch", "attend"]
+        for _ in range(2):
+            op.sorted_rows.fill_(-9)
+            op.first.fill_(True)
+            op.slot.fill_(-9)
+            op.head_slots.fill_(-9)
+            op.run()
+            assert op.arrived.tolist() == [0, 0]
+        runs[union] = [t.cpu() for t in (op.sorted_rows, op.first, op.slot, op.head_slots, op.out)]
+    for a, b in zip(runs[0], runs[1]):
+        assert torch.equal(a, b)
+
+
 @pytest.mark.parametrize("gather,block_r", [("copy", 32), ("fused", 32), ("copy", 16), ("copy", 128)])
 def test_output_is_exact_attention_over_each_heads_winners(make_workload, target, gather, block_r):
     """k = 48 winners in tiles of 32 (a partial second tile), 16 (three) or 128 (one, mostly dead)."""
@@ -103,6 +125,7 @@ def test_gather_option_picks_the_fused_scan_and_rejects_unknown_values(make_work
     w = make_workload(4, 2, 128, 128, seed=1)
     p = get_method("scan32:gather=fused,k=40").prepare(w, target)
     assert p.details["gather"] == "fused"
+    # 128 tokens cannot hold k = 40 chunks: the torch top-k runs, and the union launches on its own
     assert [s.name for s in p.stages] == ["plan", "scan", "topk", "union", "fetch", "attend"]
     assert p.details["scan_bits_per_token"] == [136.0, 136.0], "the same bytes as the staged gather"
     with pytest.raises(ConfigError, match="gather='stream': choose copy or fused"):
@@ -150,9 +173,10 @@ def test_rows_longer_than_the_triton_top_k_holds_take_the_torch_launches(make_wo
 
 @pytest.mark.parametrize("gather", ["fused", "copy"])
 def test_a_step_pipelined_over_head_ranges_equals_the_unpipelined_step(make_workload, target, gather):
-    """Each piece launches over views of its heads' buffers (on a GPU, its selection on a second
-    stream under the next piece's scan): winners, union rows and output must equal one piece's
-    bit for bit, for even and uneven splits of 5 KV heads and for more pieces than heads."""
+    """Each piece's selection launches over views of its heads' buffers (on a GPU, on a second
+    stream beside the scan, its top-k waiting for the scan's count of its heads): winners, union
+    rows and output must equal one piece's bit for bit, for even and uneven splits of 5 KV heads
+    and for more pieces than heads."""
     w = make_workload(10, 5, 4100, 32, seed=9, scale=2.0)
     cfg = resolve_method_config(LAUNCH_SPACES, {"gather": {"CHUNK": 256}}, w.shape)
     results = []
@@ -166,6 +190,7 @@ def test_a_step_pipelined_over_head_ranges_equals_the_unpipelined_step(make_work
         op.top_idx.fill_(-1)
         op.union_k.fill_(float("nan"))
         out = op.run().cpu()
+        assert op.wait_expiries() == 0
         results.append((out, op.winners(), op.first.cpu(), op.union_k.cpu()))
     assert torch.isfinite(results[0][0]).all()
     for out, win, first, union_k in results[1:]:
@@ -188,7 +213,12 @@ def test_the_pipelined_step_replays_from_a_graph_and_under_another_stream(make_w
     cfg = resolve_method_config(LAUNCH_SPACES, {}, w.shape)
     ref = FathomDecode(w.q, w.k, w.v, water(40), 256, cfg, device, pieces=1).run().clone()
     op = FathomDecode(w.q, w.k, w.v, water(40), 256, cfg, device, pieces=4)
-    assert op.side is not None and len(op.pieces) == 4
+    assert op.side is not None and len(op.pieces) == 4 and op.scan.reserve > 0
+    op.out.fill_(float("nan"))
+    assert torch.equal(op.run(), ref)
+    # every tile counted once (the scan's scalar atomics run once per program), queue emptied,
+    # no top-k gave up waiting
+    assert op.scan.scanned.tolist() == [op.scan.tiles_per_head] * 8 and op.scan.work[:2].tolist() == [0, 0]
     replay = capture(op.run, device)
     for _ in range(2):
         op.out.fill_(float("nan"))
@@ -201,3 +231,4 @@ def test_the_pipelined_step_replays_from_a_graph_and_under_another_stream(make_w
             out = op.run().clone()
     torch.cuda.synchronize()
     assert torch.equal(out, ref)
+    assert op.wait_expiries() == 0

@@ -94,6 +94,23 @@ def test_scan_over_many_programs_and_a_partial_last_one_with_chunk_maxima(make_w
     assert [name for name, _ in op.stages()] == ["plan", "scan"] if fused else ["plan", "gather", "scan"]
 
 
+def test_scan_counts_tiles_per_head_and_empties_its_queue(make_workload, target):
+    """The persistent scan's work queue: after a scan every KV head's count is its tile count (the
+    pipelined top-k waits on it) and the queue is empty again, so a second scan without a plan
+    (``kprof stages`` times the scan alone) scans every tile again; the plan zeroes the counts."""
+    w, store, op = _scan(make_workload, target, budget=40, n=4133, seed=7, scan={"BLOCKS": 4}, fused=True)
+    assert op.tiles_per_head == 17  # 65 blocks
+    op.scores.fill_(float("nan"))
+    first = op.run().clone()
+    assert op.scanned.tolist() == [17, 17] and op.work[:2].tolist() == [0, 0]
+    assert int(op.wait_expiries) == 0
+    op.scores.fill_(float("nan"))
+    dict(op.stages())["scan"]()
+    assert torch.equal(op.scores, first) and op.scanned.tolist() == [34, 34]
+    op.launch_plan()
+    assert op.scanned.tolist() == [0, 0]
+
+
 @pytest.mark.parametrize("budget", [1, 2, 3])
 @pytest.mark.parametrize("ahead", [1, 2])
 def test_scan_with_as_few_active_channels_as_its_prefetch_depth(make_workload, target, budget, ahead):

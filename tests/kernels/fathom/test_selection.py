@@ -9,9 +9,16 @@ from kprof.kernels.fathom.operator import CHUNK
 from kprof.kernels.fathom.selection import fathom_topk, fathom_union
 
 
-def _topk(scores: torch.Tensor, k: int, device, tile: int = 4096, num_warps: int = 4, radix_bits: int = 0,
-          search: int = 0) -> torch.Tensor:
-    """Run the Triton top-k over ``scores [H, n]`` the way the decode step lays its buffers out."""
+def _topk(scores: torch.Tensor, k: int, device, **kw) -> torch.Tensor:
+    return _run_topk(scores, k, device, **kw)[0]
+
+
+def _run_topk(scores: torch.Tensor, k: int, device, tile: int = 4096, num_warps: int = 4, radix_bits: int = 0,
+              search: int = 0, wait: bool = False, scanned: list[int] | None = None, group: int = 1,
+              max_polls: int = 1000) -> tuple[torch.Tensor, int]:
+    """Run the Triton top-k over ``scores [H, n]`` the way the decode step lays its buffers out:
+    the winners and the count of waits that gave up. ``wait``: each head first waits for
+    ``scanned[h // group]`` to reach 5 tiles."""
     hq, n = scores.shape
     n_chunks = triton.cdiv(n, CHUNK)
     padded = torch.full((hq, n_chunks * CHUNK), float("-inf"))
@@ -21,10 +28,15 @@ def _topk(scores: torch.Tensor, k: int, device, tile: int = 4096, num_warps: int
     sel = torch.full((hq, k), -7, dtype=torch.int32, device=device)
     out = torch.full((hq, k), -7, dtype=torch.int64, device=device)  # poisoned: every slot must be written
     block_c, block_t = triton.next_power_of_2(n_chunks), triton.next_power_of_2(k * CHUNK)
-    fathom_topk[(hq,)](padded, chunk_max, sel, out, n, n_chunks, k, padded.stride(0), chunk_max.stride(0),
-                       out.stride(0), CHUNK=CHUNK, SINK=SINK_TOKENS, RECENT=RECENT_TOKENS, BLOCK_C=block_c,
-                       BLOCK_T=block_t, TILE=min(tile, block_c, block_t), RADIX_BITS=radix_bits, SEARCH=search, num_warps=num_warps)
-    return out.cpu()
+    counts = torch.tensor(scanned if scanned is not None else [5] * hq, dtype=torch.int32, device=device)
+    expired = torch.zeros(1, dtype=torch.int32, device=device)
+    unused = torch.empty(1, dtype=torch.int64, device=device)  # the union's buffers (UNION off)
+    fathom_topk[(hq,)](padded, chunk_max, sel, out, counts, expired, unused, unused, unused, unused, counts, n,
+                       n_chunks, k, padded.stride(0), chunk_max.stride(0), out.stride(0), 5, max_polls, 0, 0,
+                       CHUNK=CHUNK, SINK=SINK_TOKENS, RECENT=RECENT_TOKENS, BLOCK_C=block_c, BLOCK_T=block_t,
+                       TILE=min(tile, block_c, block_t), RADIX_BITS=radix_bits, SEARCH=search, WAIT=wait,
+                       GROUP=group, UNION=False, BLOCK_E=1, SEARCH_STEPS=1, num_warps=num_warps)
+    return out.cpu(), int(expired)
 
 
 def _forced(n: int) -> list[int]:
@@ -152,3 +164,15 @@ def test_topk_with_one_spike_per_chunk(target, search):
     scores.scatter_(1, spikes, torch.rand(2, 128, generator=g) * 5)
     got = _topk(scores, 64, target.device, search=search)
     _check_top_k(scores, got, 64)
+
+
+def test_topk_waits_for_the_scan_count(target):
+    """WAIT: a head whose KV head is fully scanned runs as without the wait; a head whose count
+    stays short gives up after max_polls reads and counts one expiry (a correct step never does)."""
+    g = torch.Generator().manual_seed(11)
+    scores = torch.randn(4, 4100, generator=g)
+    plain = _topk(scores, 48, target.device)
+    waited, expired = _run_topk(scores, 48, target.device, wait=True, scanned=[5, 5], group=2)
+    assert torch.equal(waited, plain) and expired == 0
+    _, expired = _run_topk(scores, 48, target.device, wait=True, scanned=[5, 4], group=2, max_polls=3)
+    assert expired == 2  # the two heads of KV head 1

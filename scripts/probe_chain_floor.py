@@ -1,0 +1,264 @@
+"""The floor of any five-launch SANTA++ chain on this GPU, measured: what the SANTA++ issue's
+2.5x target (<= 18.5 us against Flash at 32K) leaves for the launches' own work.
+
+Three chains with SANTA++'s grids, warps and launch order, timed in the same paired rounds as
+Flash and SANTA++ itself (eviction before every call, host gate, CUDA events):
+
+- ``empty``: five launches that only wait for their predecessor (PDL) and store one word per
+  program: launch and boundary cost alone.
+- ``skeleton``: the data movement of the real chain and nothing else. Launch 1 is the real
+  scorer (load each representative tile once, one tensor-core product, store the scores) and
+  launch 5 the real reducer: both are already only their loads and stores. Launches 2-4 keep
+  their grids and every dependent load of the real kernels but none of their selection work:
+  top-k loads its block of scores and stores K+1 candidates derived from their maximum; merge
+  loads the candidates, then (through an index that depends on them) the team starts, union
+  starts and row prefix sums of the real union; attend loads the union's ends, its rows' entry
+  starts and then the K/V rows of the real union (three dependent levels, as in the real
+  kernel) and stores partials.
+- ``skeleton`` and ``empty`` without PDL (each launch waits for the last one to drain).
+
+The difference between SANTA++ and the skeleton is the selection and softmax work inside the
+launches; the skeleton itself is what no implementation of these five launches avoids.
+
+    python scripts/probe_chain_floor.py [--workload FILE] [--rounds 5] [--observations 300] [--json FILE]
+        [--device cpu --workload cpu-smoke]   (a smoke run through the interpreter: not GPU numbers)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from pathlib import Path
+
+import torch
+
+import kprof.kernels  # noqa: F401  (decides on the interpreter before triton is imported)
+import triton
+import triton.language as tl
+
+from kprof.kernels.dependent_launch import release_dependents, wait_for_predecessor
+from kprof.runner import ChainRunner, PairedRoundRunner, TimedOp
+
+
+@triton.jit
+def _skel_topk(Scores, Cand, m_max, stride_sh, stride_ch, stride_cb,
+               BLOCK_T: tl.constexpr, KPAD: tl.constexpr, EMPTY: tl.constexpr, PDL: tl.constexpr):
+    h = tl.program_id(0)
+    b = tl.program_id(1)
+    wait_for_predecessor(PDL)
+    release_dependents(PDL)
+    offs_k = tl.arange(0, KPAD)
+    if EMPTY:
+        tl.store(Cand + h * stride_ch + b * stride_cb, 0)
+    else:
+        offs = b * BLOCK_T + tl.arange(0, BLOCK_T)
+        s = tl.load(Scores + h * stride_sh + offs, mask=offs < m_max, other=float("-inf"))
+        top = tl.max(s, axis=0).to(tl.int32, bitcast=True).to(tl.int64)
+        tl.store(Cand + h * stride_ch + b * stride_cb + offs_k, (top << 32) | (b * BLOCK_T + offs_k))
+
+
+@triton.jit
+def _skel_merge(Cand, Starts, SrcStart, SrcRowPre, UStart, URowPre, m_max, stride_ch, stride_lh,
+                GROUP: tl.constexpr, BLOCK_G: tl.constexpr, NCP: tl.constexpr, NCAND: tl.constexpr,
+                UMAX: tl.constexpr, EMPTY: tl.constexpr, PDL: tl.constexpr):
+    kvh = tl.program_id(0)
+    wait_for_predecessor(PDL)
+    release_dependents(PDL)
+    offs_u = tl.arange(0, UMAX)
+    if EMPTY:
+        tl.store(UStart + kvh * UMAX, 0)
+    else:
+        offs_g = tl.arange(0, BLOCK_G)
+        offs_c = tl.arange(0, NCP)
+        heads = kvh * GROUP + offs_g
+        live = (offs_g[:, None] < GROUP) & (offs_c[None, :] < NCAND)
+        cand = tl.load(Cand + heads[:, None] * stride_ch + offs_c[None, :], mask=live, other=0)
+        zero = (tl.max(tl.max(cand, axis=1), axis=0) & 0).to(tl.int32)  # data-dependent 0
+        team = (offs_u + zero) % m_max  # a team start per union entry, as merge reads them
+        start = tl.load(Starts + kvh * stride_lh + team)
+        src = tl.load(SrcStart + kvh * UMAX + offs_u + zero)
+        tl.store(UStart + kvh * UMAX + offs_u, src + (start & 0))
+        tl.store(URowPre + kvh * (UMAX + 1) + offs_u, tl.load(SrcRowPre + kvh * (UMAX + 1) + offs_u + zero))
+        tl.store(URowPre + kvh * (UMAX + 1) + UMAX, tl.load(SrcRowPre + kvh * (UMAX + 1) + UMAX + zero))
+
+
+@triton.jit
+def _skel_attend(PK, PV, UStart, URowPre, M_out, L_out, Acc_out, stride_kh, stride_kn, stride_mh, stride_ah,
+                 stride_as, GROUP: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_R: tl.constexpr,
+                 HEAD_D: tl.constexpr, UMAX: tl.constexpr, NUM_SPLITS: tl.constexpr, EMPTY: tl.constexpr,
+                 PDL: tl.constexpr):
+    kvh = tl.program_id(0)
+    split = tl.program_id(1)
+    offs_g = tl.arange(0, BLOCK_G)
+    heads = kvh * GROUP + offs_g
+    g_mask = offs_g < GROUP
+    offs_d = tl.arange(0, HEAD_D)
+    wait_for_predecessor(PDL)
+    release_dependents(PDL)
+    acc = tl.zeros([BLOCK_G, HEAD_D], dtype=tl.float32)
+    if not EMPTY:
+        row_pre = URowPre + kvh * (UMAX + 1)
+        total = tl.load(row_pre + UMAX)
+        ends = tl.load(row_pre + 1 + tl.arange(0, UMAX))
+        per_split = tl.cdiv(tl.cdiv(total, NUM_SPLITS), BLOCK_R) * BLOCK_R
+        lo = split * per_split
+        hi = tl.minimum(lo + per_split, total)
+        for r0 in range(lo, hi, BLOCK_R):
+            rows = r0 + tl.arange(0, BLOCK_R)
+            live = rows < hi
+            u0 = tl.sum((ends <= tl.minimum(r0, total - 1)).to(tl.int32), axis=0)
+            w_ends = tl.load(row_pre + 1 + u0 + tl.arange(0, BLOCK_R), mask=u0 + tl.arange(0, BLOCK_R) < UMAX,
+                             other=2147483647)
+            u = tl.where(live, u0 + tl.sum((w_ends[None, :] <= rows[:, None]).to(tl.int32), axis=1), 0)
+            start = tl.load(UStart + kvh * UMAX + u, mask=live, other=0)
+            base = tl.load(row_pre + u, mask=live, other=0)
+            packed = start + rows - base
+            k = tl.load(PK + kvh * stride_kh + packed[:, None] * stride_kn + offs_d[None, :], mask=live[:, None],
+                        other=0.0)
+            v = tl.load(PV + kvh * stride_kh + packed[:, None] * stride_kn + offs_d[None, :], mask=live[:, None],
+                        other=0.0)
+            acc += tl.sum((k + v).to(tl.float32), axis=0)[None, :]
+    tl.store(M_out + heads * stride_mh + split, tl.zeros([BLOCK_G], dtype=tl.float32), mask=g_mask)
+    tl.store(L_out + heads * stride_mh + split, tl.zeros([BLOCK_G], dtype=tl.float32) + 1.0, mask=g_mask)
+    tl.store(Acc_out + heads[:, None] * stride_ah + split * stride_as + offs_d[None, :], acc, mask=g_mask[:, None])
+
+
+class SkeletonChain:
+    """The five launches of a prepared ``SantaDecode`` with launches 2-4 replaced by their data
+    movement (``empty``: by a wait and one store). Launch 1 and 5 are the operator's own, except
+    that ``empty`` replaces those too."""
+
+    def __init__(self, op, empty: bool, pdl: bool):
+        self.op, self.empty, self.pdl = op, empty, pdl and op.pdl
+        dev = op.q.device
+        self.src_start = op.u_start.clone()  # the real union of the operator's last run
+        self.src_rowpre = op.u_rowpre.clone()
+        self.u_start = torch.empty_like(op.u_start)
+        self.u_rowpre = torch.empty_like(op.u_rowpre)
+        self.cand = torch.empty_like(op.cand)
+        self.empty_out = torch.empty(op.hq, 128, dtype=torch.int64, device=dev)
+        self._dep = {"launch_pdl": True} if self.pdl else {}
+
+    def launches(self):
+        return (("score", self.score), ("topk", self.topk), ("merge", self.merge), ("attend", self.attend),
+                ("reduce", self.reduce))
+
+    def score(self):
+        op = self.op
+        if self.empty:
+            _skel_topk[(op.hkv, triton.cdiv(op.m_max, op.cfg["score"]["BLOCK_M"]))](
+                op.scores, self.empty_out, op.m_max, op.scores.stride(0), self.empty_out.stride(0), 1,
+                BLOCK_T=32, KPAD=32, EMPTY=True, PDL=self.pdl, num_warps=op.cfg["score"]["num_warps"])
+            return
+        pdl, op.pdl = op.pdl, self.pdl
+        try:
+            op.launch_score()
+        finally:
+            op.pdl = pdl
+
+    def topk(self):
+        op = self.op
+        _skel_topk[(op.hq, op.n_blocks)](
+            op.scores, self.cand, op.m_max, op.scores.stride(0), self.cand.stride(0), self.cand.stride(1),
+            BLOCK_T=op.cfg["topk"]["BLOCK_T"], KPAD=op.kpad, EMPTY=self.empty, PDL=self.pdl,
+            num_warps=op.cfg["topk"]["num_warps"], **self._dep)
+
+    def merge(self):
+        op = self.op
+        _skel_merge[(op.hkv,)](
+            self.cand, op.arts.team_start, self.src_start, self.src_rowpre, self.u_start, self.u_rowpre, op.m_max,
+            self.cand.stride(0), op.arts.team_start.stride(0), GROUP=op.group, BLOCK_G=op.merge_g, NCP=op.ncp,
+            NCAND=op.ncand, UMAX=op.umax, EMPTY=self.empty, PDL=self.pdl, num_warps=op.cfg["merge"]["num_warps"],
+            **self._dep)
+
+    def attend(self):
+        op = self.op
+        a = op.arts
+        _skel_attend[(op.hkv, op.splits)](
+            a.packed_k, a.packed_v, self.u_start, self.u_rowpre, op.m_part, op.l_part, op.acc,
+            a.packed_k.stride(0), a.packed_k.stride(1), op.m_part.stride(0), op.acc.stride(0), op.acc.stride(1),
+            GROUP=op.group, BLOCK_G=op.block_g, BLOCK_R=op.cfg["attend"]["BLOCK_R"], HEAD_D=op.d, UMAX=op.umax,
+            NUM_SPLITS=op.splits, EMPTY=self.empty, PDL=self.pdl, num_warps=op.cfg["attend"]["num_warps"],
+            num_stages=op.cfg["attend"]["num_stages"], **self._dep)
+
+    def reduce(self):
+        op = self.op
+        if self.empty:
+            _skel_topk[(op.hq, 1)](
+                op.scores, self.empty_out, op.m_max, op.scores.stride(0), self.empty_out.stride(0), 1,
+                BLOCK_T=32, KPAD=32, EMPTY=True, PDL=self.pdl, num_warps=op.cfg["reduce"]["num_warps"], **self._dep)
+            return
+        pdl, op.pdl, dep, op._dependent = op.pdl, self.pdl, op._dependent, self._dep
+        try:
+            op.launch_reduce()
+        finally:
+            op.pdl, op._dependent = pdl, dep
+
+    def run(self):
+        for _, launch in self.launches():
+            launch()
+
+
+def _median(obs) -> float:
+    return float(statistics.median(statistics.median(r) for r in obs.tolist()))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--workload", default="qwen2.5-7b-l14-32k", help="workload name or captured file")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--observations", type=int, default=300)
+    ap.add_argument("--warmup-pairs", type=int, default=30)
+    ap.add_argument("--json", type=Path, help="write the medians here")
+    ap.add_argument("--device", default="cuda", help="cuda, or cpu for a smoke run through the interpreter")
+    args = ap.parse_args()
+
+    from kprof.session import MeasurementSession
+
+    session = MeasurementSession.open(args.device, args.workload,
+                                      {"rounds": args.rounds, "observations": args.observations, "warmup_pairs": args.warmup_pairs},
+                                      config_mode="default")
+    santa = session.prepare("santa", "santa", "subject").prepared
+    flash = session.prepare("flash" if session.target.is_gpu else "math", "flash", "baseline").prepared
+    op = santa.handle
+    santa.run()
+    session.clock().synchronize()
+    chains = {f"{kind}{'' if pdl else ' (no PDL)'}": SkeletonChain(op, kind == "empty", pdl)
+              for kind in ("skeleton", "empty") for pdl in (True, False)}
+    for chain in chains.values():
+        chain.run()
+    session.clock().synchronize()
+    # the skeleton's attend reads the real union: its rows must be the operator's
+    sk = chains["skeleton"]
+    assert torch.equal(sk.u_start, op.u_start) and torch.equal(sk.u_rowpre, op.u_rowpre), "skeleton union differs"
+    rows = int(op.u_rowpre[:, -1].sum())
+    print(f"union rows over {op.hkv} KV heads: {rows} ({rows * op.d * 2 * 2 / 1e6:.2f} MB of K/V); "
+          f"representatives {op.arts.rep_keys.numel() * op.arts.rep_keys.element_size() / 1e6:.2f} MB; PDL {op.pdl}")
+    ops = [TimedOp("flash", flash.run), TimedOp("santa", santa.run)] + [TimedOp(k, c.run) for k, c in chains.items()]
+    runner = PairedRoundRunner(session.protocol, session.clock(), session.eviction())
+    obs = runner.run(ops)
+    medians = {o.label: _median(x) for o, x in zip(ops, obs)}
+    launches = sk.launches()
+    prefixes = [TimedOp("+".join(n for n, _ in launches[:i + 1]),
+                        (lambda i=i: [f() for _, f in launches[:i + 1]])) for i in range(len(launches))]
+    chain_proto = session.protocol.with_overrides(stage_observations=args.observations)
+    chain_obs = ChainRunner(chain_proto, session.clock(), session.eviction()).run(prefixes)
+    prefix_medians = [_median(x) for x in chain_obs]
+    marginals = {name: b - a for (name, _), a, b in zip(launches, [0.0] + prefix_medians, prefix_medians)}
+    print(f"\n{'chain':>22s} {'median us':>10s} {'flash / it':>11s}")
+    for label, m in medians.items():
+        print(f"{label:>22s} {m:10.2f} {medians['flash'] / m:11.3f}")
+    print("\nskeleton launches in the chain (marginal us): " +
+          ", ".join(f"{k} {v:.2f}" for k, v in marginals.items()) + f"; whole {prefix_medians[-1]:.2f}")
+    target = medians["flash"] / 2.5
+    print(f"2.5x target: <= {target:.2f} us; the skeleton chain alone takes {medians['skeleton']:.2f} us, "
+          f"leaving {target - medians['skeleton']:.2f} us for all selection and softmax work "
+          f"(SANTA++ spends {medians['santa'] - medians['skeleton']:.2f} us on it now)")
+    if args.json:
+        args.json.write_text(json.dumps({"medians_us": medians, "skeleton_marginals_us": marginals,
+                                         "union_rows": rows, "pdl": op.pdl}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
