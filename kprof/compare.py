@@ -53,6 +53,7 @@ def run_compare(session: MeasurementSession, baseline: str, candidates: list[str
         runner = PairedRoundRunner(p, session.clock(), eviction, telemetry, progress.round_done)
         progress.start_rounds(p.rounds)
         obs = runner.run(ops)
+    session.collect_faults(prepared)
     if eviction is not None and eviction.nbytes < eviction.requested_bytes:
         notes.append(f"eviction buffer reduced to {eviction.mib:.0f} MiB (low memory)")
     observations = {op.label: obs[i] for i, op in enumerate(ops)}

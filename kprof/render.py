@@ -49,6 +49,8 @@ def compare_table(result: Result) -> Table:
         iv = speedups.get(rec.label)
         v = rec.validation
         status = "[green]ok[/]" if v.passed else f"[red]FAIL[/] (rel {v.rel_error:.1e})"
+        if rec.faults:
+            status = f"[red]FAULT[/] ({len(rec.faults)})"
         t.add_row(
             rec.label,
             _launches(rec),

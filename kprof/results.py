@@ -59,6 +59,7 @@ class MethodRecord:
     details: dict
     catalog: LaunchCatalog
     validation: Validation
+    faults: list[str] = field(default_factory=list)  # reported by the method's runs (Prepared.faults)
 
 
 @dataclass

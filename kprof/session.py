@@ -105,7 +105,16 @@ class MeasurementSession:
             catalog=catalog,
             validation=Validation(report.rel_error, report.max_abs_error, report.non_finite, report.tolerance, report.passed),
         )
-        return PreparedMethod(record, prepared, out)
+        pm = PreparedMethod(record, prepared, out)
+        self.collect_faults([pm])
+        return pm
+
+    @staticmethod
+    def collect_faults(prepared: list[PreparedMethod]) -> None:
+        """Ask each method for faults its runs reported so far (after validation, after timing)."""
+        for pm in prepared:
+            if pm.prepared.faults is not None:
+                pm.record.faults = list(pm.prepared.faults())
 
     def timed_op(self, label: str, invoke: Callable[[], object]) -> TimedOp:
         return TimedOp(label, capture(invoke, self.target.device) if self.protocol.graph else invoke)

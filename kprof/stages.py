@@ -40,6 +40,7 @@ def run_chain(session: MeasurementSession, pm, progress: Progress) -> Result:
         runner = ChainRunner(p, session.clock(), session.eviction(), telemetry, progress.round_done)
         progress.start_rounds(p.rounds)
         obs = runner.run(prefixes)
+    session.collect_faults([pm])
     observations = {op.label: obs[i] for i, op in enumerate(prefixes)}
     return session.result("chain", [pm.record], observations, telemetry.report(), session.notes + [CHAIN_NOTE])
 
@@ -59,6 +60,7 @@ def run_stages(session: MeasurementSession, method: str, progress: Progress | No
         runner = StageRunner(p, session.clock(), session.eviction(), telemetry, progress.round_done)
         progress.start_rounds(p.rounds)
         obs = runner.run(stages, complete)
+    session.collect_faults([pm])
     labels = [s.label for s in stages] + [COMPLETE]
     observations = {label: obs[i] for i, label in enumerate(labels)}
     return session.result("stages", [pm.record], observations, telemetry.report(), session.notes + [NOT_ADDITIVE])

@@ -7,7 +7,7 @@
 # Session-specific screens of earlier sessions live in git history: each results folder's README
 # names the commit and mode that produced it.
 set -u
-MODES="full quick santa santa-screen issue-final gate-check screen tune ncu fathom fathom-screen fathom-tests fathom-tune fathom-final timeline fathom-pipeline santa-floor"
+MODES="full quick santa santa-screen issue-final gate-check screen tune ncu fathom fathom-screen fathom-tests fathom-tune fathom-final fathom-report timeline fathom-pipeline santa-floor"
 usage() {
   cat <<EOF
 usage: scripts/gpu_check.sh OUTDIR [MODE]
@@ -27,7 +27,10 @@ usage: scripts/gpu_check.sh OUTDIR [MODE]
   fathom-screen Fathom kernel tests on the GPU and a launch-variant stage screen at 1M tokens
   fathom-tests  every Fathom kernel test on the GPU (compile-heavy: most of a call)
   fathom-tune   kprof tune of the Fathom launches at 1M tokens, then tuned and default comparisons
-  fathom-final  the Fathom issue's measurements (tests, screen, comparisons, stages, HBM, gather)
+  fathom-final  the Fathom kernel tests on the GPU, then the issue's comparison eager and in graph
+                replays (10 rounds x 200)
+  fathom-report the Fathom issue's other figures: sparq16 and scan-full, stages, the HBM index, the
+                gather against cudaMemcpyAsync
   timeline      kernel timelines (CUPTI) of Fathom and scan32 steps at 1M tokens, eager and graph,
                 pipelined and not (scripts/probe_step_timeline.py)
   fathom-pipeline the pipelined step's GPU tests (scan work queue, waiting top-k, union in the
@@ -65,11 +68,12 @@ santa_issue_compare() {
   STEP_TIMEOUT=200 step santa_compare kprof compare --method santa "${extra[@]}" --method cudnn \
     --baseline flash --workload $W32 --config default --out "$out/santa_compare.json"
 }
-# fathom_issue_compare [--graph]: Fathom against scan32 at 1M tokens, defaults
+# fathom_issue_compare [--graph]: Fathom against scan32 at 1M tokens, defaults (10 rounds x 200
+# observations: ~12 s of timing at these step times, after ~25 s of preparation)
 fathom_issue_compare() {
   local name=fathom_compare${1:+_graph}
-  STEP_TIMEOUT=80 step $name kprof compare --method fathom --baseline scan32 --workload $F1M "$@" --rounds 3 \
-    --warmup-pairs 5 --observations 10 --config default --out "$out/$name.json"
+  STEP_TIMEOUT=100 step $name kprof compare --method fathom --baseline scan32 --workload $F1M "$@" --rounds 10 \
+    --warmup-pairs 20 --observations 200 --config default --out "$out/$name.json"
 }
 # ncu_tables WORKLOAD RESULT: Table 14 for santa and flash beside RESULT's event-timed medians, plus
 # the first capture re-exported as the details page and in auto units (real fixtures for tests/)
@@ -234,19 +238,23 @@ mode_fathom-tune() {
     --config default --out "$out/fathom_compare_default.json"
 }
 mode_fathom-final() {
-  ensure_f1m
-  STEP_TIMEOUT=120 step pytest_fathom "$py" -m pytest -q -p no:cacheprovider tests/kernels/fathom/test_decode.py \
+  STEP_TIMEOUT=150 step pytest_fathom "$py" -m pytest -q -p no:cacheprovider tests/kernels/fathom/test_decode.py \
     tests/kernels/fathom/test_fathom_kernels.py
-  STEP_TIMEOUT=100 step fathom_sweep "$py" scripts/sweep_stages.py --workload $F1M --rounds 2 --obs 10 \
-    fathom fathom:plan.num_warps=1 fathom:topk.num_warps=8 scan32
+  ensure_f1m
   fathom_issue_compare
   fathom_issue_compare --graph
+}
+mode_fathom-report() {
+  ensure_f1m
   STEP_TIMEOUT=100 step fathom_compare_all kprof compare --method fathom --method sparq16 --method scan-full \
-    --baseline scan32 --workload $F1M --rounds 2 --warmup-pairs 5 --observations 10 --out "$out/fathom_compare_all.json"
-  STEP_TIMEOUT=60 step stages_fathom kprof stages --method fathom --workload $F1M --rounds 2 --stage-observations 10 \
-    --warmup-pairs 5 --out "$out/stages_fathom.json"
-  STEP_TIMEOUT=50 step fathom_compare_hbm kprof compare --method fathom:index=hbm --baseline scan32:index=hbm \
-    --workload $F1M --rounds 2 --warmup-pairs 5 --observations 10 --out "$out/fathom_hbm.json"
+    --baseline scan32 --workload $F1M --rounds 3 --warmup-pairs 5 --observations 20 --config default \
+    --out "$out/fathom_compare_all.json"
+  STEP_TIMEOUT=80 step stages_fathom kprof stages --method fathom --workload $F1M --rounds 3 --stage-observations 20 \
+    --warmup-pairs 5 --config default --out "$out/stages_fathom.json"
+  STEP_TIMEOUT=60 step fathom_compare_hbm kprof compare --method fathom:index=hbm --baseline scan32:index=hbm \
+    --workload $F1M --rounds 5 --warmup-pairs 10 --observations 50 --config default --out "$out/fathom_hbm.json"
+  STEP_TIMEOUT=60 step stages_fathom_hbm kprof stages --method fathom:index=hbm --workload $F1M --rounds 3 \
+    --stage-observations 20 --warmup-pairs 5 --config default --out "$out/stages_fathom_hbm.json"
   STEP_TIMEOUT=40 step gather_bench "$py" scripts/bench_gather.py
 }
 mode_timeline() {

@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -37,7 +38,9 @@ import kprof.kernels  # noqa: F401  (decides on the interpreter before triton is
 import triton
 import triton.language as tl
 
+from kprof.kernels.dense.split_kv import _split_kv_combine
 from kprof.kernels.dependent_launch import release_dependents, wait_for_predecessor
+from kprof.kernels.santa.triton_kernels import santa_score
 from kprof.runner import ChainRunner, PairedRoundRunner, TimedOp
 
 
@@ -124,43 +127,69 @@ def _skel_attend(PK, PV, UStart, URowPre, M_out, L_out, Acc_out, stride_kh, stri
     tl.store(Acc_out + heads[:, None] * stride_ah + split * stride_as + offs_d[None, :], acc, mask=g_mask[:, None])
 
 
-class SkeletonChain:
-    """The five launches of a prepared ``SantaDecode`` with launches 2-4 replaced by their data
-    movement (``empty``: by a wait and one store). Launch 1 and 5 are the operator's own, except
-    that ``empty`` replaces those too."""
+@dataclass(frozen=True)
+class Geometry:
+    """The launch geometry a skeleton runs at (the operator's defaults unless given)."""
 
-    def __init__(self, op, empty: bool, pdl: bool):
+    block_m: int | None = None  # score: representatives per program
+    block_r: int | None = None  # attend: rows per tile
+    splits: int | None = None  # attend: row ranges per KV head (and the reducer's partials)
+
+    def label(self) -> str:
+        parts = [f"{k}={v}" for k, v in (("BLOCK_M", self.block_m), ("BLOCK_R", self.block_r),
+                                          ("splits", self.splits)) if v is not None]
+        return f" [{', '.join(parts)}]" if parts else ""
+
+
+class SkeletonChain:
+    """Five launches with a prepared ``SantaDecode``'s grids (or ``geometry``'s), reading its
+    buffers: launch 1 the real scorer, 2-4 their data movement only, 5 the real reducer
+    (``empty``: every launch only waits and stores a word)."""
+
+    def __init__(self, op, empty: bool, pdl: bool, geometry: Geometry = Geometry()):
         self.op, self.empty, self.pdl = op, empty, pdl and op.pdl
+        self.pdl_asked = pdl
         dev = op.q.device
+        self.block_m = geometry.block_m or op.cfg["score"]["BLOCK_M"]
+        self.block_r = geometry.block_r or op.cfg["attend"]["BLOCK_R"]
+        self.splits = geometry.splits or op.splits
         self.src_start = op.u_start.clone()  # the real union of the operator's last run
         self.src_rowpre = op.u_rowpre.clone()
         self.u_start = torch.empty_like(op.u_start)
         self.u_rowpre = torch.empty_like(op.u_rowpre)
         self.cand = torch.empty_like(op.cand)
-        self.empty_out = torch.empty(op.hq, 128, dtype=torch.int64, device=dev)
+        self.scores = torch.empty_like(op.scores)
+        self.m_part = torch.empty(op.hq, self.splits, dtype=torch.float32, device=dev)
+        self.l_part = torch.empty_like(self.m_part)
+        self.acc = torch.empty(op.hq, self.splits, op.d, dtype=torch.float32, device=dev)
+        self.out = torch.empty_like(op.out)
+        self.words = torch.empty(op.hq, 256, dtype=torch.int64, device=dev)  # the empty launches' stores
         self._dep = {"launch_pdl": True} if self.pdl else {}
 
     def launches(self):
         return (("score", self.score), ("topk", self.topk), ("merge", self.merge), ("attend", self.attend),
                 ("reduce", self.reduce))
 
-    def score(self):
+    def _empty(self, grid, num_warps, dependent=True):
+        _skel_topk[grid](self.scores, self.words, self.op.m_max, self.scores.stride(0), self.words.stride(0), 1,
+                         BLOCK_T=32, KPAD=32, EMPTY=True, PDL=self.pdl, num_warps=num_warps,
+                         **(self._dep if dependent else {}))
+
+    def score(self):  # the chain's first launch: never launched as a dependent
         op = self.op
+        grid = (op.hkv, triton.cdiv(op.m_max, self.block_m))
         if self.empty:
-            _skel_topk[(op.hkv, triton.cdiv(op.m_max, op.cfg["score"]["BLOCK_M"]))](
-                op.scores, self.empty_out, op.m_max, op.scores.stride(0), self.empty_out.stride(0), 1,
-                BLOCK_T=32, KPAD=32, EMPTY=True, PDL=self.pdl, num_warps=op.cfg["score"]["num_warps"])
-            return
-        pdl, op.pdl = op.pdl, self.pdl
-        try:
-            op.launch_score()
-        finally:
-            op.pdl = pdl
+            return self._empty(grid, op.cfg["score"]["num_warps"], dependent=False)
+        santa_score[grid](
+            op.q, op.arts.rep_keys, self.scores, op.m_max, op.q.stride(0), op.arts.rep_keys.stride(0),
+            op.arts.rep_keys.stride(1), self.scores.stride(0), GROUP=op.group, BLOCK_G=op.block_g,
+            BLOCK_M=self.block_m, HEAD_D=op.d, DOT_PRECISION=op.precision, PDL=self.pdl,
+            num_warps=op.cfg["score"]["num_warps"], num_stages=op.cfg["score"]["num_stages"])
 
     def topk(self):
         op = self.op
         _skel_topk[(op.hq, op.n_blocks)](
-            op.scores, self.cand, op.m_max, op.scores.stride(0), self.cand.stride(0), self.cand.stride(1),
+            self.scores, self.cand, op.m_max, self.scores.stride(0), self.cand.stride(0), self.cand.stride(1),
             BLOCK_T=op.cfg["topk"]["BLOCK_T"], KPAD=op.kpad, EMPTY=self.empty, PDL=self.pdl,
             num_warps=op.cfg["topk"]["num_warps"], **self._dep)
 
@@ -175,29 +204,32 @@ class SkeletonChain:
     def attend(self):
         op = self.op
         a = op.arts
-        _skel_attend[(op.hkv, op.splits)](
-            a.packed_k, a.packed_v, self.u_start, self.u_rowpre, op.m_part, op.l_part, op.acc,
-            a.packed_k.stride(0), a.packed_k.stride(1), op.m_part.stride(0), op.acc.stride(0), op.acc.stride(1),
-            GROUP=op.group, BLOCK_G=op.block_g, BLOCK_R=op.cfg["attend"]["BLOCK_R"], HEAD_D=op.d, UMAX=op.umax,
-            NUM_SPLITS=op.splits, EMPTY=self.empty, PDL=self.pdl, num_warps=op.cfg["attend"]["num_warps"],
-            num_stages=op.cfg["attend"]["num_stages"], **self._dep)
+        _skel_attend[(op.hkv, self.splits)](
+            a.packed_k, a.packed_v, self.u_start, self.u_rowpre, self.m_part, self.l_part, self.acc,
+            a.packed_k.stride(0), a.packed_k.stride(1), self.m_part.stride(0), self.acc.stride(0),
+            self.acc.stride(1), GROUP=op.group, BLOCK_G=op.block_g, BLOCK_R=self.block_r, HEAD_D=op.d,
+            UMAX=op.umax, NUM_SPLITS=self.splits, EMPTY=self.empty, PDL=self.pdl,
+            num_warps=op.cfg["attend"]["num_warps"], num_stages=op.cfg["attend"]["num_stages"], **self._dep)
 
     def reduce(self):
         op = self.op
         if self.empty:
-            _skel_topk[(op.hq, 1)](
-                op.scores, self.empty_out, op.m_max, op.scores.stride(0), self.empty_out.stride(0), 1,
-                BLOCK_T=32, KPAD=32, EMPTY=True, PDL=self.pdl, num_warps=op.cfg["reduce"]["num_warps"], **self._dep)
-            return
-        pdl, op.pdl, dep, op._dependent = op.pdl, self.pdl, op._dependent, self._dep
-        try:
-            op.launch_reduce()
-        finally:
-            op.pdl, op._dependent = pdl, dep
+            return self._empty((op.hq, 1), op.cfg["reduce"]["num_warps"])
+        _split_kv_combine[(op.hq,)](
+            self.m_part, self.l_part, self.acc, self.out, self.splits, self.m_part.stride(0), self.acc.stride(0),
+            self.acc.stride(1), self.out.stride(0), BLOCK_S=max(2, triton.next_power_of_2(self.splits)),
+            HEAD_D=op.d, PDL=self.pdl, num_warps=op.cfg["reduce"]["num_warps"], **self._dep)
 
     def run(self):
         for _, launch in self.launches():
             launch()
+
+
+# skeleton geometries beside SANTA++'s own: one attend tile per split (more splits, or wider
+# tiles), and fewer or more representatives per scorer program
+GEOMETRIES = (Geometry(splits=128), Geometry(block_r=64), Geometry(block_r=16, splits=128),
+              Geometry(block_m=32), Geometry(block_m=128))
+LAUNCHES = (("score", 0), ("topk", 1), ("merge", 2), ("attend", 3), ("reduce", 4))
 
 
 def _median(obs) -> float:
@@ -211,6 +243,8 @@ def main() -> None:
     ap.add_argument("--observations", type=int, default=300)
     ap.add_argument("--warmup-pairs", type=int, default=30)
     ap.add_argument("--json", type=Path, help="write the medians here")
+    ap.add_argument("--santa-variants", nargs="*", default=["santa:attend.NUM_SPLITS=128", "santa:attend.BLOCK_R=64"],
+                    help="real SANTA++ variants timed in the same rounds")
     ap.add_argument("--device", default="cuda", help="cuda, or cpu for a smoke run through the interpreter")
     args = ap.parse_args()
 
@@ -221,44 +255,53 @@ def main() -> None:
                                       config_mode="default")
     santa = session.prepare("santa", "santa", "subject").prepared
     flash = session.prepare("flash" if session.target.is_gpu else "math", "flash", "baseline").prepared
+    real = [TimedOp(spec, session.prepare(spec, spec, "subject").prepared.run) for spec in args.santa_variants]
     op = santa.handle
     santa.run()
     session.clock().synchronize()
     chains = {f"{kind}{'' if pdl else ' (no PDL)'}": SkeletonChain(op, kind == "empty", pdl)
               for kind in ("skeleton", "empty") for pdl in (True, False)}
+    for g in GEOMETRIES:
+        chains[f"skeleton{g.label()}"] = SkeletonChain(op, False, True, g)
     for chain in chains.values():
         chain.run()
     session.clock().synchronize()
-    # the skeleton's attend reads the real union: its rows must be the operator's
-    sk = chains["skeleton"]
-    assert torch.equal(sk.u_start, op.u_start) and torch.equal(sk.u_rowpre, op.u_rowpre), "skeleton union differs"
+    for label, chain in chains.items():  # every skeleton's attend reads the real union
+        if not chain.empty and not (torch.equal(chain.u_start, op.u_start) and torch.equal(chain.u_rowpre, op.u_rowpre)):
+            raise SystemExit(f"{label}: the skeleton's union differs from the operator's")
     rows = int(op.u_rowpre[:, -1].sum())
     print(f"union rows over {op.hkv} KV heads: {rows} ({rows * op.d * 2 * 2 / 1e6:.2f} MB of K/V); "
           f"representatives {op.arts.rep_keys.numel() * op.arts.rep_keys.element_size() / 1e6:.2f} MB; PDL {op.pdl}")
-    ops = [TimedOp("flash", flash.run), TimedOp("santa", santa.run)] + [TimedOp(k, c.run) for k, c in chains.items()]
-    runner = PairedRoundRunner(session.protocol, session.clock(), session.eviction())
-    obs = runner.run(ops)
+    ops = [TimedOp("flash", flash.run), TimedOp("santa", santa.run), *real,
+           *(TimedOp(k, c.run) for k, c in chains.items())]
+    obs = PairedRoundRunner(session.protocol, session.clock(), session.eviction()).run(ops)
     medians = {o.label: _median(x) for o, x in zip(ops, obs)}
-    launches = sk.launches()
-    prefixes = [TimedOp("+".join(n for n, _ in launches[:i + 1]),
-                        (lambda i=i: [f() for _, f in launches[:i + 1]])) for i in range(len(launches))]
     chain_proto = session.protocol.with_overrides(stage_observations=args.observations)
-    chain_obs = ChainRunner(chain_proto, session.clock(), session.eviction()).run(prefixes)
-    prefix_medians = [_median(x) for x in chain_obs]
-    marginals = {name: b - a for (name, _), a, b in zip(launches, [0.0] + prefix_medians, prefix_medians)}
-    print(f"\n{'chain':>22s} {'median us':>10s} {'flash / it':>11s}")
+    marginals = {}
+    for label, chain in chains.items():
+        if chain.empty or not chain.pdl_asked:
+            continue
+        launches = chain.launches()
+        prefixes = [TimedOp(str(i), (lambda i=i, ls=launches: [f() for _, f in ls[:i + 1]])) for i in range(5)]
+        pm = [_median(x) for x in ChainRunner(chain_proto, session.clock(), session.eviction()).run(prefixes)]
+        marginals[label] = {name: b - a for (name, _), a, b in zip(launches, [0.0] + pm, pm)}
+    print(f"\n{'chain':>44s} {'median us':>10s} {'flash / it':>11s}")
     for label, m in medians.items():
-        print(f"{label:>22s} {m:10.2f} {medians['flash'] / m:11.3f}")
-    print("\nskeleton launches in the chain (marginal us): " +
-          ", ".join(f"{k} {v:.2f}" for k, v in marginals.items()) + f"; whole {prefix_medians[-1]:.2f}")
+        print(f"{label:>44s} {m:10.2f} {medians['flash'] / m:11.3f}")
+    print(f"\n{'skeleton, marginal us in the chain':>44s} " + " ".join(f"{n:>7s}" for n, _ in LAUNCHES))
+    for label, ms in marginals.items():
+        print(f"{label:>44s} " + " ".join(f"{ms[n]:7.2f}" for n, _ in LAUNCHES))
+    best = {n: min(ms[n] for ms in marginals.values()) for n, _ in LAUNCHES}
     target = medians["flash"] / 2.5
-    print(f"2.5x target: <= {target:.2f} us; the skeleton chain alone takes {medians['skeleton']:.2f} us, "
-          f"leaving {target - medians['skeleton']:.2f} us for all selection and softmax work "
-          f"(SANTA++ spends {medians['santa'] - medians['skeleton']:.2f} us on it now)")
+    floor = sum(best.values())
+    print(f"\n2.5x target: <= {target:.2f} us. Skeleton at SANTA++'s grids: {medians['skeleton']:.2f} us; "
+          f"the best marginal of each launch over the geometries adds to {floor:.2f} us "
+          f"({', '.join(f'{n} {v:.2f}' for n, v in best.items())}), leaving {target - floor:.2f} us for all "
+          f"selection and softmax work (SANTA++ spends {medians['santa'] - medians['skeleton']:.2f} us on it "
+          "over its skeleton now)")
     if args.json:
         args.json.write_text(json.dumps({"medians_us": medians, "skeleton_marginals_us": marginals,
-                                         "union_rows": rows, "pdl": op.pdl}, indent=1))
-
+                                         "best_marginals_us": best, "union_rows": rows, "pdl": op.pdl}, indent=1))
 
 if __name__ == "__main__":
     main()

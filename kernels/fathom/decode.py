@@ -324,6 +324,15 @@ class FathomDecode:
         """Top-k waits on the scan that gave up since the step was built (0 in a correct run)."""
         return int(self.scan.wait_expiries.item())
 
+    def faults(self) -> list[str]:
+        """What went wrong in this step's runs so far, one line each (a host sync: not timed)."""
+        n = self.wait_expiries() if len(self._piece_launches) else 0
+        if not n:
+            return []
+        return [f"{n} pipelined top-k wait(s) gave up after {WAIT_POLLS:,} polls of the scan's tile count: "
+                "those steps' winners are invalid and their times include the wait; run with pieces=1 and "
+                "report the GPU, driver and launch config"]
+
     def winners(self) -> torch.Tensor:
         """Selected token indices per query head ``[Hq, k]`` of the last run (host copy)."""
         return self.top_idx.cpu()

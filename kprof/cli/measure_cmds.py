@@ -54,9 +54,13 @@ def _finish(result: Result, out: str | None, as_json: bool, table) -> None:
         for note in result.notes:
             console.print(f"[yellow]note:[/] {note}")
         console.print(f"[dim]result written to {path}[/]")
-    failed = [m.label for m in result.methods if not m.validation.passed]
+    for m in result.methods:
+        for fault in m.faults:
+            err_console.print(f"[bold red]fault[/] in {m.label}: {fault}")
+    failed = [m.label for m in result.methods if not m.validation.passed or m.faults]
     if failed:
-        err_console.print(f"[bold red]validation failed[/] for {', '.join(failed)}: their timings are not comparable")
+        err_console.print(f"[bold red]validation failed or faults reported[/] for {', '.join(failed)}: "
+                          "their timings are not comparable")
         sys.exit(3)
 
 
@@ -73,7 +77,8 @@ def compare(methods: tuple[str, ...], baseline: str, workload, device, config_mo
     before every timed call outside the timed interval, and times each complete call with CUDA
     events. Reported: median of round medians, round-median range, speedup = baseline/candidate
     with a paired-round bootstrap interval, noise, drift, validation against fp64 and launch
-    counts from a separate profiler pre-run. Exit 3 if any output fails validation.
+    counts from a separate profiler pre-run. Exit 3 if any output fails validation or a method
+    reports a fault in its runs (such as a pipelined wait that gave up).
     """
     overrides = protocol_overrides(kw)
     with _progress(as_json) as progress:

@@ -61,7 +61,7 @@ def check(method_name: str, workload_name: str | None, device: str, overrides: t
         click.echo(json.dumps({"method": method_name, "workload": session.workload.name, "config": pm.record.config,
                                "rel_error": v.rel_error, "max_abs_error": v.max_abs_error,
                                "non_finite": v.non_finite, "tolerance": v.tolerance, "passed": v.passed,
-                               "launches": pm.record.catalog.kernels}, indent=2))
+                               "launches": pm.record.catalog.kernels, "faults": pm.record.faults}, indent=2))
     else:
         if not session.target.is_gpu:
             err_console.print(f"[yellow]{session.target.label}[/]")
@@ -72,7 +72,9 @@ def check(method_name: str, workload_name: str | None, device: str, overrides: t
         launches = str(pm.record.catalog.launches_per_call) if pm.record.catalog.launches_per_call else "n/a"
         t.add_row(f"{v.rel_error:.3e}", f"{v.max_abs_error:.3e}", f"{v.tolerance:.0e}", launches, status)
         console.print(t)
-    if not v.passed:
+    for fault in pm.record.faults:
+        err_console.print(f"[bold red]fault:[/] {fault}")
+    if not v.passed or pm.record.faults:
         sys.exit(1)
 
 
@@ -86,7 +88,7 @@ def validate(method_name: str, workload_name: str | None, device: str, realisati
 
     Each realisation poisons the output, runs once, compares with the fp64 reference (sampling
     methods: fed with the kernels' own selection and corrections) and checks the launch catalog.
-    Exit 1 if any realisation fails.
+    Exit 1 if any realisation fails or the method reports a fault in its runs.
     """
     session = MeasurementSession.open(device, workload_name, {})
     method = get_method(method_name)
@@ -98,8 +100,8 @@ def validate(method_name: str, workload_name: str | None, device: str, realisati
         v, c = pm.record.validation, pm.record.catalog
         records.append({"spec": spec, "rel_error": v.rel_error, "max_abs_error": v.max_abs_error,
                         "non_finite": v.non_finite, "passed": v.passed, "launches": c.launches_per_call,
-                        "catalog_ok": c.matches_expected, "kernels": c.kernels})
-    ok = all(r["passed"] and r["catalog_ok"] is not False for r in records)
+                        "catalog_ok": c.matches_expected, "kernels": c.kernels, "faults": pm.record.faults})
+    ok = all(r["passed"] and r["catalog_ok"] is not False and not r["faults"] for r in records)
     if as_json:
         click.echo(json.dumps(records, indent=2))
     else:
@@ -109,7 +111,10 @@ def validate(method_name: str, workload_name: str | None, device: str, realisati
         for r in records:
             catalog = {True: "as expected", False: "[red]unexpected[/]", None: "n/a"}[r["catalog_ok"]]
             t.add_row(r["spec"], f"{r['rel_error']:.3e}", f"{r['max_abs_error']:.3e}",
-                      str(r["launches"] or "n/a"), catalog, "ok" if r["passed"] else "[red]FAIL[/]")
+                      str(r["launches"] or "n/a"), catalog,
+                      "[red]FAULT[/]" if r["faults"] else "ok" if r["passed"] else "[red]FAIL[/]")
+            for fault in r["faults"]:
+                err_console.print(f"[bold red]fault[/] in {r['spec']}: {fault}")
         console.print(t)
         console.print(f"max abs error over {len(records)} run(s): {max(r['max_abs_error'] for r in records):.3e}")
     if not ok:

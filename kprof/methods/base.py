@@ -46,6 +46,9 @@ class Prepared:
     output: torch.Tensor | None = None  # the buffer run() writes, when the method owns one
     details: dict = field(default_factory=dict)
     handle: object = None  # the method's own operator object (for method-specific validation)
+    # problems the method detected in its own runs since it was prepared, one line each (e.g. a
+    # pipelined wait inside a kernel that gave up); asked after validation and after timing
+    faults: Callable[[], list[str]] | None = None
 
 
 class Method(ABC):

@@ -101,7 +101,7 @@ class _FathomFamily(Method):
         return Prepared(
             method=self.name, config=config, run=op.run,
             stages=tuple(Stage(name, fn) for name, fn in op.stages()),
-            expected_kernels=(), output=op.out, handle=op,
+            expected_kernels=(), output=op.out, handle=op, faults=op.faults,
             details={"k": op.k_top, "index": self.index, "rows": self.rows, "basis": self.basis, "gather": self.gather,
                      "pages": self.pages, "pieces": len(op.pieces) if op.side is not None else 1,
                      "scan_bits_per_token": bits, "index_bytes": op.store.nbytes(),

@@ -108,3 +108,37 @@ def test_compare_fathom_against_scan32_end_to_end(run_in, tmp_path, make_workloa
     assert [m["label"] for m in doc["methods"]] == ["scan32:k=48", "fathom:k=48", "sparq16:k=48"]
     assert all(m["validation"]["passed"] for m in doc["methods"])
     assert doc["methods"][0]["details"]["scan_bits_per_token"] == [136.0, 136.0]
+
+
+def test_a_fault_reported_by_a_methods_runs_fails_compare_and_stages(run_in, tmp_path, monkeypatch):
+    """A method whose runs report a fault after validation (Prepared.faults) gets FAULT in the
+    table, the fault in the Result and exit 3: its timings are not valid measurements."""
+    from kprof.methods import registry
+    from kprof.methods.sdpa import MathSDPA
+
+    class FaultyMath(MathSDPA):
+        name = "faulty-math"
+
+        def _prepare(self, workload, config):
+            prepared = super()._prepare(workload, config)
+            runs = [0]
+            inner = prepared.run
+
+            def run():
+                runs[0] += 1
+                return inner()
+
+            prepared.run = run
+            prepared.faults = lambda: [f"wait gave up in run {runs[0]}"] if runs[0] > 1 else []
+            return prepared
+
+    monkeypatch.setitem(registry.METHODS, "faulty-math", FaultyMath)
+    r = run_in(["compare", "--method", "faulty-math", "--baseline", "math", "--out", str(tmp_path / "c.json"), *TINY])
+    assert r.exit_code == 3, r.output
+    assert "FAULT" in r.output and "wait gave up in run" in r.output
+    doc = json.loads((tmp_path / "c.json").read_text())
+    assert doc["methods"][0]["faults"] == [] and doc["methods"][1]["faults"][0].startswith("wait gave up in run")
+    r = run_in(["stages", "--method", "faulty-math", *TINY])
+    assert r.exit_code == 3 and "wait gave up" in r.output
+    r = run_in(["compare", "--method", "math", "--baseline", "math", *TINY])
+    assert r.exit_code == 0 and "FAULT" not in r.output

@@ -190,8 +190,11 @@ def test_a_step_pipelined_over_head_ranges_equals_the_unpipelined_step(make_work
         op.top_idx.fill_(-1)
         op.union_k.fill_(float("nan"))
         out = op.run().cpu()
-        assert op.wait_expiries() == 0
+        assert op.wait_expiries() == 0 and op.faults() == []
         results.append((out, op.winners(), op.first.cpu(), op.union_k.cpu()))
+    # a wait that gave up (the count the top-k adds to) is a fault of the step's runs
+    op.scan.wait_expiries.fill_(2)
+    assert len(op.faults()) == 1 and op.faults()[0].startswith("2 pipelined top-k wait(s) gave up")
     assert torch.isfinite(results[0][0]).all()
     for out, win, first, union_k in results[1:]:
         assert torch.equal(out, results[0][0])
