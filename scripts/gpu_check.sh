@@ -7,7 +7,7 @@
 # Session-specific screens of earlier sessions live in git history: each results folder's README
 # names the commit and mode that produced it.
 set -u
-MODES="full quick santa santa-screen issue-final gate-check screen tune ncu fathom fathom-screen fathom-tests fathom-tune fathom-final fathom-report timeline fathom-pipeline santa-floor"
+MODES="full quick santa santa-screen issue-final gate-check screen tune ncu fathom fathom-screen fathom-tests fathom-tune fathom-final fathom-report timeline fathom-pipeline santa-floor santa-final"
 usage() {
   cat <<EOF
 usage: scripts/gpu_check.sh OUTDIR [MODE]
@@ -36,6 +36,8 @@ usage: scripts/gpu_check.sh OUTDIR [MODE]
   fathom-pipeline the pipelined step's GPU tests (scan work queue, waiting top-k, union in the
                 top-k, graph replay), its timeline as a comparison runs it, the Fathom issue's
                 comparisons eager and in graphs, and 4 against 8 pipeline ranges
+  santa-final   SANTA++ fp32 validation and the issue's full-protocol comparison, at the defaults
+                and for the variants in SANTA_VARIANTS (space-separated specs)
   santa-floor   the floor of any five-launch SANTA++ chain: empty and data-movement-only chains
                 with SANTA++'s grids against Flash and SANTA++ (scripts/probe_chain_floor.py)
 EOF
@@ -274,6 +276,17 @@ mode_fathom-pipeline() {
   STEP_TIMEOUT=120 step fathom_compare_pieces kprof compare --method fathom --method fathom:pieces=8 \
     --method scan32:pieces=8 --baseline scan32 --workload $F1M --rounds 3 --warmup-pairs 5 --observations 10 \
     --config default --out "$out/fathom_compare_pieces.json"
+}
+mode_santa-final() {
+  ensure_w32
+  local spec sep
+  for spec in santa ${SANTA_VARIANTS:-}; do
+    sep=:; [[ $spec == *:* ]] && sep=,
+    STEP_TIMEOUT=60 step "validate_fp32_${spec//[^a-zA-Z0-9]/_}" kprof validate --method "$spec${sep}out=fp32" \
+      --workload $W32 --realisations 3
+  done
+  # shellcheck disable=SC2086
+  santa_issue_compare ${SANTA_VARIANTS:-}
 }
 mode_santa-floor() {
   ensure_w32
