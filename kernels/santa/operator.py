@@ -60,7 +60,8 @@ LAUNCH_SPACES = {
     "attend": LaunchSpace("attend", (
         # 64 (H200, 32K, ~2,100 union rows per KV head over 64 splits): one tile per split instead
         # of two dependent ones (32-row tiles and a split rounded up to 64 rows); 144 registers, no
-        # spill; full protocol 32.53 -> 30.96 us in shared rounds, faster in every round
+        # spill; full protocol 32.53 -> 30.96 us in shared rounds (faster in 17 of 20 rounds, by
+        # 0.2-1.7 us; 0.1 us slower in the other 3)
         Param("BLOCK_R", (16, 32, 64), 64, "virtual rows per tile"),
         Param("NUM_SPLITS", (1, 2, 4, 8, 16, 32, 64, 128), 64, "row ranges per KV head"),
         Param("SEARCH", (0, 1, 2), 2, "union entry of each row: 0 compares it with every entry's end, "
