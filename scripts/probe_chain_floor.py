@@ -271,7 +271,8 @@ def main() -> None:
             raise SystemExit(f"{label}: the skeleton's union differs from the operator's")
     rows = int(op.u_rowpre[:, -1].sum())
     print(f"union rows over {op.hkv} KV heads: {rows} ({rows * op.d * 2 * 2 / 1e6:.2f} MB of K/V); "
-          f"representatives {op.arts.rep_keys.numel() * op.arts.rep_keys.element_size() / 1e6:.2f} MB; PDL {op.pdl}")
+          f"representative key table {op.arts.rep_keys.numel() * op.arts.rep_keys.element_size() / 1e6:.2f} MB "
+          f"(padded to the largest head's teams); PDL {op.pdl}")
     ops = [TimedOp("flash", flash.run), TimedOp("santa", santa.run), *real,
            *(TimedOp(k, c.run) for k, c in chains.items())]
     obs = PairedRoundRunner(session.protocol, session.clock(), session.eviction()).run(ops)
