@@ -296,8 +296,11 @@ class FathomDecode:
         counts tiles per head), so there is no launch boundary in the scan and each piece's
         selection starts as soon as its heads are scanned, on SMs the scan leaves free. The
         selections' latency-bound launches and the fetch hide under the rest of the scan's PCIe
-        stream; only the last piece's selection is exposed. On the CPU the pieces run one after
-        another. Runs must come from one stream (the next run's plan waits for this run's
+        stream; only the last piece's selection is exposed. The waits need the scan to run beside
+        (or before) the top-ks: eagerly it is enqueued first and holds all but the reserved SMs;
+        CUDA does not promise it for graph replays or under kernel-serialising tools, though
+        graph replays ran it on the H200. A wait that gives up is counted (``faults``). On the
+        CPU the pieces run one after another. Runs must come from one stream (the next run's plan waits for this run's
         selections there)."""
         if len(self.pieces) == 1:
             for _, launch in self._stages:

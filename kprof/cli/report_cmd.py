@@ -29,7 +29,7 @@ def result_rows(res: Result) -> list[dict]:
             "speedup_high": round(iv.high, 4) if iv else "",
             "marginal_us": round(marginal[label], 3) if label in marginal else "",
             "launches": rec.catalog.launches_per_call if rec and rec.catalog.launches_per_call else "",
-            "valid": rec.validation.passed if rec else "",
+            "valid": (rec.validation.passed and not rec.faults) if rec else "",
             "device": (res.environment.get("gpu") or {}).get("name", res.environment.get("execution")),
         })
     return rows

@@ -138,6 +138,10 @@ def test_a_fault_reported_by_a_methods_runs_fails_compare_and_stages(run_in, tmp
     assert "FAULT" in r.output and "wait gave up in run" in r.output
     doc = json.loads((tmp_path / "c.json").read_text())
     assert doc["methods"][0]["faults"] == [] and doc["methods"][1]["faults"][0].startswith("wait gave up in run")
+    r = run_in(["report", "--csv", str(tmp_path / "c.json")])
+    assert r.exit_code == 0, r.output
+    valid = [line.split(",")[-2] for line in r.output.splitlines()[1:]]  # the column before "device"
+    assert r.output.splitlines()[0].split(",")[-2] == "valid" and valid == ["True", "False"]
     r = run_in(["stages", "--method", "faulty-math", *TINY])
     assert r.exit_code == 3 and "wait gave up" in r.output
     r = run_in(["compare", "--method", "math", "--baseline", "math", *TINY])
