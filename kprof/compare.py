@@ -1,23 +1,27 @@
-"""``kprof compare``: candidates against a baseline under the paired-round protocol."""
+"""``kprof compare``: methods timed in the same rounds of a balanced design, speedups per pair."""
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
+from kprof.design import pair_cycles, precedes
 from kprof.errors import KprofError
+from kprof.harness import Measurement
 from kprof.methods import get_method
 from kprof.progress import Progress
 from kprof.results import Result, Speedup
-from kprof.runner import PairedRoundRunner, goes_before
 from kprof.session import MeasurementSession
-from kprof.stats import paired_bootstrap, start_order_effect
+from kprof.stats import cycle_values, log_ratios, position_effect, speedup_from_cycles
 from kprof.validation import compare_outputs
 
 CPU_BASELINE_SUBSTITUTE = "math"
-ORDER_EFFECT_NOTE = 0.01  # report an invoking-order effect above 1%
+POSITION_NOTE = 0.01  # name a position effect above 1%
 
 
-def _labels(names: list[str]) -> list[str]:
+def unique_labels(names: list[str]) -> list[str]:
+    """Method specs as row labels; a repeated spec gets ``#2``, ``#3``..."""
     seen: dict[str, int] = {}
     out = []
     for n in names:
@@ -26,49 +30,71 @@ def _labels(names: list[str]) -> list[str]:
     return out
 
 
+def pair_speedup(m: Measurement, baseline: int, candidate: int, level: float) -> Speedup:
+    """Speedup of row ``candidate`` over row ``baseline`` from one paired measurement."""
+    obs = m.observations
+    values = cycle_values(log_ratios(obs[baseline], obs[candidate]), pair_cycles(m.orders, baseline, candidate, m.cycle))
+    first = np.array([precedes(o, baseline, candidate) for o in m.orders])
+    return Speedup(candidate=m.labels[candidate], baseline=m.labels[baseline],
+                   interval=speedup_from_cycles(values, level),
+                   position_effect=position_effect(obs[baseline], obs[candidate], first),
+                   cycle_log_ratios=[float(v) for v in values])
+
+
+def same_copy(prepared: list, labels: list[str], ref: str, label: str, role: str):
+    """Row ``=REF``: the already prepared (and validated) row REF, timed again as another row. Two
+    rows of one prepared copy differ only by where they sit in the rounds: an A/A check that
+    separates measurement effects from placement of the method's buffers."""
+    if ref not in labels:
+        raise KprofError(f"--method ={ref} names no earlier row: put --method {ref} (or the baseline) before it")
+    original = prepared[labels.index(ref)]
+    record = copy.deepcopy(original.record)
+    record.label, record.role = label, role
+    return type(original)(record, original.prepared, original.output)
+
+
+def run_pairs(session: MeasurementSession, names: list[str], pairs: list[tuple[int, int]],
+              progress: Progress | None = None, labels: list[str] | None = None) -> Result:
+    """Prepare and validate every method, time them all in one paired run, and give the speedup
+    of each ``(baseline index, candidate index)`` pair."""
+    progress = progress or Progress()
+    labels = labels or unique_labels(names)
+    baselines = {b for b, _ in pairs}
+    prepared = []
+    for i, (name, label) in enumerate(zip(names, labels)):
+        role = "baseline" if i in baselines else "candidate"
+        if name.startswith("="):  # the prepared copy of an earlier row, timed again as its own row
+            prepared.append(same_copy(prepared, labels[:i], name[1:], label, role))
+            continue
+        progress.status(f"preparing and validating {label}")
+        prepared.append(session.prepare(name, label, role))
+    for b, c in pairs:
+        prepared[c].record.validation.error_vs_baseline = compare_outputs(
+            prepared[c].output, prepared[b].output.double()).rel_error
+    harness = session.harness(progress)
+    ops = [harness.op(pm.record.label, pm.prepared.run) for pm in prepared]
+    p = session.protocol
+    progress.status(f"timing {len(ops)} methods in a balanced design: ({p.warmup_pairs} warm-up + {p.observations} "
+                    f"timed) per method per round, {session.mode}")
+    m = harness.paired(ops)
+    session.collect_faults(prepared)
+    speedups = [pair_speedup(m, b, c, p.level) for b, c in pairs]
+    notes = [f"{sp.candidate}: the order within a round moves its ratio to {sp.baseline} by "
+             f"{100 * sp.position_effect:+.1f}%; the balanced design cancels that in the estimate"
+             for sp in speedups if abs(sp.position_effect) > POSITION_NOTE]
+    return session.result("compare", [pm.record for pm in prepared], m, session.notes + notes, speedups)
+
+
 def run_compare(session: MeasurementSession, baseline: str, candidates: list[str],
                 progress: Progress | None = None) -> Result:
-    progress = progress or Progress()
+    """Candidates against one baseline (on the CPU a GPU-only baseline becomes SDPA math)."""
     if not candidates:
         raise KprofError("no candidate method: pass --method M (repeatable)")
-    notes: list[str] = []  # compare's own; the session's (CPU default, tuned configs) are added at the end
+    notes = []
     if get_method(baseline).needs_cuda and not session.target.is_gpu:
         notes.append(f"baseline {baseline!r} needs a GPU; substituted {CPU_BASELINE_SUBSTITUTE!r} (SDPA math) on the CPU")
         baseline = CPU_BASELINE_SUBSTITUTE
     names = [baseline] + list(candidates)
-    labels = _labels(names)
-    prepared = []
-    for i, (name, label) in enumerate(zip(names, labels)):
-        progress.status(f"preparing and validating {label}")
-        prepared.append(session.prepare(name, label, "baseline" if i == 0 else "candidate"))
-    base_out = prepared[0].output
-    for pm in prepared[1:]:
-        pm.record.validation.error_vs_baseline = compare_outputs(pm.output, base_out.double()).rel_error
-
-    ops = [session.timed_op(pm.record.label, pm.prepared.run) for pm in prepared]
-    p = session.protocol
-    progress.status(f"timing: {p.rounds} rounds x ({p.warmup_pairs} warm-up + {p.observations} timed) per method, {session.mode}")
-    eviction = session.eviction()
-    with session.telemetry() as telemetry:
-        runner = PairedRoundRunner(p, session.clock(), eviction, telemetry, progress.round_done)
-        progress.start_rounds(p.rounds)
-        obs = runner.run(ops)
-    session.collect_faults(prepared)
-    if eviction is not None and eviction.nbytes < eviction.requested_bytes:
-        notes.append(f"eviction buffer reduced to {eviction.mib:.0f} MiB (low memory)")
-    observations = {op.label: obs[i] for i, op in enumerate(ops)}
-    shifts = np.broadcast_to(np.arange(p.rounds)[:, None], (p.rounds, p.observations))  # round r starts with op r % n
-    speedups = []
-    for k, label in enumerate(labels[1:], start=1):
-        base_obs, cand_obs = observations[labels[0]], observations[label]
-        effect = start_order_effect(base_obs, cand_obs, goes_before(len(ops), shifts, 0, k))
-        speedups.append(Speedup(
-            candidate=label, baseline=labels[0],
-            interval=paired_bootstrap(base_obs, cand_obs, p.bootstrap_resamples, p.level, p.seed),
-            start_order_effect=effect))
-        if abs(effect) > ORDER_EFFECT_NOTE:
-            notes.append(f"{label}: invoking order matters ({100 * effect:+.1f}% in the ratio when {labels[0]} goes "
-                         "first); alternation cancels it in the estimate but it widens the interval "
-                         "(an eager-launch artifact seen on the H200; see README, 'Known artifact')")
-    return session.result("compare", [pm.record for pm in prepared], observations, telemetry.report(),
-                          session.notes + notes, speedups)
+    result = run_pairs(session, names, [(0, k) for k in range(1, len(names))], progress)
+    result.notes = notes + result.notes
+    return result

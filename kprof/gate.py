@@ -1,40 +1,125 @@
-"""Performance regression gate: a candidate Result against a committed baseline Result.
+"""Performance regression gates, from the same run or across runs.
 
-The two runs were not interleaved, so each run's rounds are resampled independently
-(:func:`kprof.stats.unpaired_bootstrap`). For latency the ratio is candidate / baseline latency
-per method; for speedup it is the baseline run's speedup / the candidate run's speedup. Either
-way a ratio above 1 is a regression. With threshold t: SLOWER when the whole interval is above
-1 + t, FASTER when it is below 1 - t, SAME when it lies within [1 - t, 1 + t], UNCERTAIN
-otherwise.
+Same run (sound): ``kprof gate --against REV`` times each method as it is now and as it was at
+REV in the same rounds of a balanced design; the verdict rests on the paired interval of
+``now / then`` latency.
 
-Runs on different devices, workloads or protocols are incomparable. A method's launch config
-may differ between the runs (a new tuned profile, a changed default): that is exactly the kind of
-change the gate exists to judge, so it is compared and the difference is named in the row.
+Across runs: a candidate Result against a history of Results of the same setup. Each run's
+speedup is anchor-normalised (candidate against that run's own baseline method), so a machine
+that runs everything 2% slower does not look like a regression. Runs differ by more than their
+within-run intervals say (buffer placement, clocks, the machine), so the history's spread of
+log speedups is that run-to-run variance; a new run is judged by the prediction interval
+``mean +- t(h-1) * s * sqrt(1 + 1/h)``. Fewer than three history runs: warned.
+
+A ratio above 1 is a regression. With threshold ``t``:
+
+- SLOWER: the interval lies above 1 and the estimate above ``1 + t``;
+- FASTER: the interval lies below 1 and the estimate below ``1 - t``;
+- SAME: the interval lies within ``[1 - t, 1 + t]``;
+- UNCERTAIN: anything else (too wide, or a change that is real but may be within the threshold).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from kprof.atomic import atomic_path
-from kprof.results import Result
-from kprof.stats import Interval, unpaired_bootstrap
+import numpy as np
+from scipy import stats as sps
 
-EXIT = {"FASTER": 0, "SAME": 0, "SLOWER": 1, "UNCERTAIN": 2, "INCOMPARABLE": 2}
+from kprof.atomic import atomic_path
+from kprof.errors import KprofError
+from kprof.results import Result, load_result
+from kprof.stats import Interval
+
+EXIT = {"FASTER": 0, "SAME": 0, "SLOWER": 1, "UNCERTAIN": 3, "INCOMPARABLE": 4}
+EXIT_USAGE, EXIT_ERROR = 2, 5
+WORST_FIRST = ["INCOMPARABLE", "SLOWER", "UNCERTAIN", "SAME", "FASTER"]
+MIN_HISTORY = 3
+POWER = 0.90
 _PROTOCOL_KEYS = ("rounds", "warmup_pairs", "observations", "evict_mib", "graph", "host_bound")
+CROSS_RUN = "prediction interval over the history's run-to-run spread (t, h-1 df)"
+SAME_RUN = "same-run paired interval"
+
+
+class GateInputError(KprofError):
+    """An unreadable or invalid Result or history: exit 5."""
+
+    exit_code = EXIT_ERROR
 
 
 @dataclass(frozen=True)
 class GateRow:
     method: str
     verdict: str
-    ratio: Interval | None
-    baseline_us: float | None
-    candidate_us: float | None
+    ratio: Interval | None  # now / then latency (>1: slower)
+    baseline_value: float | None  # the history's (or REV's) speedup, or latency in us
+    candidate_value: float | None
+    mde: float | None = None  # smallest regression flagged SLOWER with 90% probability (0.04 = 4%)
     note: str = ""
+
+
+@dataclass
+class GateReport:
+    verdict: str
+    rows: list[GateRow]
+    reasons: list[str]  # why the runs are incomparable
+    warnings: list[str]
+    metric: str
+    threshold: float
+    method: str  # how the intervals were made
+
+
+def verdict(iv: Interval | None, threshold: float) -> str:
+    if iv is None or not iv.has_interval:
+        return "UNCERTAIN"
+    if iv.low > 1 and iv.estimate > 1 + threshold:
+        return "SLOWER"
+    if iv.high < 1 and iv.estimate < 1 - threshold:
+        return "FASTER"
+    if iv.low >= 1 - threshold and iv.high <= 1 + threshold:
+        return "SAME"
+    return "UNCERTAIN"
+
+
+def overall(rows: list[GateRow]) -> str:
+    return min((r.verdict for r in rows), key=WORST_FIRST.index) if rows else "INCOMPARABLE"
+
+
+# ---------------------------------------------------------------- numbers: a run against its history
+
+
+def within_run_sd(iv: Interval) -> float:
+    """A run's own standard error of its log estimate, read back from its interval."""
+    if not iv.has_interval or iv.low <= 0:
+        return 0.0
+    z = sps.norm.ppf(1 - (1 - (iv.coverage or iv.level)) / 2)
+    return (math.log(iv.high) - math.log(iv.low)) / (2 * z)
+
+
+def prediction_ratio(history: np.ndarray, history_sd: np.ndarray, candidate: float, candidate_sd: float,
+                     level: float = 0.95, threshold: float = 0.03) -> tuple[Interval, float]:
+    """``exp(candidate - mean(history))`` with a prediction interval, and the minimum detectable
+    effect. Inputs are log values (positive = slower) with each run's own standard error."""
+    h = len(history)
+    d = candidate - float(np.mean(history))
+    floor = max(candidate_sd, float(np.mean(history_sd)) if h else 0.0)  # no run is more precise than itself
+    if h >= 2:
+        s = max(float(np.std(history, ddof=1)), floor)
+        se, df = s * math.sqrt(1 + 1 / h), h - 1
+    else:  # one run: only the within-run errors are known
+        se, df = math.sqrt(candidate_sd**2 + (history_sd[0] if h else 0.0) ** 2), math.inf
+    q = sps.t.ppf(1 - (1 - level) / 2, df)
+    power = sps.t.ppf(POWER, df)
+    mde = max(math.exp((q + power) * se), math.exp(math.log1p(threshold) + power * se)) - 1
+    iv = Interval(math.exp(d), math.exp(d - q * se), math.exp(d + q * se), level, CROSS_RUN, h, level)
+    return iv, mde
+
+
+# ---------------------------------------------------------------- Results: what is comparable
 
 
 def incomparable(base: Result, cand: Result) -> list[str]:
@@ -62,75 +147,139 @@ def config_difference(base: dict, cand: dict) -> str:
     return "launch config: " + ", ".join(diffs) if diffs else ""
 
 
-def verdict(iv: Interval, threshold: float) -> str:
-    if iv.low > 1 + threshold:
-        return "SLOWER"
-    if iv.high < 1 - threshold:
-        return "FASTER"
-    if iv.low >= 1 - threshold and iv.high <= 1 + threshold:
-        return "SAME"
-    return "UNCERTAIN"
+def _anchor(res: Result) -> str | None:
+    return next((m.label for m in res.methods if m.role == "baseline"), None)
 
 
-def gate(base: Result, cand: Result, threshold: float = 0.03, metric: str = "latency", resamples: int = 10_000,
-         seed: int = 0) -> tuple[str, list[GateRow], list[str]]:
-    """Overall verdict, per-method rows and reasons of incomparability."""
-    reasons = incomparable(base, cand)
+def _statistic(res: Result, label: str, metric: str) -> tuple[float, float, float] | None:
+    """(log value oriented so that positive = slower, its within-run sd, the plain value)."""
+    if metric == "latency":
+        s = res.summaries.get(label)
+        if s is None or not s.median_us.estimate or s.median_us.estimate != s.median_us.estimate:
+            return None
+        return math.log(s.median_us.estimate), within_run_sd(s.median_us), s.median_us.estimate
+    sp = next((x for x in res.speedups if x.candidate == label), None)
+    if sp is None or not sp.interval.estimate or sp.interval.estimate != sp.interval.estimate:
+        return None
+    return -math.log(sp.interval.estimate), within_run_sd(sp.interval), sp.interval.estimate
+
+
+def history_gate(history: list[Result], cand: Result, threshold: float = 0.03, metric: str = "speedup",
+                 level: float = 0.95, names: list[str] | None = None) -> GateReport:
+    """A candidate Result against a history of Results of the same setup (``names`` for messages)."""
+    names = names or [f"history run {i + 1}" for i in range(len(history))]
+    warnings = []
+    reasons = [f"{name}: {why}" for name, res in zip(names, history) for why in incomparable(res, cand)]
+    anchor = _anchor(cand)
+    if metric == "speedup":
+        reasons += [f"{name}: its baseline method is {_anchor(res)!r}, the candidate's {anchor!r}"
+                    for name, res in zip(names, history) if _anchor(res) != anchor]
     if reasons:
-        return "INCOMPARABLE", [], reasons
-    base_methods = {m.label: m for m in base.methods}
+        return GateReport("INCOMPARABLE", [], reasons, warnings, metric, threshold, CROSS_RUN)
+    if len(history) < MIN_HISTORY:
+        warnings.append(f"the history holds {len(history)} run(s), fewer than {MIN_HISTORY}: the run-to-run spread "
+                        "is poorly known, so verdicts are unreliable; add runs of this setup with --update-baseline")
+    if metric == "latency":
+        warnings.append("latency compares absolute times across runs: another machine of the same model can differ "
+                        "by 1-2%; --metric speedup compares each run against its own baseline method")
+    def rows_of(res: Result) -> list[str]:
+        return list(res.summaries) if metric == "latency" else [sp.candidate for sp in res.speedups]
+
+    labels = list(dict.fromkeys(rows_of(cand) + [x for res in history for x in rows_of(res)]))
     rows = []
-    for m in cand.methods:
-        b = base_methods.get(m.label)
-        if b is None:
+    for label in labels:
+        now = _statistic(cand, label, metric)
+        then = [_statistic(res, label, metric) for res in history]
+        missing = [name for name, t in zip(names, then) if t is None]
+        if now is None or missing:
+            where = "the candidate" if now is None else ", ".join(missing)
+            rows.append(GateRow(label, "INCOMPARABLE", None, None, None, note=f"not in {where}"))
             continue
-        note = config_difference(b.config, m.config)
-        if metric == "latency":
-            iv = unpaired_bootstrap(cand.observations[m.label], base.observations[m.label], resamples, seed=seed)
+        hist = np.array([t[0] for t in then])
+        iv, mde = prediction_ratio(hist, np.array([t[1] for t in then]), now[0], now[1], level, threshold)
+        cfg_note = ""
+        cand_rec = next((m for m in cand.methods if m.label == label), None)
+        base_rec = next((m for m in history[-1].methods if m.label == label), None)
+        if cand_rec and base_rec:
+            cfg_note = config_difference(base_rec.config, cand_rec.config)
+        plain = float(np.exp(np.mean(np.log([t[2] for t in then]))))
+        rows.append(GateRow(label, verdict(iv, threshold), iv, plain, now[2], mde, cfg_note))
+    return GateReport(overall(rows), rows, [], warnings, metric, threshold, CROSS_RUN)
+
+
+def same_run_gate(result: Result, pairs: list[tuple[str, str]], threshold: float = 0.03) -> GateReport:
+    """Verdicts from one run's paired intervals: ``pairs`` of (then label, now label)."""
+    rows = []
+    for then, now in pairs:
+        sp = result.speedup(now, then)  # then / now latency
+        iv = sp.interval
+        ratio = Interval(1 / iv.estimate, 1 / iv.high if iv.has_interval else None,
+                         1 / iv.low if iv.has_interval else None, iv.level, iv.method, iv.n, iv.coverage, iv.note)
+        rows.append(GateRow(now, verdict(ratio, threshold), ratio, result.summaries[then].median_us.estimate,
+                            result.summaries[now].median_us.estimate, note=f"against {then}"))
+    return GateReport(overall(rows), rows, [], [], "latency", threshold, SAME_RUN)
+
+
+# ---------------------------------------------------------------- history files
+
+
+def load_history(paths: list[str | Path]) -> tuple[list[Result], list[str]]:
+    """Results from files and folders (every ``*.json`` Result in a folder, oldest first)."""
+    files: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            found = sorted(f for f in p.glob("*.json") if not f.name.startswith("latest"))
+            if not found:
+                raise GateInputError(f"baseline history folder {p} holds no Result (*.json): add one with "
+                                     "kprof gate --baseline DIR --candidate RUN --update-baseline")
+            files += found
+        elif p.is_file():
+            files.append(p)
         else:
-            if m.role == "baseline":
-                continue
-            ref = next(x.label for x in cand.methods if x.role == "baseline")
-            if ref in base_methods:  # the reference is every speedup's denominator: name its change too
-                ref_note = config_difference(base_methods[ref].config,
-                                             next(x for x in cand.methods if x.label == ref).config)
-                note = "; ".join(x for x in (note, ref_note and f"reference {ref} {ref_note}") if x)
-            s_base = unpaired_bootstrap(base.observations[ref], base.observations[m.label], resamples, seed=seed)
-            s_cand = unpaired_bootstrap(cand.observations[ref], cand.observations[m.label], resamples, seed=seed + 1)
-            iv = Interval(s_base.estimate / s_cand.estimate, s_base.low / s_cand.high, s_base.high / s_cand.low)
-        rows.append(GateRow(m.label, verdict(iv, threshold), iv, base.summaries[m.label].median_us.estimate,
-                            cand.summaries[m.label].median_us.estimate, note))
-    if not rows:
-        return "INCOMPARABLE", rows, ["no method appears in both results"]
-    order = ["INCOMPARABLE", "SLOWER", "UNCERTAIN", "SAME", "FASTER"]
-    overall = min((r.verdict for r in rows), key=order.index)
-    return overall, rows, []
+            raise GateInputError(f"baseline {p} does not exist: pass a Result file or a history folder")
+    results = []
+    for f in files:
+        try:
+            results.append(load_result(f))
+        except KprofError as exc:
+            raise GateInputError(str(exc)) from None
+    return results, [str(f) for f in files]
 
 
-def summary_markdown(overall: str, rows: list[GateRow], reasons: list[str], threshold: float, metric: str) -> str:
-    lines = [f"### kprof gate: **{overall}** ({metric}, threshold {threshold:.1%})", ""]
-    if reasons:
-        lines += [f"- {r}" for r in reasons]
-        return "\n".join(lines) + "\n"
-    lines += ["| method | baseline us | candidate us | ratio (cand/base) | 95% CI | verdict | note |",
-              "|---|---|---|---|---|---|---|"]
-    for r in rows:
-        if r.ratio is None:
-            lines.append(f"| {r.method} | | | | | {r.verdict} | {r.note} |")
-            continue
-        lines.append(f"| {r.method} | {r.baseline_us:.2f} | {r.candidate_us:.2f} | {r.ratio.estimate:.4f} | "
-                     f"[{r.ratio.low:.4f}, {r.ratio.high:.4f}] | {r.verdict} | {r.note} |")
-    return "\n".join(lines) + "\n"
-
-
-def replace_baseline(candidate_path: Path, baseline_path: Path) -> None:
-    """Copy the candidate Result (and its sidecar) over the baseline, atomically, sidecar first."""
-    cand_sidecar = candidate_path.with_suffix(".obs.npz")
-    if cand_sidecar.exists():
-        with atomic_path(baseline_path.with_suffix(".obs.npz")) as tmp:
-            shutil.copyfile(cand_sidecar, tmp)
+def add_to_history(candidate_path: Path, history_dir: Path) -> Path:
+    """Copy the candidate Result (and its sidecar) into the history folder, atomically, sidecar
+    first, under a name that no earlier run has."""
+    history_dir.mkdir(parents=True, exist_ok=True)
+    stem, k = candidate_path.stem, 1
+    target = history_dir / f"{stem}.json"
+    while target.exists():
+        k += 1
+        target = history_dir / f"{stem}-{k}.json"
+    sidecar = candidate_path.with_suffix(".obs.npz")
     doc = json.loads(candidate_path.read_text())
-    if doc.get("observations_file"):
-        doc["observations_file"] = baseline_path.with_suffix(".obs.npz").name
-    with atomic_path(baseline_path) as tmp:
+    if sidecar.exists():
+        with atomic_path(target.with_suffix(".obs.npz")) as tmp:
+            shutil.copyfile(sidecar, tmp)
+        doc["observations_file"] = target.with_suffix(".obs.npz").name
+    with atomic_path(target) as tmp:
         tmp.write_text(json.dumps(doc, indent=2))
+    return target
+
+
+def summary_markdown(report: GateReport) -> str:
+    lines = [f"### kprof gate: **{report.verdict}** ({report.metric}, threshold {report.threshold:.1%})", "",
+             f"Intervals: {report.method}.", ""]
+    if report.reasons:
+        return "\n".join(lines + [f"- {r}" for r in report.reasons]) + "\n"
+    lines += ["| method | then | now | ratio (now/then) | 95% interval | verdict | detectable | note |",
+              "|---|---|---|---|---|---|---|---|"]
+    for r in report.rows:
+        if r.ratio is None:
+            lines.append(f"| {r.method} | | | | | {r.verdict} | | {r.note} |")
+            continue
+        ci = f"[{r.ratio.low:.4f}, {r.ratio.high:.4f}]" if r.ratio.has_interval else r.ratio.note
+        mde = f"{r.mde:.1%}" if r.mde is not None else ""
+        lines.append(f"| {r.method} | {r.baseline_value:.4g} | {r.candidate_value:.4g} | {r.ratio.estimate:.4f} | "
+                     f"{ci} | {r.verdict} | {mde} | {r.note} |")
+    lines += [""] + [f"- warning: {w}" for w in report.warnings]
+    return "\n".join(lines) + "\n"

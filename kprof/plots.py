@@ -21,7 +21,8 @@ def plot_results(results: list[Result], path: str | Path) -> Path:
     fig, axes = plt.subplots(len(results), 2, figsize=(12, 3.6 * len(results)), squeeze=False)
     for (ax_drift, ax_right), res in zip(axes, results):
         for label, s in res.summaries.items():
-            ax_drift.plot(range(1, len(s.round_medians_us) + 1), s.round_medians_us, marker="o", ms=3, label=label)
+            medians = [float("nan") if m is None else m for m in s.round_medians_us]
+            ax_drift.plot(range(1, len(medians) + 1), medians, marker="o", ms=3, label=label)
         ax_drift.set_xlabel("round")
         ax_drift.set_ylabel("round median (us)")
         ax_drift.set_title(f"{res.workload.get('name')}: round medians ({res.mode})", fontsize=9)
@@ -29,8 +30,8 @@ def plot_results(results: list[Result], path: str | Path) -> Path:
         if res.kind == "compare" and res.speedups:
             labels = [s.candidate for s in res.speedups]
             est = [s.interval.estimate for s in res.speedups]
-            err = [[e - s.interval.low for e, s in zip(est, res.speedups)],
-                   [s.interval.high - e for e, s in zip(est, res.speedups)]]
+            err = [[e - (s.interval.low if s.interval.has_interval else e) for e, s in zip(est, res.speedups)],
+                   [(s.interval.high if s.interval.has_interval else e) - e for e, s in zip(est, res.speedups)]]
             ax_right.errorbar(est, range(len(labels)), xerr=err, fmt="o", capsize=4)
             ax_right.axvline(1.0, color="grey", lw=1, ls="--")
             ax_right.set_yticks(range(len(labels)), labels, fontsize=8)

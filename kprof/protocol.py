@@ -11,26 +11,27 @@ from kprof.errors import KprofError
 class TimingProtocol:
     """Every choice that changes the numbers, stored with each Result.
 
-    ``rounds`` paired rounds; each has ``warmup_pairs`` untimed interleaved invocations of every
-    method, then ``observations`` timed ones per method, interleaved; the starting method
-    rotates between rounds. ``evict_mib`` of eviction buffer is read and written before every
-    measured invocation unless ``host_bound``. ``graph`` times CUDA-graph replays.
+    ``rounds`` paired rounds (``None``: the balanced design's default, at least ``min_rounds``
+    and five pair cycles; a given number is rounded up to whole design cycles); each has
+    ``warmup_pairs`` untimed interleaved invocations of every method, then ``observations``
+    timed ones per method, interleaved in the round's order (:mod:`kprof.design`).
+    ``evict_mib`` of eviction buffer is read and written before every measured invocation
+    unless ``host_bound``. ``graph`` times CUDA-graph replays.
     """
 
-    rounds: int = 20
+    rounds: int | None = None
+    min_rounds: int = 20
     warmup_pairs: int = 300
     observations: int = 1000
     stage_observations: int = 500
     evict_mib: int = 512
     graph: bool = False
     host_bound: bool = False
-    seed: int = 0
-    bootstrap_resamples: int = 10_000
     level: float = 0.95
 
     def __post_init__(self) -> None:
-        for name in ("rounds", "observations", "stage_observations", "bootstrap_resamples"):
-            if getattr(self, name) < 1:
+        for name in ("rounds", "min_rounds", "observations", "stage_observations"):
+            if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise KprofError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
         if self.warmup_pairs < 0 or self.evict_mib < 0:
             raise KprofError("--warmup-pairs and --evict-mib must not be negative")
@@ -54,8 +55,7 @@ class TimingProtocol:
 PAPER = TimingProtocol()
 # The Triton interpreter runs a decode step in ~0.1 s, so the CPU embedded default keeps the
 # structure of the protocol (rounds, interleaving, alternation, eviction) with tiny counts.
-CPU_EMBEDDED = TimingProtocol(rounds=5, warmup_pairs=1, observations=5, stage_observations=3, evict_mib=8,
-                              bootstrap_resamples=2000)
+CPU_EMBEDDED = TimingProtocol(min_rounds=10, warmup_pairs=1, observations=3, stage_observations=3, evict_mib=8)
 
 
 def default_protocol(on_gpu: bool) -> TimingProtocol:

@@ -27,19 +27,17 @@ class KprofBenchmark:
         """Time ``fn`` and record it; returns the observations ``[rounds, observations]`` in us."""
         import torch
 
-        from kprof.clocks import clock_for
-        from kprof.eviction import EvictionBuffer
+        from kprof.harness import Harness
         from kprof.protocol import TimingProtocol
-        from kprof.runner import PairedRoundRunner, TimedOp
         from kprof.stats import median_of_medians
 
         device = torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
         mib = evict_mib if evict_mib is not None else (512 if device.type == "cuda" else 8)
         protocol = TimingProtocol(rounds=rounds, warmup_pairs=warmup, observations=observations, evict_mib=mib,
                                   host_bound=host_bound)
-        eviction = None if host_bound else EvictionBuffer(device, mib)
-        clock = clock_for(device)
-        obs = PairedRoundRunner(protocol, clock, eviction).run([TimedOp("op", fn)])[0]
+        harness = Harness(device, protocol, telemetry=False)
+        clock = harness.clock
+        obs = harness.time(fn).observations[0]
         bench = self.benchmark
         if getattr(bench, "_mode", None):
             raise RuntimeError("kprof_benchmark: the benchmark fixture was already used in this test")

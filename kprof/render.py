@@ -26,15 +26,35 @@ def _throttled_note(result: Result) -> str:
     return f"{len(rounds)}" if result.telemetry.get("available") else "n/a"
 
 
+def speedup_text(sp, several_baselines: bool) -> str:
+    """``1.234x [1.230, 1.238]`` (with ``vs B`` when a run has several baselines)."""
+    iv = sp.interval
+    text = (f"{iv.estimate:.3f}x [{iv.low:.3f}, {iv.high:.3f}]" if iv.has_interval
+            else f"{iv.estimate:.3f}x (too few rounds for an interval)")
+    return f"{text} vs {sp.baseline}" if several_baselines else text
+
+
+def interval_caption(result: Result) -> str:
+    """What the speedup intervals are: their method and how many pair cycles they rest on."""
+    ivs = [s.interval for s in result.speedups]
+    if not ivs:
+        return ""
+    method = ivs[0].method or "paired-round bootstrap (kprof-result/1)"
+    cycles = sorted({iv.n for iv in ivs})
+    return f"; speedup: {method}" + (f", {'/'.join(map(str, cycles))} pair cycles" if cycles[-1] else "")
+
+
 def compare_table(result: Result) -> Table:
     """SANTA++ Table 5 style: one row per method, speedups against the baseline."""
-    base = next(m for m in result.methods if m.role == "baseline")
-    speedups = {s.candidate: s.interval for s in result.speedups}
+    bases = [m.label for m in result.methods if m.role == "baseline"]
+    speedups = {s.candidate: s for s in result.speedups}
+    several = len({s.baseline for s in result.speedups}) > 1
     level = int(round(result.protocol.get("level", 0.95) * 100))
-    t = Table(title=f"{result.workload['name']} — {result.mode}; speedup = {base.label} / method",
+    t = Table(title=f"{result.workload['name']} — {result.mode}; speedup = "
+              f"{'baseline' if several else bases[0]} / method",
               caption=f"clock: {result.clock}; "
-              f"{result.protocol['rounds']} rounds x {result.protocol['observations']} observations; "
-              f"throttled rounds: {_throttled_note(result)}")
+              f"{result.protocol['rounds']} rounds x {result.protocol['observations']} observations"
+              f"{interval_caption(result)}; throttled rounds: {_throttled_note(result)}")
     t.box = box.SIMPLE_HEAD
     t.add_column("method", no_wrap=True)
     t.add_column("launches", justify="right")
@@ -46,7 +66,7 @@ def compare_table(result: Result) -> Table:
     t.add_column("valid")
     for rec in result.methods:
         s = result.summaries[rec.label]
-        iv = speedups.get(rec.label)
+        sp = speedups.get(rec.label)
         v = rec.validation
         status = "[green]ok[/]" if v.passed else f"[red]FAIL[/] (rel {v.rel_error:.1e})"
         if rec.faults:
@@ -56,7 +76,7 @@ def compare_table(result: Result) -> Table:
             _launches(rec),
             _us(s.median_us.estimate),
             f"{_us(s.round_median_min_us)}–{_us(s.round_median_max_us)}",
-            f"{iv.estimate:.3f}x [{iv.low:.3f}, {iv.high:.3f}]" if iv else "baseline",
+            speedup_text(sp, several) if sp else "baseline",
             f"{100 * s.noise:.1f}%",
             f"{v.error_vs_baseline:.1e}" if v.error_vs_baseline is not None else "",
             status + (" [yellow]drift[/]" if s.drift.flagged else ""),
@@ -85,7 +105,8 @@ def stages_table(result: Result) -> Table:
     for i, label in enumerate(labels):
         s = result.summaries[label]
         name = f"[bold]{label}[/]" if i == len(labels) - 1 else label
-        row = [name, _us(s.median_us.estimate), f"[{_us(s.median_us.low)}, {_us(s.median_us.high)}]",
+        ci = f"[{_us(s.median_us.low)}, {_us(s.median_us.high)}]" if s.median_us.has_interval else "too few rounds"
+        row = [name, _us(s.median_us.estimate), ci,
                f"{_us(s.round_median_min_us)}–{_us(s.round_median_max_us)}", f"{100 * s.noise:.1f}%"]
         t.add_row(*row, *([_us(marginal[label])] if chain else []))
     return t

@@ -22,9 +22,10 @@ import numpy as np
 from kprof.atomic import atomic_path, atomic_write_text
 from kprof.catalog import LaunchCatalog
 from kprof.errors import KprofError
-from kprof.stats import DriftReport, Interval
+from kprof.stats import DriftReport, Interval, clean, drift, latency, round_medians, round_noise
 
-SCHEMA = "kprof-result/1"
+SCHEMA = "kprof-result/2"
+READABLE_SCHEMAS = ("kprof-result/1", SCHEMA)  # /1: rotation order, bootstrap intervals
 RUNS_DIR = Path("runs")
 
 
@@ -40,14 +41,43 @@ class Validation:
 
 @dataclass
 class Summary:
-    """One timed row (a method, or a stage): medians of round medians and their spread."""
+    """One timed row (a method, or a stage): medians of round medians and their spread.
+
+    Bad observations (not finite, zero or negative) are left out of every number here and
+    counted in ``bad_observations``; ``observations`` counts all of them.
+    """
 
     median_us: Interval
     round_median_min_us: float
     round_median_max_us: float
     noise: float  # median over rounds of the robust CV within a round
     drift: DriftReport
-    round_medians_us: list[float] = field(default_factory=list)
+    round_medians_us: list[float | None] = field(default_factory=list)
+    observations: int = 0
+    bad_observations: int = 0
+
+    @property
+    def bad_share(self) -> float:
+        return self.bad_observations / self.observations if self.observations else 0.0
+
+    @classmethod
+    def of(cls, observations: np.ndarray, level: float = 0.95) -> "Summary":
+        """The summary of one row's raw observations ``[rounds, observations]``."""
+        _, bad = clean(observations)
+        medians = round_medians(observations)
+        finite = medians[np.isfinite(medians)]
+        noise = round_noise(observations)
+        noise = noise[np.isfinite(noise)]
+        return cls(
+            median_us=latency(observations, level),
+            round_median_min_us=float(finite.min()) if finite.size else float("nan"),
+            round_median_max_us=float(finite.max()) if finite.size else float("nan"),
+            noise=float(np.median(noise)) if noise.size else float("nan"),
+            drift=drift(medians),
+            round_medians_us=[float(m) if np.isfinite(m) else None for m in medians],
+            observations=int(np.asarray(observations).size),
+            bad_observations=bad,
+        )
 
 
 @dataclass
@@ -66,8 +96,9 @@ class MethodRecord:
 class Speedup:
     candidate: str
     baseline: str
-    interval: Interval  # baseline / candidate, paired-round bootstrap
-    start_order_effect: float = 0.0  # ratio when the baseline went first over when it went second, - 1
+    interval: Interval  # baseline / candidate over pair cycles (kprof.stats.paired_speedup)
+    position_effect: float = 0.0  # ratio when the baseline precedes the candidate in a round over when not, - 1
+    cycle_log_ratios: list[float] = field(default_factory=list)  # one value per pair cycle
 
 
 @dataclass
@@ -81,6 +112,7 @@ class Result:
     methods: list[MethodRecord]
     summaries: dict[str, Summary]
     speedups: list[Speedup] = field(default_factory=list)
+    design: dict = field(default_factory=dict)  # paired runs: {"kind", "cycle", "orders": [[label, ...] per round]}
     telemetry: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     schema: str = SCHEMA
@@ -94,10 +126,23 @@ class Result:
     def to_dict(self) -> dict:
         d = asdict(self)
         d.pop("observations")
-        return d
+        return _finite(d)
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, allow_nan=False, default=_json_default)
+
+    def speedup(self, candidate: str, baseline: str | None = None) -> Speedup:
+        """The stored speedup of ``candidate`` (against ``baseline``, or the run's baseline)."""
+        for sp in self.speedups:
+            if sp.candidate == candidate and (baseline is None or sp.baseline == baseline):
+                return sp
+        raise KprofError(f"this result has no speedup of {candidate!r}"
+                         + (f" against {baseline!r}" if baseline else "")
+                         + f": it has {', '.join(f'{s.candidate} vs {s.baseline}' for s in self.speedups) or 'none'}")
+
+    def over_bad_limit(self, limit: float) -> dict[str, float]:
+        """Rows whose share of bad observations exceeds ``limit``."""
+        return {label: s.bad_share for label, s in self.summaries.items() if s.bad_share > limit}
 
     def chain_marginals_us(self) -> dict[str, float]:
         """For a ``chain`` Result: each prefix's median minus the previous one's, i.e. the marginal
@@ -113,6 +158,19 @@ class Result:
     def default_stem(self) -> str:
         stamp = self.created.replace(":", "").replace("-", "").replace("+0000", "Z")[:15]
         return f"{stamp}-{self.kind}-{self.workload.get('name', 'workload')}"
+
+
+def _finite(obj):
+    """JSON has no NaN or infinity: such numbers become null."""
+    if isinstance(obj, float):
+        return obj if np.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    if isinstance(obj, np.floating):
+        return float(obj) if np.isfinite(obj) else None
+    return obj
 
 
 def _json_default(obj):
@@ -143,8 +201,10 @@ def _build(tp, value):
 
 
 def result_from_dict(doc: dict) -> Result:
-    if doc.get("schema") != SCHEMA:
-        raise KprofError(f"unsupported result schema {doc.get('schema')!r} (this kprof reads {SCHEMA}): re-run the measurement")
+    if not isinstance(doc, dict) or doc.get("schema") not in READABLE_SCHEMAS:
+        schema = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
+        raise KprofError(f"unsupported result schema {schema!r} (this kprof reads {', '.join(READABLE_SCHEMAS)}): "
+                         "re-run the measurement")
     return _build(Result, {k: v for k, v in doc.items() if k != "observations"})
 
 

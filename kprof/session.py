@@ -10,21 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-import numpy as np
 import torch
 
 from kprof.catalog import record_catalog
-from kprof.clocks import clock_for
 from kprof.environment import Environment, collect_environment
-from kprof.eviction import EvictionBuffer
 from kprof.execution import ExecutionTarget, resolve_target
-from kprof.graphs import capture
+from kprof.harness import Harness, Measurement
 from kprof.methods import Prepared, get_method
+from kprof.progress import Progress
 from kprof.protocol import TimingProtocol, default_protocol
-from kprof.results import MethodRecord, Result, Speedup, Validation
-from kprof.runner import TimedOp
-from kprof.summarize import summarize
-from kprof.telemetry import TelemetryReport, TelemetrySampler
+from kprof.results import MethodRecord, Result, Speedup, Summary, Validation
+from kprof.stats import BAD_LIMIT
 from kprof.validation import compare_outputs
 from kprof.workloads import Workload, resolve_workload
 
@@ -116,8 +112,9 @@ class MeasurementSession:
             if pm.prepared.faults is not None:
                 pm.record.faults = list(pm.prepared.faults())
 
-    def timed_op(self, label: str, invoke: Callable[[], object]) -> TimedOp:
-        return TimedOp(label, capture(invoke, self.target.device) if self.protocol.graph else invoke)
+    def harness(self, progress: Progress | None = None) -> Harness:
+        """The timing harness for this session's device and protocol."""
+        return Harness(self.target.device, self.protocol, progress=progress)
 
     @property
     def mode(self) -> str:
@@ -126,38 +123,47 @@ class MeasurementSession:
             return self.protocol.mode
         return "CPU interpreter, host clock" + ("" if self.protocol.host_bound else f", eviction {self.protocol.evict_mib} MiB")
 
-    def clock(self):
-        return clock_for(self.target.device)
-
-    def eviction(self) -> EvictionBuffer | None:
-        if self.protocol.host_bound or self.protocol.evict_mib == 0:
-            return None
-        return EvictionBuffer(self.target.device, self.protocol.evict_mib)
-
-    def telemetry(self) -> TelemetrySampler:
-        return TelemetrySampler(self.target.device.index if self.target.is_gpu else None)
-
-    def result(self, kind: str, methods: list[MethodRecord], observations: dict[str, np.ndarray],
-               telemetry: TelemetryReport, notes: list[str], speedups: list[Speedup] = ()) -> Result:
+    def result(self, kind: str, methods: list[MethodRecord], measurement: Measurement, notes: list[str],
+               speedups: list[Speedup] = ()) -> Result:
         """A Result of this session: fingerprint, workload, protocol, summaries of every row."""
-        summaries = {label: summarize(o, self.protocol) for label, o in observations.items()}
-        notes = list(notes) + [f"{label}: {s.drift.note} (all rounds retained)"
-                               for label, s in summaries.items() if s.drift.flagged]
-        if telemetry.throttled_rounds:
+        observations = measurement.rows()
+        summaries = {label: Summary.of(o, self.protocol.level) for label, o in observations.items()}
+        notes = list(notes) + measurement.notes
+        notes += [f"{label}: {s.drift.note} (all rounds retained)" for label, s in summaries.items() if s.drift.flagged]
+        notes += [f"{label}: {s.bad_observations} of {s.observations} observations were not finite or not positive "
+                  "and were left out" for label, s in summaries.items() if s.bad_observations]
+        telemetry = measurement.telemetry
+        if telemetry is not None and telemetry.throttled_rounds:
             notes.append(f"throttled rounds: {telemetry.throttled_rounds}")
+        design = {}
+        if measurement.orders:
+            design = {"kind": "williams", "cycle": measurement.cycle,
+                      "orders": [[measurement.labels[i] for i in order] for order in measurement.orders]}
+        protocol = self.protocol.to_dict() | {"rounds": measurement.observations.shape[1]}
         return Result(
             kind=kind,
             environment=self.environment.to_dict(),
             workload=self.workload_doc(),
-            protocol=self.protocol.to_dict(),
-            clock=self.clock().name,
+            protocol=protocol,
+            clock="cuda-events" if self.target.is_gpu else "host-clock",
             mode=self.mode,
             methods=methods,
             summaries=summaries,
             speedups=list(speedups),
-            telemetry=telemetry.to_dict(),
+            design=design,
+            telemetry=telemetry.to_dict() if telemetry is not None else {},
             notes=notes,
             kprof_version=self.environment.kprof,
             git_revision=self.environment.git_revision,
             observations=observations,
         )
+
+
+def bad_observation_error(result: Result) -> str | None:
+    """The one-line failure when a row has more than 1% bad observations, else None."""
+    over = result.over_bad_limit(BAD_LIMIT)
+    if not over:
+        return None
+    rows = ", ".join(f"{label} {100 * share:.1f}%" for label, share in over.items())
+    return (f"too many bad observations (not finite, zero or negative; limit {100 * BAD_LIMIT:g}% of a row): {rows}. "
+            "The timer or the method misbehaved: check `kprof env`, then re-run")

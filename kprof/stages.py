@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import functools
 
+from kprof.harness import TimedOp
 from kprof.progress import Progress
 from kprof.results import Result
-from kprof.runner import ChainRunner, StageRunner, TimedOp
 from kprof.session import MeasurementSession
 
 COMPLETE = "complete operator"
@@ -31,18 +31,14 @@ def _run_prefix(launches, k: int) -> None:
 def run_chain(session: MeasurementSession, pm, progress: Progress) -> Result:
     names = [s.name for s in pm.prepared.stages]
     launches = [s.launch for s in pm.prepared.stages]
-    prefixes = [session.timed_op(prefix_label(names, k), functools.partial(_run_prefix, launches, k))
+    harness = session.harness(progress)
+    prefixes = [harness.op(prefix_label(names, k), functools.partial(_run_prefix, launches, k))
                 for k in range(len(names))]
     p = session.protocol
-    progress.status(f"timing {len(prefixes)} chain prefixes: {p.rounds} rounds x {p.stage_observations} each, "
-                    f"{session.mode}")
-    with session.telemetry() as telemetry:
-        runner = ChainRunner(p, session.clock(), session.eviction(), telemetry, progress.round_done)
-        progress.start_rounds(p.rounds)
-        obs = runner.run(prefixes)
+    progress.status(f"timing {len(prefixes)} chain prefixes: {p.stage_observations} each per round, {session.mode}")
+    m = harness.chain(prefixes)
     session.collect_faults([pm])
-    observations = {op.label: obs[i] for i, op in enumerate(prefixes)}
-    return session.result("chain", [pm.record], observations, telemetry.report(), session.notes + [CHAIN_NOTE])
+    return session.result("chain", [pm.record], m, session.notes + [CHAIN_NOTE])
 
 
 def run_stages(session: MeasurementSession, method: str, progress: Progress | None = None, overrides=None,
@@ -52,15 +48,12 @@ def run_stages(session: MeasurementSession, method: str, progress: Progress | No
     pm = session.prepare(method, method, "subject", overrides)
     if chain:
         return run_chain(session, pm, progress)
+    harness = session.harness(progress)
     stages = [TimedOp(s.name, s.launch) for s in pm.prepared.stages]
-    complete = session.timed_op(COMPLETE, pm.prepared.run)
+    complete = harness.op(COMPLETE, pm.prepared.run)
     p = session.protocol
-    progress.status(f"timing {len(stages)} stages + complete operator: {p.rounds} rounds x {p.stage_observations} each, {session.mode}")
-    with session.telemetry() as telemetry:
-        runner = StageRunner(p, session.clock(), session.eviction(), telemetry, progress.round_done)
-        progress.start_rounds(p.rounds)
-        obs = runner.run(stages, complete)
+    progress.status(f"timing {len(stages)} stages + complete operator: {p.stage_observations} each per round, "
+                    f"{session.mode}")
+    m = harness.stages(stages, complete)
     session.collect_faults([pm])
-    labels = [s.label for s in stages] + [COMPLETE]
-    observations = {label: obs[i] for i, label in enumerate(labels)}
-    return session.result("stages", [pm.record], observations, telemetry.report(), session.notes + [NOT_ADDITIVE])
+    return session.result("stages", [pm.record], m, session.notes + [NOT_ADDITIVE])

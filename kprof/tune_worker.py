@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kprof.stats import round_medians
 from kprof.tune_cache import CandidateRecord
 
 
@@ -39,13 +40,11 @@ def _serve(conn, spec: WorkerSpec) -> None:
     import torch
 
     import kprof.kernels  # noqa: F401  (interpreter decision before any kernel import)
-    from kprof.clocks import clock_for
-    from kprof.eviction import EvictionBuffer
     from kprof.execution import resolve_target
+    from kprof.harness import Harness, TimedOp
     from kprof.methods import get_method
     from kprof.methods.registry import load_plugins
     from kprof.protocol import TimingProtocol
-    from kprof.runner import LaunchRunner, PairedRoundRunner, TimedOp
     from kprof.validation import compare_outputs
     from kprof.workloads import resolve_workload
 
@@ -54,8 +53,8 @@ def _serve(conn, spec: WorkerSpec) -> None:
     workload = resolve_workload(spec.workload, device=target.device)
     method = get_method(spec.method)
     dense_reference = None if method.selection_dependent else method.reference(workload)
-    clock = clock_for(target.device)
-    evict = EvictionBuffer(target.device, spec.evict_mib)
+    screening = Harness(target.device, TimingProtocol(rounds=spec.rounds, warmup_pairs=0, observations=spec.observations,
+                                                      evict_mib=spec.evict_mib), telemetry=False)
     conn.send(("ready",))
     while True:
         msg = conn.recv()
@@ -66,10 +65,10 @@ def _serve(conn, spec: WorkerSpec) -> None:
             prepared = method.prepare(workload, target, {spec.launch: cfg})
             if msg[0] == "paired":
                 base = method.prepare(workload, target, {})
-                protocol = TimingProtocol(**msg[2])
-                obs = PairedRoundRunner(protocol, clock, evict).run(
-                    [TimedOp("default", base.run), TimedOp("candidate", prepared.run)])
-                conn.send(("paired", obs[0].tolist(), obs[1].tolist()))
+                harness = Harness(target.device, TimingProtocol(**msg[2]), telemetry=False,
+                                  eviction=screening.eviction)
+                m = harness.paired([TimedOp("default", base.run), TimedOp("candidate", prepared.run)])
+                conn.send(("paired", m.observations.tolist(), m.orders, m.cycle))
                 continue
             if prepared.output is not None:
                 prepared.output.fill_(float("nan"))
@@ -84,10 +83,8 @@ def _serve(conn, spec: WorkerSpec) -> None:
             index = names.index(spec.launch)
             for _ in range(spec.warmup):
                 prepared.run()
-            protocol = TimingProtocol(rounds=spec.rounds, warmup_pairs=0, observations=spec.observations,
-                                      evict_mib=spec.evict_mib)
-            obs = LaunchRunner(protocol, clock, evict).run(stages, index, spec.observations)
-            conn.send(("ok", np.median(obs, axis=1).tolist()))
+            obs = screening.launch(stages, index, spec.observations).observations[0]
+            conn.send(("ok", round_medians(obs).tolist()))
         except Exception as exc:  # compile errors, out of resources, bad configs: recorded, not fatal
             conn.send(("failed", _one_line(exc)))
             if target.is_gpu:
@@ -162,10 +159,12 @@ class CandidateWorker:
         status = "rejected" if reply[0] == "rejected" else "failed"
         return CandidateRecord(config, status, reason=str(reply[1]).strip().splitlines()[-1][:300], seconds=seconds)
 
-    def paired(self, config: dict, protocol: dict) -> tuple[np.ndarray, np.ndarray] | str:
+    def paired(self, config: dict, protocol: dict) -> tuple[np.ndarray, list, int] | str:
+        """Observations ``[2, rounds, obs]`` (default, candidate), each round's order and the
+        design's cycle; or the reason it failed."""
         reply = self._request(("paired", config, protocol))
         if reply[0] == "paired":
-            return np.asarray(reply[1]), np.asarray(reply[2])
+            return np.asarray(reply[1]), [tuple(o) for o in reply[2]], int(reply[3])
         return str(reply[1])
 
     def close(self) -> None:

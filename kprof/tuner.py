@@ -3,8 +3,8 @@
 Screening times each candidate's launch in isolation (upstream launches untimed, eviction, the
 timed launch) in a worker process; wrong answers are rejected, crashes and hangs recorded as
 failed. The best screened candidates are then re-measured against the default with the paired
-protocol on the complete operation, and the winner must beat the default with its whole
-bootstrap interval to replace it.
+protocol on the complete operation (both in the same rounds of a balanced design); a finalist
+replaces the default only when the lower bound of its speedup interval is above 1.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Callable, Sequence
 from kprof.environment import collect_environment
 from kprof.errors import KprofError
 from kprof.methods import get_method
-from kprof.stats import paired_bootstrap
+from kprof.stats import paired_speedup
 from kprof.tune_cache import (TUNED_DIR, CandidateRecord, StaleTuneFile, TuneFile, TuneKey, load_tune_file, shape_bucket,
                                source_hash)
 from kprof.tune_worker import CandidateWorker, WorkerSpec
@@ -61,10 +61,15 @@ class LaunchOutcome:
 
 
 def tune_key(method_spec: str, launch: str, shape: WorkloadShape, env=None) -> TuneKey:
-    """The cache key of one launch of a method on this machine's current software stack."""
+    """The cache key of one launch of a method on this machine's current software stack.
+
+    ``NAME@REV`` keys as ``NAME`` with the revision's source hash: it uses the tuned profile
+    measured on its own code, if there is one."""
     env = env or collect_environment(with_ncu=False)
     method = get_method(method_spec)
-    return TuneKey(method=method_spec, launch=launch, device=env.gpu.name if env.gpu else "cpu-interpreter",
+    name, _, options = method_spec.partition(":")
+    spec = name.partition("@")[0] + (":" + options if options else "")
+    return TuneKey(method=spec, launch=launch, device=env.gpu.name if env.gpu else "cpu-interpreter",
                    bucket=shape_bucket(shape), driver=env.driver, cuda=env.cuda_runtime, torch=env.torch,
                    triton=env.triton, source=source_hash(method))
 
@@ -183,10 +188,11 @@ def _finalize(tf: TuneFile, worker: CandidateWorker, req: TuneRequest, note: Cal
             tf.finalists.append({"config": rec.config, "status": "failed", "reason": got})
             note(f"{tf.key.launch} finalist {_config_text(rec.config)}: failed ({got[:80]})")
             continue
-        iv = paired_bootstrap(got[0], got[1], resamples=2000, seed=req.seed)  # default / candidate
+        obs, orders, cycle = got
+        iv = paired_speedup(obs[0], obs[1], orders, 0, 1, cycle)  # default / candidate
         tf.finalists.append({"config": rec.config, "status": "ok", "speedup": iv.estimate, "low": iv.low,
-                             "high": iv.high})
-        note(f"{tf.key.launch} finalist {_config_text(rec.config)}: {iv.estimate:.3f}x [{iv.low:.3f}, {iv.high:.3f}]")
-        if iv.low > 1.0 and (best is None or iv.estimate > best[1]):
+                             "high": iv.high, "cycles": iv.n, "interval": iv.method, "note": iv.note})
+        note(f"{tf.key.launch} finalist {_config_text(rec.config)}: {iv.text()}")
+        if iv.has_interval and iv.low > 1.0 and (best is None or iv.estimate > best[1]):
             best = (rec.config, iv.estimate)
     tf.best = best[0] if best else tf.default

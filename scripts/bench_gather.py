@@ -1,6 +1,7 @@
 """Gather bandwidth: the Fathom gather kernel reading pinned host planes vs cudaMemcpyAsync.
 
-For run lengths of 4 KB and 512 KB (per channel), times (CUDA events, median of many calls) one
+For run lengths of 4 KB and 512 KB (per channel), times (kprof's harness, no eviction: the
+source is host memory, and the median of round medians) one
 cudaMemcpyAsync (tensor.copy_, non_blocking) of as many pinned bytes as the gather moves (planes
 and scales), a plain linear Triton copy of them (what any Triton kernel reading host memory can
 reach), and the Triton gather of
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import statistics
 
 import torch
 import triton
@@ -22,6 +22,9 @@ import triton.language as tl
 
 import kprof.kernels  # noqa: F401
 from kprof.config_space import resolve_method_config
+from kprof.harness import Harness
+from kprof.protocol import TimingProtocol
+from kprof.stats import median_of_medians
 from kprof.kernels.fathom.operator import LAUNCH_SPACES, FathomScan, ALL_CHANNELS
 from kprof.kernels.fathom.store import FathomStore
 from kprof.workloads.workload import WorkloadShape
@@ -33,17 +36,11 @@ def _linear_copy(Src, Dst, n, BLOCK: tl.constexpr):
     tl.store(Dst + offs, tl.load(Src + offs, mask=offs < n), mask=offs < n)
 
 
-def _events(fn, calls=100, warmup=10) -> float:
-    for _ in range(warmup):
-        fn()
-    start = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
-    stop = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
-    for s, e in zip(start, stop):
-        s.record()
-        fn()
-        e.record()
-    torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) * 1e3 for s, e in zip(start, stop))
+PROTOCOL = TimingProtocol(rounds=3, warmup_pairs=10, observations=100, evict_mib=0)
+
+
+def _events(fn) -> float:
+    return median_of_medians(Harness("cuda", PROTOCOL, telemetry=False).time(fn).observations[0])
 
 
 def main() -> None:

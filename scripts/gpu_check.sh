@@ -7,10 +7,15 @@
 # Session-specific screens of earlier sessions live in git history: each results folder's README
 # names the commit and mode that produced it.
 set -u
-MODES="full quick santa santa-screen issue-final gate-check screen tune ncu fathom fathom-screen fathom-tests fathom-tune fathom-final fathom-report timeline fathom-pipeline santa-floor santa-final"
+MODES="measure measure-tune full quick santa santa-screen issue-final gate-check screen tune ncu fathom fathom-screen fathom-tests fathom-tune fathom-final fathom-report fathom-pipeline santa-floor santa-final"
 usage() {
   cat <<EOF
 usage: scripts/gpu_check.sh OUTDIR [MODE]
+  measure       the measurement issue's checks: gate GPU tests, santa A/A with two prepared copies and
+                with one copy timed twice, flash A/A eager and in graph replays, santa@HEAD against
+                santa, and kprof gate --against HEAD~1 on a commit that slows SANTA++'s attend launch
+  measure-tune  kprof tune of the SANTA++ launches, then eight CI-recipe runs (triton-dense and
+                cuDNN against Flash): three make a history, five are gated against it
   full          -m gpu tests, dense baselines and the timing protocol (full-protocol comparisons,
                 A/A checks, stages, graph and host-bound modes, order probe, dense benchmark)
   quick         the same without the full-protocol runs
@@ -31,8 +36,6 @@ usage: scripts/gpu_check.sh OUTDIR [MODE]
                 replays (10 rounds x 200)
   fathom-report the Fathom issue's other figures: sparq16 and scan-full, stages, the HBM index, the
                 gather against cudaMemcpyAsync
-  timeline      kernel timelines (CUPTI) of Fathom and scan32 steps at 1M tokens, eager and graph,
-                pipelined and not (scripts/probe_step_timeline.py)
   fathom-pipeline the pipelined step's GPU tests (scan work queue, waiting top-k, union in the
                 top-k, graph replay), its timeline as a comparison runs it, the Fathom issue's
                 comparisons eager and in graphs, and 4 against 8 pipeline ranges
@@ -115,7 +118,47 @@ tune_fathom() {
   return 0
 }
 
+# ensure_git: a checkout for NAME@REV; the device gets the working tree without .git, so a
+# bundle of the repository (.carry/kprof.bundle, made by the caller) is unpacked under it
+ensure_git() {
+  git rev-parse HEAD > /dev/null 2>&1 && return 0
+  [ -f .carry/kprof.bundle ] || { echo "no .git and no .carry/kprof.bundle: NAME@REV cannot run"; status=1; return 1; }
+  git init -q . && git fetch -q .carry/kprof.bundle "+refs/heads/*:refs/heads/*" && \
+    git symbolic-ref HEAD refs/heads/main && git reset -q && git log --oneline -1
+}
+
 # --- modes ----------------------------------------------------------------------------------
+mode_measure() {
+  ensure_git
+  STEP_TIMEOUT=150 step pytest_gate "$py" -m pytest -q -p no:cacheprovider -m gpu tests/test_host_gate.py \
+    tests/test_gpu_harness.py
+  ensure_w32
+  local c=(--workload $W32 --config default)
+  STEP_TIMEOUT=200 step santa_aa kprof compare --method santa --method santa --baseline flash "${c[@]}" \
+    --out "$out/santa_aa.json"
+  STEP_TIMEOUT=200 step santa_aa_same kprof compare --method santa --method =santa --baseline flash "${c[@]}" \
+    --out "$out/santa_aa_same.json"
+  STEP_TIMEOUT=100 step flash_aa kprof compare --method flash --baseline flash "${c[@]}" --out "$out/flash_aa.json"
+  STEP_TIMEOUT=100 step flash_aa_graph kprof compare --method flash --baseline flash "${c[@]}" --graph \
+    --out "$out/flash_aa_graph.json"
+  STEP_TIMEOUT=150 step santa_head kprof compare --method santa@HEAD --baseline santa "${c[@]}" \
+    --out "$out/santa_head.json"
+  # a commit that slows SANTA++ (attend BLOCK_R 64 -> 32: two dependent tiles per split), gated
+  # against its parent in the same rounds; the device's copy is restored afterwards
+  sed -i 's/Param("BLOCK_R", (16, 32, 64), 64,/Param("BLOCK_R", (16, 32, 64), 32,/' kernels/santa/operator.py
+  git -c user.name=kprof -c user.email=kprof@localhost commit -qam "slower: attend BLOCK_R 32" && \
+    STEP_TIMEOUT=150 step gate_slow kprof gate --against HEAD~1 --method santa "${c[@]}" --out "$out/gate_slow.json"
+  git reset -q --hard HEAD~1
+}
+mode_measure-tune() {
+  ensure_w32
+  tune_santa 60
+  local k
+  for k in 1 2 3 4 5 6 7 8; do
+    STEP_TIMEOUT=80 step ci_run_$k kprof compare --method triton-dense --method cudnn --baseline flash \
+      --workload $W32 --config default --out "$out/ci_run_$k.json"
+  done
+}
 mode_full() {
   step pytest_gpu "$py" -m pytest -m gpu -q -p no:cacheprovider tests
   step check_dense kprof check --method triton-dense --workload $W
@@ -127,9 +170,7 @@ mode_full() {
     step stages_dense kprof stages --method triton-dense --workload $W --out "$out/stages_dense.json"
     step compare_graph kprof compare --method triton-dense --baseline flash --workload $W --graph --rounds 10 --out "$out/compare_graph.json"
     step compare_host kprof compare --method triton-dense --baseline flash --workload $W --host-bound --rounds 10 --out "$out/compare_host.json"
-    step probe_order "$py" scripts/probe_order_effect.py --workload $W
   fi
-  step bench_dense "$py" scripts/bench_dense.py --workload $W --calls 1000
 }
 mode_quick() { mode_full; }
 mode_santa() {
@@ -259,18 +300,10 @@ mode_fathom-report() {
     --stage-observations 20 --warmup-pairs 5 --config default --out "$out/stages_fathom_hbm.json"
   STEP_TIMEOUT=40 step gather_bench "$py" scripts/bench_gather.py
 }
-mode_timeline() {
-  ensure_f1m
-  STEP_TIMEOUT=300 step timeline "$py" scripts/probe_step_timeline.py --workload $F1M --steps 20 \
-    --json "$out/timeline.json" fathom scan32 fathom:pieces=1 scan32:pieces=1 fathom:pieces=8
-}
 mode_fathom-pipeline() {
   STEP_TIMEOUT=240 step pytest_pipeline "$py" -m pytest -q -p no:cacheprovider tests/kernels/fathom \
     -k "replays_from_a_graph or counts_tiles or waits_for_the_scan or union_built_inside"
   ensure_f1m
-  # as kprof compare runs them: alternating, the host enqueueing ahead (one sync per round)
-  STEP_TIMEOUT=100 step timeline_rounds "$py" scripts/probe_step_timeline.py --workload $F1M --steps 20 \
-    --interleave --no-sync --no-graph --json "$out/timeline_rounds.json" fathom scan32
   fathom_issue_compare
   fathom_issue_compare --graph
   STEP_TIMEOUT=120 step fathom_compare_pieces kprof compare --method fathom --method fathom:pieces=8 \

@@ -50,7 +50,7 @@ import triton.language as tl
 from kprof.kernels.dense.split_kv import _split_kv_combine
 from kprof.kernels.dependent_launch import release_dependents, wait_for_predecessor
 from kprof.kernels.santa.triton_kernels import santa_score
-from kprof.runner import ChainRunner, PairedRoundRunner, TimedOp
+from kprof.harness import TimedOp
 
 
 @triton.jit
@@ -268,14 +268,16 @@ def main() -> None:
     real = [TimedOp(spec, session.prepare(spec, spec, "subject").prepared.run) for spec in args.santa_variants]
     op = santa.handle
     santa.run()
-    session.clock().synchronize()
+    if session.target.is_gpu:
+        torch.cuda.synchronize()
     chains = {f"{kind}{'' if pdl else ' (no PDL)'}": SkeletonChain(op, kind == "empty", pdl)
               for kind in ("skeleton", "empty") for pdl in (True, False)}
     for g in GEOMETRIES:
         chains[f"skeleton{g.label()}"] = SkeletonChain(op, False, True, g)
     for chain in chains.values():
         chain.run()
-    session.clock().synchronize()
+    if session.target.is_gpu:
+        torch.cuda.synchronize()
     for label, chain in chains.items():  # every skeleton's attend reads the real union
         if not chain.empty and not (torch.equal(chain.u_start, op.u_start) and torch.equal(chain.u_rowpre, op.u_rowpre)):
             raise SystemExit(f"{label}: the skeleton's union differs from the operator's")
@@ -285,16 +287,16 @@ def main() -> None:
           f"(padded to the largest head's teams); PDL {op.pdl}")
     ops = [TimedOp("flash", flash.run), TimedOp("santa", santa.run), *real,
            *(TimedOp(k, c.run) for k, c in chains.items())]
-    obs = PairedRoundRunner(session.protocol, session.clock(), session.eviction()).run(ops)
+    obs = session.harness().paired(ops).observations
     medians = {o.label: _median(x) for o, x in zip(ops, obs)}
-    chain_proto = session.protocol.with_overrides(stage_observations=args.observations)
+    session.protocol = session.protocol.with_overrides(stage_observations=args.observations)
     marginals, wholes = {}, {}
     for label, chain in chains.items():
         if chain.empty or not chain.pdl_asked:
             continue
         launches = chain.launches()
         prefixes = [TimedOp(str(i), (lambda i=i, ls=launches: [f() for _, f in ls[:i + 1]])) for i in range(5)]
-        pm = [_median(x) for x in ChainRunner(chain_proto, session.clock(), session.eviction()).run(prefixes)]
+        pm = [_median(x) for x in session.harness().chain(prefixes).observations]
         marginals[label] = {name: b - a for (name, _), a, b in zip(launches, [0.0] + pm, pm)}
         wholes[label] = pm[-1]
     print(f"\n{'chain':>44s} {'median us':>10s} {'flash / it':>11s}")

@@ -22,7 +22,7 @@ import numpy as np
 from kprof.errors import KprofError
 from kprof.methods import get_method
 from kprof.methods.registry import parse_method_spec
-from kprof.runner import StageRunner, TimedOp
+from kprof.harness import TimedOp
 from kprof.session import MeasurementSession
 
 
@@ -54,8 +54,7 @@ def main() -> int:
             print(f"{spec}: skipped ({e})", flush=True)
             continue
         stages = [TimedOp(s.name, s.launch) for s in pm.prepared.stages]
-        runner = StageRunner(session.protocol, session.clock(), session.eviction())
-        obs = runner.run(stages, TimedOp("complete", pm.prepared.run))
+        obs = session.harness().stages(stages, TimedOp("complete", pm.prepared.run)).observations
         med = [float(np.median(o)) for o in obs]
         v = pm.record.validation
         rows.append((spec, med, v.max_abs_error, v.passed, tuple(s.label for s in stages)))

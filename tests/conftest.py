@@ -52,3 +52,14 @@ def random_workload(hq: int, hkv: int, n: int, d: int, dtype=torch.float32, seed
 def make_workload():
     """Factory for random workloads of any shape: ``make_workload(hq, hkv, n, d, dtype, seed)``."""
     return random_workload
+
+
+@pytest.fixture(scope="session")
+def real_result():
+    """A real CPU Result (math against itself on cpu-smoke), the template of synthetic ones."""
+    from kprof.compare import run_compare
+    from kprof.session import MeasurementSession
+
+    session = MeasurementSession.open("cpu", "cpu-smoke", {"rounds": 2, "warmup_pairs": 0, "observations": 1,
+                                                             "evict_mib": 1})
+    return run_compare(session, "math", ["math"])

@@ -32,15 +32,16 @@ def test_spin_kernel_passes_a_released_ticket_and_counts_a_gate_that_gave_up():
 
 def test_host_clock_gets_no_gate():
     from kprof.clocks import HostClock
-    from kprof.runner import _event_device
+    from kprof.harness import Harness
+    from kprof.protocol import TimingProtocol
 
-    assert _event_device(HostClock()) is None
+    assert Harness("cpu", TimingProtocol(evict_mib=1), clock=HostClock()).gate is None
 
 
 def test_runner_enqueues_eviction_and_region_inside_the_gate():
     from kprof.protocol import TimingProtocol
-    from kprof.runner import PairedRoundRunner, TimedOp
-    from tests.test_runner import Log, RecordingClock, RecordingEviction
+    from kprof.harness import Harness, TimedOp
+    from tests.test_harness import Log, RecordingClock, RecordingEviction
 
     class RecordingGate:
         def __init__(self, log):
@@ -56,13 +57,12 @@ def test_runner_enqueues_eviction_and_region_inside_the_gate():
             return 0
 
     log = Log()
-    p = TimingProtocol(rounds=1, warmup_pairs=0, observations=2, evict_mib=1)
-    runner = PairedRoundRunner(p, RecordingClock(log), RecordingEviction(log))
-    runner.gate = RecordingGate(log)
+    p = TimingProtocol(rounds=2, warmup_pairs=0, observations=2, evict_mib=1)
+    runner = Harness("cpu", p, clock=RecordingClock(log), eviction=RecordingEviction(log), gate=RecordingGate(log))
     ops = [TimedOp(name, lambda name=name: log.append(("op", name))) for name in ("A", "B")]
-    runner.run(ops)
+    runner.paired(ops)
     kinds = [e[0] for e in log if e[0] != "sync"]  # the round's closing sync
-    assert kinds == ["hold", "evict", "start", "op", "stop", "release"] * 4
+    assert kinds == ["hold", "evict", "start", "op", "stop", "release"] * 8
 
 
 @pytest.mark.gpu
@@ -118,8 +118,8 @@ def test_gpu_event_timing_of_a_slow_host_region_excludes_the_host(target):
 
 def test_runner_warns_when_the_gate_gave_up():
     from kprof.protocol import TimingProtocol
-    from kprof.runner import PairedRoundRunner, TimedOp
-    from tests.test_runner import Log, RecordingClock, RecordingEviction
+    from kprof.harness import Harness, TimedOp
+    from tests.test_harness import Log, RecordingClock, RecordingEviction
 
     class ExpiringGate:
         def hold(self):
@@ -133,20 +133,19 @@ def test_runner_warns_when_the_gate_gave_up():
 
     p = TimingProtocol(rounds=1, warmup_pairs=0, observations=1, evict_mib=1)
     log = Log()
-    runner = PairedRoundRunner(p, RecordingClock(log), RecordingEviction(log))
-    runner.gate = ExpiringGate()
+    runner = Harness("cpu", p, clock=RecordingClock(log), eviction=RecordingEviction(log), gate=ExpiringGate())
     with pytest.warns(UserWarning, match="gave up on 2 timed region"):
-        runner.run([TimedOp("A", lambda: None), TimedOp("B", lambda: None)])
+        runner.paired([TimedOp("A", lambda: None), TimedOp("B", lambda: None)])
 
 
 @pytest.mark.gpu
 def test_gpu_event_timing_is_gated_even_without_eviction(target):
     from kprof.clocks import clock_for
     from kprof.protocol import TimingProtocol
-    from kprof.runner import PairedRoundRunner
+    from kprof.harness import Harness
 
-    runner = PairedRoundRunner(TimingProtocol(evict_mib=0), clock_for(target.device), None)
-    assert runner.gate is not None
+    harness = Harness(target.device, TimingProtocol(evict_mib=0), clock=clock_for(target.device))
+    assert harness.gate is not None and harness.eviction is None
 
 
 @pytest.mark.gpu

@@ -1,61 +1,116 @@
-import time
+"""Statistics: the signed-rank and order-statistic intervals, the stable paired_bootstrap API,
+bad observations, drift and noise."""
+
+import itertools
+import math
 
 import numpy as np
 import pytest
 
-from kprof.stats import (bootstrap_median, drift, median_of_medians, paired_bootstrap, round_medians, round_noise,
-                         start_order_effect, unpaired_bootstrap)
+from kprof.stats import (MIN_CYCLES, SIGNED_RANK, clean, drift, latency, median_interval, median_of_medians,
+                         paired_bootstrap, position_effect, round_medians, round_noise, signed_rank_interval)
 
 
-def _paired(rng, ratio, rounds=20, obs=200, round_sd=0.05, noise=0.03, mu=50.0):
-    shared = np.exp(rng.normal(0, round_sd, rounds))[:, None]
-    base = ratio * mu * shared * (1 + noise * rng.standard_normal((rounds, obs)))
-    cand = mu * shared * (1 + noise * rng.standard_normal((rounds, obs)))
-    return base, cand
+def _walsh_brute(x):
+    return sorted((a + b) / 2 for a, b in itertools.combinations_with_replacement(x, 2))
 
 
-def test_estimate_is_ratio_of_medians_of_round_medians():
-    base = np.array([[10.0, 11, 12], [20, 21, 22], [30, 31, 32]])
-    cand = base / 2
-    iv = paired_bootstrap(base, cand, resamples=100)
-    assert iv.estimate == pytest.approx(2.0)
-    assert median_of_medians(base) == 21.0
-    assert list(round_medians(base)) == [11, 21, 31]
-
-
-@pytest.mark.parametrize("round_sd", [0.0, 0.05])
-def test_interval_covers_the_true_ratio_about_95_percent_of_the_time(round_sd):
-    rng = np.random.default_rng(123)
-    trials, hits = 200, 0
-    for t in range(trials):
-        base, cand = _paired(rng, 1.7, round_sd=round_sd)
-        hits += paired_bootstrap(base, cand, resamples=1000, seed=t).contains(1.7)
-    coverage = hits / trials
-    assert 0.85 <= coverage <= 1.0, coverage
-
-
-def test_pairing_narrows_the_interval_under_round_correlated_drift():
-    rng = np.random.default_rng(7)
-    base, cand = _paired(rng, 1.2, round_sd=0.2)
-    paired = paired_bootstrap(base, cand, seed=1)
-    unpaired = unpaired_bootstrap(base, cand, seed=1)
-    assert paired.contains(1.2)
-    assert (paired.high - paired.low) < 0.3 * (unpaired.high - unpaired.low)
-
-
-def test_bootstrap_is_seeded_and_fast():
+def test_hodges_lehmann_is_the_median_of_walsh_averages_and_the_interval_cuts_them():
     rng = np.random.default_rng(0)
-    base, cand = _paired(rng, 1.1, obs=1000)
-    t = time.perf_counter()
-    a = paired_bootstrap(base, cand, resamples=10_000, seed=3)
-    elapsed = time.perf_counter() - t
-    assert a == paired_bootstrap(base, cand, resamples=10_000, seed=3)
-    assert elapsed < 1.0
+    x = rng.normal(size=10)
+    iv = signed_rank_interval(x)
+    walsh = _walsh_brute(x)
+    assert iv.estimate == pytest.approx(float(np.median(walsh)))
+    # n = 10: the 95% cut is 8 Walsh averages from each end (coverage 1 - 2 P(W+ <= 8) = 0.951)
+    assert iv.low == pytest.approx(walsh[8]) and iv.high == pytest.approx(walsh[-9])
+    assert iv.coverage == pytest.approx(1 - 2 * 25 / 1024)
+    assert iv.method == SIGNED_RANK and iv.n == 10
 
 
-def test_mismatched_rounds_are_refused():
-    with pytest.raises(ValueError):
-        paired_bootstrap(np.ones((3, 4)), np.ones((4, 4)))
+def test_signed_rank_null_distribution_matches_enumeration():
+    n = 7
+    from kprof.stats import _signed_rank_cdf
+
+    counts = np.zeros(n * (n + 1) // 2 + 1)
+    for signs in itertools.product((0, 1), repeat=n):
+        counts[sum(r for r, s in zip(range(1, n + 1), signs) if s)] += 1
+    assert np.allclose(_signed_rank_cdf(n), np.cumsum(counts) / 2**n)
+
+
+def test_exact_coverage_holds_by_monte_carlo_for_a_skewless_heavy_tail():
+    rng = np.random.default_rng(1)
+    hits = sum(signed_rank_interval(rng.standard_t(3, size=12)).contains(0.0) for _ in range(3000))
+    assert 0.94 <= hits / 3000 <= 0.975
+
+
+def test_order_statistic_interval_of_the_median():
+    x = np.arange(1.0, 21.0)  # n = 20: x(6)..x(15), coverage 1 - 2 P(B <= 5) = 0.9586
+    iv = median_interval(x)
+    assert (iv.estimate, iv.low, iv.high) == (10.5, 6.0, 15.0)
+    assert iv.coverage == pytest.approx(1 - 2 * sum(math.comb(20, k) for k in range(6)) / 2**20)
+    assert not median_interval([1.0, 2.0, 3.0]).has_interval
+
+
+def test_paired_bootstrap_pairs_baseline_first_rounds_with_candidate_first_rounds():
+    rng = np.random.default_rng(2)
+    rounds = 20
+    base = 60 * np.exp(rng.normal(0, 0.001, (rounds, 100)))
+    cand = 50 * np.exp(rng.normal(0, 0.001, (rounds, 100)))
+    b_first = np.arange(rounds) % 2 == 0
+    base = base * np.where(b_first[:, None], 1.03, 1.0)  # whoever goes first is 3% slower
+    cand = cand * np.where(b_first[:, None], 1.0, 1.03)
+    iv = paired_bootstrap(base, cand)
+    assert iv.contains(1.2) and iv.half_width_rel < 0.002, iv
+    # the same data with the order flags wrong: pairs no longer cancel the position effect
+    wrong = paired_bootstrap(base, cand, baseline_first=np.r_[np.ones(10, bool), np.zeros(10, bool)])
+    assert wrong.half_width_rel > 5 * iv.half_width_rel
+    boot = paired_bootstrap(base, cand, interval="bootstrap", resamples=2000, seed=3)
+    assert boot.estimate == iv.estimate and boot.method != iv.method
+    assert boot == paired_bootstrap(base, cand, interval="bootstrap", resamples=2000, seed=3)
+
+
+@pytest.mark.parametrize("rounds", [1, 2, 8])
+def test_too_few_rounds_give_no_interval(rounds):
+    base = np.full((rounds, 5), 60.0) * (1 + 0.01 * np.arange(rounds))[:, None]
+    iv = paired_bootstrap(base, base / 1.2)
+    assert not iv.has_interval and iv.low is None and iv.high is None
+    assert iv.estimate == pytest.approx(1.2) or rounds == 1 and math.isnan(iv.estimate)
+    assert "too few rounds for an interval" in iv.note or rounds == 1
+    assert iv.n == rounds // 2 < MIN_CYCLES
+
+
+def test_bad_observations_are_dropped_and_counted():
+    obs = np.full((4, 10), 50.0)
+    obs[0, :3] = [np.nan, np.inf, -1.0]
+    obs[1, 0] = 0.0
+    obs[2, :] = np.nan  # a round without one valid observation
+    cleaned, bad = clean(obs)
+    assert bad == 14 and np.isnan(cleaned[0, :3]).all()
+    med = round_medians(obs)
+    assert med[0] == 50.0 and math.isnan(med[2])
+    assert median_of_medians(obs) == 50.0
+    assert latency(obs).estimate == 50.0
+    assert math.isnan(round_noise(obs)[2]) and round_noise(obs)[0] == 0.0
+
+
+def test_a_round_without_data_drops_its_pair_cycle_not_the_run():
+    rng = np.random.default_rng(4)
+    base = 60 * np.exp(rng.normal(0, 0.002, (12, 50)))
+    cand = 50 * np.exp(rng.normal(0, 0.002, (12, 50)))
+    cand[3] = np.nan
+    iv = paired_bootstrap(base, cand)
+    assert iv.n == 5 and iv.contains(1.2)
+
+
+def test_position_effect_recovers_a_planted_leader_penalty():
+    rng = np.random.default_rng(5)
+    rounds, obs = 10, 400
+    b_first = np.arange(rounds) % 2 == 0
+    a = 50 * np.exp(0.01 * rng.standard_normal((rounds, obs)))
+    b = 50 * np.exp(0.01 * rng.standard_normal((rounds, obs)))
+    planted = np.where(b_first[:, None], a * 1.03, a)
+    assert position_effect(planted, b, b_first) == pytest.approx(0.03, abs=0.004)
+    assert abs(position_effect(a, b, b_first)) < 0.004
 
 
 def test_drift_flags_slow_first_rounds_and_not_flat_ones():
@@ -71,25 +126,3 @@ def test_round_noise_is_robust_cv():
     rng = np.random.default_rng(2)
     obs = 100 * (1 + 0.02 * rng.standard_normal((5, 5000)))
     assert np.allclose(round_noise(obs), 0.02, rtol=0.1)
-
-
-def test_single_method_interval_brackets_its_estimate():
-    rng = np.random.default_rng(3)
-    base, _ = _paired(rng, 1.0)
-    iv = bootstrap_median(base, resamples=2000)
-    assert iv.low <= iv.estimate <= iv.high
-
-
-def test_start_order_effect_recovers_a_planted_leader_penalty():
-    rng = np.random.default_rng(4)
-    rounds, obs = 10, 400
-    a_leads = np.broadcast_to((np.arange(rounds) % 2 == 0)[:, None], (rounds, obs))
-    a = 50 * (1 + 0.01 * rng.standard_normal((rounds, obs)))
-    b = 50 * (1 + 0.01 * rng.standard_normal((rounds, obs)))
-    a_planted = np.where(a_leads, a * 1.03, a)  # the leader is 3% slower
-    assert start_order_effect(a_planted, b, a_leads) == pytest.approx(0.03, abs=0.004)
-    assert abs(start_order_effect(a, b, a_leads)) < 0.004
-    # the artifact cancels in the estimate but honestly widens the paired interval
-    clean = paired_bootstrap(a * 1.015, b)
-    iv = paired_bootstrap(a_planted, b)
-    assert iv.contains(1.015) and iv.half_width_rel > 3 * clean.half_width_rel

@@ -4,6 +4,7 @@ import dataclasses
 import json
 import textwrap
 
+import numpy as np
 import pytest
 
 from kprof.errors import KprofError
@@ -56,7 +57,7 @@ def _request(tiny, tmp_path, method="triton-dense", **kw):
     path, shape = tiny
     base = dict(method=method, workload=path, shape=shape, device="cpu", strategy="random", max_configs=3,
                 rounds=1, observations=1, warmup=0, evict_mib=1, timeout_s=60, finalists=1,
-                paired={"rounds": 2, "warmup_pairs": 0, "observations": 1, "evict_mib": 1}, out_dir=tmp_path / "tuned")
+                paired={"rounds": 10, "warmup_pairs": 0, "observations": 1, "evict_mib": 1}, out_dir=tmp_path / "tuned")
     base.update(kw)
     return TuneRequest(**base)
 
@@ -154,6 +155,47 @@ def test_progress_reports_a_line_per_candidate_and_finalist(tiny, tmp_path):
     assert all(" us (" in m or "failed" in m or "rejected" in m for m in measured)
     assert out.file.finalists, "three ok candidates leave a non-default finalist"
     assert any("finalist" in m and "x [" in m for m in lines)
+
+
+class _FakeWorker:
+    """Answers a finalist's paired run with simulated observations in the design's orders."""
+
+    def __init__(self, speedups: dict, rounds: int = 20):
+        self.speedups, self.rounds = speedups, rounds
+
+    def paired(self, config, protocol):
+        from kprof.design import BalancedDesign
+
+        rng = np.random.default_rng(len(str(config)))
+        d = BalancedDesign.williams(2)
+        base = 10 * np.exp(0.003 * rng.standard_normal((self.rounds, 50)))
+        cand = 10 / self.speedups[config["X"]] * np.exp(0.003 * rng.standard_normal((self.rounds, 50)))
+        return np.stack([base, cand]), d.orders(self.rounds), d.cycle
+
+
+@pytest.mark.parametrize("speedups, rounds, chosen", [
+    ({1: 1.01, 2: 0.99}, 20, {"X": 1}),  # 1% faster, resolved: replaces the default
+    ({1: 1.0005, 2: 0.99}, 20, {"X": 0}),  # within noise: its interval reaches 1
+    ({1: 1.2, 2: 1.1}, 4, {"X": 0}),  # no interval (two pair cycles): never replaces the default
+])
+def test_a_finalist_replaces_the_default_only_when_its_interval_lies_above_1(speedups, rounds, chosen):
+    from kprof.tune_cache import CandidateRecord, TuneFile, TuneKey
+    from kprof.tuner import _finalize
+
+    key = TuneKey("m", "l", "cpu", "b", None, None, "t", "t", "s")
+    tf = TuneFile(key=key, default={"X": 0}, candidates=[
+        CandidateRecord({"X": 0}, "ok", 10.0, [10.0]), CandidateRecord({"X": 1}, "ok", 9.0, [9.0]),
+        CandidateRecord({"X": 2}, "ok", 9.5, [9.5])])
+    req = TuneRequest("m", "w", None, "cpu", finalists=2)
+    notes = []
+    _finalize(tf, _FakeWorker(speedups, rounds), req, notes.append)
+    assert tf.best == chosen
+    assert len(tf.finalists) == 2 and all("speedup" in f for f in tf.finalists)
+    if rounds >= 10:
+        assert all(f["low"] is not None and f["cycles"] == rounds // 2 for f in tf.finalists)
+        assert sum("x [" in n for n in notes) == 2
+    else:
+        assert all(f["low"] is None and "too few rounds" in f["note"] for f in tf.finalists)
 
 
 def test_source_hash_ignores_comments_and_docstrings_but_not_code():

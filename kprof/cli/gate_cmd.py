@@ -2,60 +2,159 @@
 
 from __future__ import annotations
 
+import json
+import math
+import sys
+from dataclasses import asdict
 from pathlib import Path
 
 import click
 from rich.table import Table
 
 from kprof.atomic import atomic_write_text
-from kprof.cli.console import console
+from kprof.cli.console import console, err_console
+from kprof.cli.options import protocol_options, protocol_overrides
 from kprof.errors import KprofError
-from kprof.gate import EXIT, gate, replace_baseline, summary_markdown
-from kprof.results import load_result
+from kprof.gate import (EXIT, EXIT_ERROR, GateInputError, GateReport, add_to_history, history_gate, load_history,
+                        same_run_gate, summary_markdown)
+from kprof.results import load_result, save_result
+
+GPU_DEFAULT_METHODS = ("santa", "triton-dense")
+CPU_DEFAULT_METHODS = ("triton-dense",)
 
 
-def _threshold(text: str) -> float:
+def _threshold(ctx, param, text: str) -> float:
     t = text.strip()
     try:
-        return float(t[:-1]) / 100 if t.endswith("%") else float(t)
+        value = float(t[:-1]) / 100 if t.endswith("%") else float(t)
     except ValueError:
-        raise KprofError(f"--max-regression {text!r} is not a number: write e.g. 3% or 0.03") from None
+        raise click.BadParameter(f"{text!r} is not a number: write e.g. 3% or 0.03") from None
+    if not 0 < value < 0.5 or math.isnan(value):
+        raise click.BadParameter(f"{text!r} must lie between 0 and 50%: write e.g. 3%")
+    return value
+
+
+def _print(report: GateReport, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(asdict(report), indent=2, default=str))
+        return
+    t = Table(title=f"kprof gate ({report.metric}, threshold {report.threshold:.1%}): {report.verdict}",
+              caption=f"ratio = now / then (above 1: slower); intervals: {report.method}")
+    for col in ("method", "then", "now", "ratio", "95% interval", "verdict", "detectable", "note"):
+        t.add_column(col, justify="left" if col in ("method", "verdict", "note") else "right")
+    for r in report.rows:
+        if r.ratio is None:
+            t.add_row(r.method, "", "", "", "", r.verdict, "", r.note)
+            continue
+        ci = f"[{r.ratio.low:.4f}, {r.ratio.high:.4f}]" if r.ratio.has_interval else r.ratio.note
+        t.add_row(r.method, f"{r.baseline_value:.4g}", f"{r.candidate_value:.4g}", f"{r.ratio.estimate:.4f}", ci,
+                  r.verdict, f"{r.mde:.1%}" if r.mde is not None else "", r.note)
+    console.print(t)
+    for reason in report.reasons:
+        console.print(f"[yellow]incomparable:[/] {reason}", highlight=False)
+    for warning in report.warnings:
+        err_console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+
+
+def _against(rev: str, methods: tuple[str, ...], workload, device, config_mode, out, overrides, threshold,
+             quiet: bool) -> GateReport:
+    from kprof.cli.measure_cmds import _progress
+    from kprof.compare import run_pairs
+    from kprof.session import MeasurementSession, bad_observation_error
+
+    if any("@" in m.partition(":")[0] for m in methods):
+        raise click.UsageError("--against compares each --method with itself at REV: pass plain method specs")
+    with _progress(quiet) as progress:
+        session = MeasurementSession.open(device, workload, overrides, progress.status, config_mode)
+        methods = methods or (GPU_DEFAULT_METHODS if session.target.is_gpu else CPU_DEFAULT_METHODS)
+        names, pairs = [], []
+        for spec in methods:
+            name, colon, options = spec.partition(":")
+            then = f"{name}@{rev}" + (colon + options if options else "")
+            pairs.append((len(names), len(names) + 1))
+            names += [then, spec]
+        result = run_pairs(session, names, pairs, progress)
+    path = save_result(result, out)
+    err_console.print(f"[dim]result written to {path}[/]")
+    broken = [m.label for m in result.methods if not m.validation.passed or m.faults]
+    if bad := bad_observation_error(result):
+        broken.append(bad)
+    report = same_run_gate(result, [(names[b], names[c]) for b, c in pairs], threshold)
+    if broken:
+        report.verdict, report.reasons = "INCOMPARABLE", [f"not comparable: {', '.join(broken)} failed validation, "
+                                                          "reported a fault or had bad observations"]
+    return report
 
 
 @click.command("gate")
-@click.option("--baseline", required=True, type=click.Path(dir_okay=False), help="Committed baseline Result (profiles/baselines/).")
-@click.option("--candidate", required=True, type=click.Path(dir_okay=False), help="Result of the run under test.")
-@click.option("--max-regression", default="3%", show_default=True, help="Threshold t: SLOWER above 1+t, FASTER below 1-t.")
-@click.option("--metric", type=click.Choice(["latency", "speedup"]), default="latency", show_default=True,
-              help="latency: each method's median latency; speedup: each candidate's speedup vs its run's baseline.")
+@click.option("--baseline", "baselines", multiple=True, type=click.Path(),
+              help="Baseline history: a folder of Results of the same setup (profiles/baselines/NAME/), or Result "
+                   "files (repeatable). Three or more runs give the run-to-run spread the verdict needs.")
+@click.option("--candidate", type=click.Path(dir_okay=False), default=None, help="Result of the run under test.")
+@click.option("--against", "rev", default=None, metavar="REV",
+              help="Instead of stored Results: time each --method now and at git revision REV in the same rounds "
+                   "and judge from that run's paired interval (the sound gate for 'did this commit slow it down?').")
+@click.option("--method", "methods", multiple=True,
+              help="With --against: methods to gate (repeatable). [default: santa and triton-dense on GPU, "
+                   "triton-dense on CPU]")
+@click.option("--max-regression", default="3%", show_default=True, callback=_threshold,
+              help="Threshold t in (0, 50%): SLOWER needs the interval above 1 and the estimate above 1+t; SAME "
+                   "needs the interval within [1-t, 1+t].")
+@click.option("--metric", type=click.Choice(["speedup", "latency"]), default="speedup", show_default=True,
+              help="Across runs: speedup compares each candidate's speedup over its run's own baseline method "
+                   "(machine speed cancels); latency compares each method's absolute median.")
+@click.option("--uncertain", type=click.Choice(["fail", "pass"]), default="fail", show_default=True,
+              help="Exit code for UNCERTAIN: fail (3) or pass (0).")
 @click.option("--summary-md", type=click.Path(dir_okay=False), default=None, help="Write a markdown summary (for CI comments).")
-@click.option("--update-baseline", is_flag=True, help="After gating, replace the baseline with the candidate (atomic).")
-def gate_cmd(baseline, candidate, max_regression, metric, summary_md, update_baseline) -> None:
-    """Compare a candidate Result with a baseline Result; exit 0 FASTER/SAME, 1 SLOWER, 2 UNCERTAIN/incomparable.
+@click.option("--update-baseline", is_flag=True,
+              help="After gating, add the candidate to the history folder given as --baseline (refused when "
+                   "the verdict is INCOMPARABLE).")
+@protocol_options
+def gate_cmd(baselines, candidate, rev, methods, max_regression, metric, uncertain, summary_md, update_baseline,
+             workload, device, config_mode, as_json, out, **kw) -> None:
+    """Decide whether a change made kernels slower; exit 0 FASTER/SAME, 1 SLOWER, 2 usage error,
+    3 UNCERTAIN, 4 INCOMPARABLE, 5 unreadable input or another error.
 
-    Intervals come from resampling the rounds of each run independently (the runs were not
-    interleaved). Incomparable runs (other device, workload hash or protocol) say which and exit 2.
-    A method whose launch config changed is still compared; the row names the change.
+    With --against REV (recommended): each method is timed now and at REV in the same rounds of a
+    balanced design, and the verdict comes from that run's paired interval. With --baseline and
+    --candidate: the candidate Result is judged against a history of Results of the same setup,
+    adding the history's run-to-run spread to the interval; the table prints the smallest
+    regression that would be caught with 90% probability. The protocol options apply to
+    --against only.
     """
-    threshold = _threshold(max_regression)
-    base, cand = load_result(baseline), load_result(candidate)
-    overall, rows, reasons = gate(base, cand, threshold, metric)
-    md = summary_markdown(overall, rows, reasons, threshold, metric)
-    if summary_md:
-        atomic_write_text(summary_md, md)
-    t = Table(title=f"kprof gate ({metric}, threshold {threshold:.1%}): {overall}")
-    for col in ("method", "baseline us", "candidate us", "ratio", "95% CI", "verdict", "note"):
-        t.add_column(col, justify="left" if col in ("method", "verdict", "note") else "right")
-    for r in rows:
-        if r.ratio is None:
-            t.add_row(r.method, "", "", "", "", r.verdict, r.note)
+    if rev is None and (not baselines or not candidate):
+        raise click.UsageError("pass --baseline HISTORY and --candidate RESULT, or --against REV")
+    if rev is not None and (baselines or candidate):
+        raise click.UsageError("--against times both versions itself: drop --baseline and --candidate")
+    if update_baseline and (rev is not None or len(baselines) != 1 or not Path(baselines[0]).is_dir()):
+        raise click.UsageError("--update-baseline adds the candidate to a history folder: pass one --baseline DIR")
+    try:
+        if rev is not None:
+            report = _against(rev, methods, workload, device, config_mode, out, protocol_overrides(kw),
+                              max_regression, as_json)
         else:
-            t.add_row(r.method, f"{r.baseline_us:.2f}", f"{r.candidate_us:.2f}", f"{r.ratio.estimate:.4f}",
-                      f"[{r.ratio.low:.4f}, {r.ratio.high:.4f}]", r.verdict, r.note)
-    console.print(t)
-    for reason in reasons:
-        console.print(f"[yellow]incomparable:[/] {reason}")
+            history, names = load_history(list(baselines))
+            try:
+                cand = load_result(candidate)
+            except KprofError as exc:
+                raise GateInputError(str(exc)) from None
+            report = history_gate(history, cand, max_regression, metric, names=names)
+    except click.UsageError:
+        raise
+    except KprofError as exc:
+        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        sys.exit(EXIT_ERROR)
+    _print(report, as_json)
+    if summary_md:
+        atomic_write_text(summary_md, summary_markdown(report))
     if update_baseline:
-        replace_baseline(Path(candidate), Path(baseline))
-        console.print(f"baseline {baseline} updated from {candidate}")
-    raise SystemExit(EXIT[overall])
+        if report.verdict == "INCOMPARABLE":
+            err_console.print("[bold red]error:[/] not added to the history: the candidate is INCOMPARABLE with it "
+                              "(see above); a history holds runs of one setup only", highlight=False)
+            sys.exit(EXIT["INCOMPARABLE"])
+        added = add_to_history(Path(candidate), Path(baselines[0]))
+        console.print(f"added {candidate} to the history as {added}")
+    code = EXIT[report.verdict]
+    if report.verdict == "UNCERTAIN" and uncertain == "pass":
+        code = 0
+    sys.exit(code)

@@ -15,7 +15,7 @@ from kprof.config_space import parse_overrides
 from kprof.progress import Progress
 from kprof.render import compare_table, stages_table
 from kprof.results import Result, save_result
-from kprof.session import MeasurementSession
+from kprof.session import MeasurementSession, bad_observation_error
 
 # Three methods per run on a GPU: two-method runs show a start-order artifact (README).
 GPU_DEFAULT_CANDIDATES = ("santa", "triton-dense")
@@ -46,7 +46,7 @@ def _progress(quiet: bool):
 
 
 def _finish(result: Result, out: str | None, as_json: bool, table) -> None:
-    path = save_result(result, out)
+    path = save_result(result, out)  # first: whatever follows, the observations are kept
     if as_json:
         click.echo(result.to_json())
     else:
@@ -57,6 +57,9 @@ def _finish(result: Result, out: str | None, as_json: bool, table) -> None:
     for m in result.methods:
         for fault in m.faults:
             err_console.print(f"[bold red]fault[/] in {m.label}: {fault}")
+    if bad := bad_observation_error(result):
+        err_console.print(f"[bold red]error:[/] {bad} (raw observations kept in {path})", highlight=False)
+        sys.exit(3)
     failed = [m.label for m in result.methods if not m.validation.passed or m.faults]
     if failed:
         err_console.print(f"[bold red]validation failed or faults reported[/] for {', '.join(failed)}: "
@@ -66,19 +69,25 @@ def _finish(result: Result, out: str | None, as_json: bool, table) -> None:
 
 @click.command()
 @click.option("--method", "methods", multiple=True,
-              help="Candidate method spec (repeatable). [default: santa and triton-dense on GPU, triton-dense on CPU]")
+              help="Candidate method spec (repeatable): NAME, NAME:key=value,..., NAME@REV (the method at git "
+                   "revision REV), or =LABEL (the prepared copy of an earlier row timed again, an A/A check "
+                   "without a second copy of its buffers). [default: santa and triton-dense on GPU, "
+                   "triton-dense on CPU]")
 @click.option("--baseline", default="flash", show_default=True,
               help="Baseline every candidate is paired against (math substitutes for GPU-only ones on CPU).")
 @protocol_options
 def compare(methods: tuple[str, ...], baseline: str, workload, device, config_mode, as_json, out, **kw) -> None:
-    """Time candidates against a baseline with interleaved paired rounds and a bootstrap interval.
+    """Time candidates against a baseline in the same rounds, with a speedup interval.
 
-    Each round interleaves all methods (the starting one rotates between rounds), evicts L2
+    Each round interleaves all methods in the order of a balanced (Williams) design, evicts L2
     before every timed call outside the timed interval, and times each complete call with CUDA
-    events. Reported: median of round medians, round-median range, speedup = baseline/candidate
-    with a paired-round bootstrap interval, noise, drift, validation against fp64 and launch
-    counts from a separate profiler pre-run. Exit 3 if any output fails validation or a method
-    reports a fault in its runs (such as a pipelined wait that gave up).
+    events. Reported: median of round medians with its interval, round-median range, speedup =
+    baseline/candidate from per-round log ratios averaged over pair cycles (position effects
+    cancel) with a Wilcoxon signed-rank interval, noise, drift, validation against fp64 and
+    launch counts from a separate profiler pre-run. A method spec NAME@REV times the method as it
+    was at git revision REV, in the same rounds. Exit 3 if an output fails validation, a method
+    reports a fault in its runs, or more than 1% of a row's observations are bad (the Result is
+    written first).
     """
     overrides = protocol_overrides(kw)
     with _progress(as_json) as progress:

@@ -19,7 +19,10 @@ def protocol_options(fn):
                      help="Spec name or .safetensors file [default: qwen2.5-7b-l14-32k on GPU, cpu-smoke on CPU]."),
         click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
                      help="Where to run; cpu means the Triton interpreter and the host clock."),
-        click.option("--rounds", type=int, default=None, help=f"Paired rounds. {dflt('rounds')}"),
+        click.option("--rounds", type=int, default=None,
+                     help="Rounds; a paired comparison rounds this up to whole cycles of its balanced design. "
+                          "[default: the smallest whole number of cycles that is at least 20 rounds on GPU "
+                          "(10 on CPU) and gives every speedup at least 5 pair cycles]"),
         click.option("--warmup-pairs", type=int, default=None,
                      help=f"Untimed interleaved invocations per method before each round. {dflt('warmup_pairs')}"),
         click.option("--observations", type=int, default=None,
@@ -29,7 +32,6 @@ def protocol_options(fn):
         click.option("--graph", is_flag=True, default=None, help="Time CUDA-graph replays of the operation."),
         click.option("--host-bound", is_flag=True, default=None,
                      help="No eviction: back-to-back calls, so host launch overhead shows (labelled host-bound)."),
-        click.option("--seed", type=int, default=None, help="Seed of the bootstrap resampling. [default: 0]"),
         click.option("--config", "config_mode", default="auto", show_default=True,
                      help="Launch configs: auto (tuned ones from profiles/tuned/ when their key matches this "
                           "setup), default (declared defaults), or a JSON file of launch -> parameters."),
@@ -43,5 +45,5 @@ def protocol_options(fn):
 
 
 def protocol_overrides(kwargs: dict) -> dict:
-    keys = ("rounds", "warmup_pairs", "observations", "evict_mib", "graph", "host_bound", "seed")
+    keys = ("rounds", "warmup_pairs", "observations", "evict_mib", "graph", "host_bound")
     return {k: (kwargs.pop(k) or None) if k in ("graph", "host_bound") else kwargs.pop(k) for k in keys}

@@ -12,6 +12,11 @@ from kprof.render import compare_table, stages_table
 from kprof.results import Result, load_result
 
 
+def _round(x, digits: int):
+    """A number for a table cell; empty where there is none (no interval, no valid round)."""
+    return "" if x is None or x != x else round(x, digits)
+
+
 def result_rows(res: Result) -> list[dict]:
     """One flat record per timed row of a Result (what markdown and CSV show)."""
     speed = {s.candidate: s.interval for s in res.speedups}
@@ -22,11 +27,11 @@ def result_rows(res: Result) -> list[dict]:
         rec = next((m for m in res.methods if m.label == label), None)
         rows.append({
             "workload": res.workload.get("name"), "kind": res.kind, "row": label, "mode": res.mode,
-            "median_us": round(s.median_us.estimate, 3), "ci_low_us": round(s.median_us.low, 3),
-            "ci_high_us": round(s.median_us.high, 3), "round_min_us": round(s.round_median_min_us, 3),
-            "round_max_us": round(s.round_median_max_us, 3),
-            "speedup": round(iv.estimate, 4) if iv else "", "speedup_low": round(iv.low, 4) if iv else "",
-            "speedup_high": round(iv.high, 4) if iv else "",
+            "median_us": _round(s.median_us.estimate, 3), "ci_low_us": _round(s.median_us.low, 3),
+            "ci_high_us": _round(s.median_us.high, 3), "round_min_us": _round(s.round_median_min_us, 3),
+            "round_max_us": _round(s.round_median_max_us, 3),
+            "speedup": _round(iv.estimate, 4) if iv else "", "speedup_low": _round(iv.low, 4) if iv else "",
+            "speedup_high": _round(iv.high, 4) if iv else "",
             "marginal_us": round(marginal[label], 3) if label in marginal else "",
             "launches": rec.catalog.launches_per_call if rec and rec.catalog.launches_per_call else "",
             "valid": (rec.validation.passed and not rec.faults) if rec else "",

@@ -49,7 +49,9 @@ def tune(method, workload, launches, strategy, max_configs, budget_s, rounds, ob
     Candidates run in a worker process with a timeout, so compile errors, resource errors,
     crashes and hangs are recorded as failed and the run goes on. Results are cached per
     (method, launch, device, shape bucket) and written after every candidate: an interrupted
-    tune resumes. The winner must beat the default with its whole paired bootstrap interval.
+    tune resumes. The best screened candidates are then timed against the default in the same
+    rounds (a balanced paired design on the complete operation); one replaces the default only
+    when the lower bound of its speedup interval is above 1.
     """
     target = resolve_target(device)
     gpu = target.is_gpu
@@ -64,8 +66,8 @@ def tune(method, workload, launches, strategy, max_configs, budget_s, rounds, ob
         max_configs=max_configs, budget_s=budget_s, rounds=rounds or (3 if gpu else 2),
         observations=observations or (100 if gpu else 2), warmup=10 if gpu else 1, evict_mib=512 if gpu else 8,
         timeout_s=timeout_s, finalists=finalists,
-        paired={"rounds": 10, "warmup_pairs": 50, "observations": 200} if gpu else
-               {"rounds": 3, "warmup_pairs": 0, "observations": 2, "evict_mib": 8},
+        paired={"warmup_pairs": 50, "observations": 200} if gpu else
+               {"min_rounds": 10, "warmup_pairs": 0, "observations": 2, "evict_mib": 8},
         out_dir=Path(out_dir), replace_stale=replace_stale,
     )
     if not gpu:
@@ -111,10 +113,13 @@ def _report(outcome) -> None:
                   f"{rec.status}: {rec.reason[:60]}")
     console.print(t)
     for f in tf.finalists:
-        if f["status"] == "ok":
-            console.print(f"  finalist {f['config']}: complete-operation speedup {f['speedup']:.3f}x "
-                          f"[{f['low']:.3f}, {f['high']:.3f}] vs default")
-        else:
+        if f["status"] != "ok":
             console.print(f"  finalist {f['config']}: failed ({f['reason']})")
-    chosen = "default (no candidate beat it with its whole interval)" if tf.best == tf.default else tf.best
+        elif f.get("low") is None:
+            console.print(f"  finalist {f['config']}: complete-operation speedup {f['speedup']:.3f}x vs default "
+                          f"({f.get('note') or 'no interval'})")
+        else:
+            console.print(f"  finalist {f['config']}: complete-operation speedup {f['speedup']:.3f}x "
+                          f"[{f['low']:.3f}, {f['high']:.3f}] vs default over {f.get('cycles', '?')} pair cycles")
+    chosen = ("default (no finalist's speedup interval lies above 1)" if tf.best == tf.default else tf.best)
     console.print(f"  chosen: {chosen}; cache {outcome.path}")

@@ -2,18 +2,36 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from kprof.config_space import parse_overrides
 from kprof.errors import KprofError
 from kprof.methods.base import Method
 
 METHODS: dict[str, type[Method]] = {}
+_CAPTURE: list[list[type[Method]]] = []  # open captures (a revision's adapter being imported)
 
 
 def register(cls: type[Method]) -> type[Method]:
+    if _CAPTURE:
+        _CAPTURE[-1].append(cls)
+        return cls
     if cls.name in METHODS:
         raise ValueError(f"method {cls.name!r} registered twice")
     METHODS[cls.name] = cls
     return cls
+
+
+@contextlib.contextmanager
+def capturing():
+    """Collect the classes that ``register`` sees instead of registering them (a method at an
+    older revision carries the same name as today's)."""
+    found: list[type[Method]] = []
+    _CAPTURE.append(found)
+    try:
+        yield found
+    finally:
+        _CAPTURE.pop()
 
 
 def load_plugins() -> None:
@@ -33,7 +51,8 @@ def load_plugins() -> None:
 
 
 def parse_method_spec(spec: str) -> tuple[str, dict[str, str]]:
-    """``"santa:p=16,r=4"`` -> ``("santa", {"p": "16", "r": "4"})``."""
+    """``"santa:p=16,r=4"`` -> ``("santa", {"p": "16", "r": "4"})``; ``"santa@HEAD~1:p=16"`` keeps
+    ``"santa@HEAD~1"`` as the name."""
     name, _, rest = spec.partition(":")
     options = {}
     for item in filter(None, rest.split(",")):
@@ -51,13 +70,30 @@ def get_method(spec: str) -> Method:
     method's own options (e.g. SANTA++'s P, R, S).
     """
     name, options = parse_method_spec(spec)
+    name, at, rev = name.partition("@")
     if name not in METHODS:
         load_plugins()
     try:
         cls = METHODS[name]
     except KeyError:
         raise KprofError(f"unknown method {name!r}: choose one of {', '.join(sorted(METHODS))}") from None
+    if at:
+        if not rev:
+            raise KprofError(f"method spec {spec!r} names no revision after '@': write NAME@REV, e.g. {name}@HEAD~1")
+        cls = _at_revision(name, cls, rev)
     launch = {k: v for k, v in options.items() if "." in k}
     method = cls.from_options({k: v for k, v in options.items() if "." not in k})
     method.launch_overrides = parse_overrides([f"{k}={v}" for k, v in launch.items()])
     return method
+
+
+_AT_REVISION: dict[tuple[str, str], type[Method]] = {}  # (name, commit) -> loaded class (a registry)
+
+
+def _at_revision(name: str, cls: type[Method], rev: str) -> type[Method]:
+    from kprof.revision import load_method_class, resolve
+
+    sha = resolve(rev)
+    if (name, sha) not in _AT_REVISION:
+        _AT_REVISION[(name, sha)] = load_method_class(name, cls, sha)
+    return _AT_REVISION[(name, sha)]

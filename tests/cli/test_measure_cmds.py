@@ -146,3 +146,46 @@ def test_a_fault_reported_by_a_methods_runs_fails_compare_and_stages(run_in, tmp
     assert r.exit_code == 3 and "wait gave up" in r.output
     r = run_in(["compare", "--method", "math", "--baseline", "math", *TINY])
     assert r.exit_code == 0 and "FAULT" not in r.output
+
+
+@pytest.mark.parametrize("bad_every, fails", [(1000, False), (7, True)])
+def test_bad_observations_are_dropped_and_over_one_percent_fail_after_writing(run_in, tmp_path, monkeypatch,
+                                                                              bad_every, fails):
+    """A timer that returns NaN for some intervals: the run is kept; above 1% of a row it fails
+    with one line naming the rows, and the raw observations are on disk."""
+    import numpy as np
+
+    from kprof import clocks
+
+    real = clocks._HostRecorder.elapsed_us
+    count = {"n": 0}
+
+    def flaky(self, n):
+        out = real(self, n)
+        for i in range(len(out)):
+            count["n"] += 1
+            if count["n"] % bad_every == 0:
+                out[i] = np.nan
+        return out
+
+    monkeypatch.setattr(clocks._HostRecorder, "elapsed_us", flaky)
+    out = tmp_path / "r.json"
+    r = run_in(["compare", "--method", "math", "--baseline", "math", "--out", str(out), "--rounds", "10",
+                "--observations", "10", "--warmup-pairs", "0", "--evict-mib", "1", "--device", "cpu"])
+    from kprof.results import load_result
+
+    res = load_result(out)
+    assert sum(s.bad_observations for s in res.summaries.values()) == count["n"] // bad_every
+    assert "Traceback" not in r.output
+    if fails:
+        assert r.exit_code == 3 and "too many bad observations" in r.output and str(out) in r.output
+        assert np.isnan(res.observations["math"]).sum() + np.isnan(res.observations["math#2"]).sum() > 0
+    else:
+        assert r.exit_code == 0, r.output
+
+
+def test_a_too_short_run_says_there_is_no_interval(run_in):
+    r = run_in(["compare", "--method", "math", "--baseline", "math", "--rounds", "1", "--observations", "1",
+                "--warmup-pairs", "0", "--evict-mib", "1", "--device", "cpu"])
+    assert r.exit_code == 0, r.output
+    assert "too few rounds for an interval" in r.output and "rounded up from 1 to 2" in r.output

@@ -209,7 +209,7 @@ def test_a_step_pipelined_over_head_ranges_equals_the_unpipelined_step(make_work
 def test_the_pipelined_step_replays_from_a_graph_and_under_another_stream(make_workload):
     """The two-stream step captured in a CUDA graph (as ``--graph`` times it) and replayed twice,
     and run back to back under a non-default stream, gives the unpipelined step's output exactly."""
-    from kprof.graphs import capture
+    from kprof.harness import capture_graph as capture
 
     device = torch.device("cuda")
     w = make_workload(16, 8, 20000, 64, seed=13, scale=2.0).to(device)

@@ -1,11 +1,12 @@
-"""The paired-round protocol observed through a recording fake clock (no GPU needed)."""
+"""The harness observed through a recording fake clock (no GPU needed)."""
 
 import numpy as np
 import pytest
 
 from kprof.clocks import Clock, HostClock, IntervalRecorder
+from kprof.design import BalancedDesign
+from kprof.harness import Harness, TimedOp, rotation
 from kprof.protocol import TimingProtocol
-from kprof.runner import ChainRunner, PairedRoundRunner, StageRunner, TimedOp, round_order
 
 
 class Log(list):
@@ -80,11 +81,17 @@ def _split_rounds(log):
     return rounds
 
 
+def _harness(p, log, clock=None):
+    return Harness("cpu", p, clock=clock or RecordingClock(log), eviction=RecordingEviction(log), gate=None)
+
+
 def test_interleaving_alternation_and_eviction_placement():
     log = Log()
     p = TimingProtocol(rounds=4, warmup_pairs=2, observations=3, evict_mib=1)
     clock = RecordingClock(log)
-    obs = PairedRoundRunner(p, clock, RecordingEviction(log)).run(_ops(log, ["A", "B"]))
+    m = _harness(p, log, clock).paired(_ops(log, ["A", "B"]))
+    obs = m.observations
+    assert m.orders == [(0, 1), (1, 0), (0, 1), (1, 0)] and m.cycle == 2
     assert obs.shape == (2, 4, 3)
     assert np.all(obs == 1)  # only the invocation itself is inside each interval: no eviction inside
     assert clock.syncs == 4  # host sync once per round, never per observation
@@ -106,28 +113,39 @@ def test_interleaving_alternation_and_eviction_placement():
         assert ("sync",) not in events
 
 
-def test_goes_before_follows_the_round_rotation():
-    from kprof.runner import goes_before
+def test_three_methods_follow_the_williams_design_and_rounds_round_up_to_whole_cycles():
+    log = Log()
+    p = TimingProtocol(rounds=4, warmup_pairs=0, observations=2, evict_mib=1)
+    m = _harness(p, log).paired(_ops(log, ["A", "B", "C"]))
+    design = BalancedDesign.williams(3)
+    assert m.observations.shape == (3, 6, 2) and m.orders == design.orders(6)
+    assert "rounded up from 4 to 6" in m.notes[0]
+    starts = [[e[1] for e in r if e[0] == "op"][:3] for r in _split_rounds(log)]
+    assert [tuple("ABC".index(x) for x in s) for s in starts] == design.orders(6)
 
-    shifts = np.arange(4)
-    assert list(goes_before(2, shifts, 0, 1)) == [True, False, True, False]
-    assert list(goes_before(3, shifts, 0, 2)) == [True, False, False, True]
+
+def test_default_rounds_come_from_the_design():
+    log = Log()
+    p = TimingProtocol(warmup_pairs=0, observations=1, evict_mib=1)
+    assert _harness(p, log).paired(_ops(log, ["A", "B", "C"])).observations.shape[1] == 24
+    assert _harness(TimingProtocol(min_rounds=10, warmup_pairs=0, observations=1, evict_mib=1), log).paired(
+        _ops(log, ["A", "B"])).observations.shape[1] == 10
 
 
 def test_host_bound_mode_never_evicts():
     log = Log()
     p = TimingProtocol(rounds=2, warmup_pairs=1, observations=2, host_bound=True)
-    PairedRoundRunner(p, RecordingClock(log), RecordingEviction(log)).run(_ops(log, ["A", "B"]))
+    _harness(p, log).paired(_ops(log, ["A", "B"]))
     assert ("evict",) not in log
 
 
-def test_round_order_rotates_for_three_methods():
-    assert [round_order(3, r) for r in range(4)] == [[0, 1, 2], [1, 2, 0], [2, 0, 1], [0, 1, 2]]
+def test_rotation_for_stage_rows():
+    assert [rotation(3, r) for r in range(4)] == [[0, 1, 2], [1, 2, 0], [2, 0, 1], [0, 1, 2]]
 
 
-def test_runner_requires_eviction_unless_host_bound():
+def test_harness_requires_eviction_unless_host_bound():
     with pytest.raises(ValueError):
-        PairedRoundRunner(TimingProtocol(), HostClock(), None)
+        Harness("cpu", TimingProtocol(), clock=HostClock(), eviction=None, gate=None)
 
 
 def test_stage_runner_runs_upstream_untimed_then_evicts_then_times_one_stage():
@@ -135,7 +153,7 @@ def test_stage_runner_runs_upstream_untimed_then_evicts_then_times_one_stage():
     p = TimingProtocol(rounds=2, warmup_pairs=0, observations=1, stage_observations=3, evict_mib=1)
     stages = _ops(log, ["s0", "s1", "s2"])
     complete = TimedOp("complete", lambda: log.append(("op", "complete")))
-    obs = StageRunner(p, RecordingClock(log), RecordingEviction(log)).run(stages, complete)
+    obs = _harness(p, log).stages(stages, complete).observations
     assert obs.shape == (4, 2, 3)
     assert np.all(obs == 1)
     for i, e in enumerate(log):
@@ -158,7 +176,7 @@ def test_chain_runner_times_each_prefix_whole_after_eviction_with_nothing_untime
     p = TimingProtocol(rounds=2, warmup_pairs=1, observations=1, stage_observations=3, evict_mib=1)
     launches = [lambda name=name: log.append(("op", name)) for name in ("s0", "s1", "s2")]
     prefixes = [TimedOp(f"p{k}", lambda k=k: [f() for f in launches[: k + 1]]) for k in range(3)]
-    obs = ChainRunner(p, RecordingClock(log), RecordingEviction(log)).run(prefixes)
+    obs = _harness(p, log).chain(prefixes).observations
     assert obs.shape == (3, 2, 3)
     assert [set(obs[k].ravel()) for k in range(3)] == [{1.0}, {2.0}, {3.0}], "prefix k times launches 1..k"
     starts = [i for i, e in enumerate(log) if e[0] == "start"]
@@ -176,13 +194,11 @@ def test_chain_runner_times_each_prefix_whole_after_eviction_with_nothing_untime
 
 
 def test_whole_protocol_with_host_clock_on_real_work(make_workload, cpu_target):
-    from kprof.eviction import EvictionBuffer
     from kprof.methods import get_method
 
     w = make_workload(4, 2, 64, 16)
     a = get_method("math").prepare(w, cpu_target)
     p = TimingProtocol(rounds=3, warmup_pairs=1, observations=4, evict_mib=1)
-    obs = PairedRoundRunner(p, HostClock(), EvictionBuffer(cpu_target.device, 1)).run(
-        [TimedOp("a", a.run), TimedOp("b", a.run)])
-    assert obs.shape == (2, 3, 4)
+    obs = Harness(cpu_target.device, p).paired([TimedOp("a", a.run), TimedOp("b", a.run)]).observations
+    assert obs.shape == (2, 4, 4)
     assert np.all(obs > 0) and np.all(np.isfinite(obs))

@@ -1,0 +1,120 @@
+"""BalancedDesign: the order of methods in every round of a paired comparison.
+
+Measured on the H200, the method that starts a round can run 2-5% differently from the others,
+and a method can run differently depending on which one ran just before it. A Williams design
+cancels both: every method holds every position equally often and every ordered pair of methods
+is adjacent equally often over one cycle of the design. Within a round the round's order is
+repeated for every observation (A, B, C, A, B, C, ...).
+
+For one pair of methods, a *pair cycle* is the smallest group of rounds over which that pair's
+positions balance: two rounds in which the two methods swap places (two methods, and any odd
+number), or a whole design cycle (an even number above two, whose Williams cycle has no such
+swaps). The speedup's estimate and interval are built from one value per pair cycle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MIN_ROUNDS = 20
+MIN_PAIR_CYCLES = 5  # fewer: no interval (kprof.stats)
+
+
+def _williams_rows(m: int) -> list[tuple[int, ...]]:
+    """Williams (1949): first row 0, 1, m-1, 2, m-2, ...; row i adds i (mod m); for odd m the
+    mirrored rows follow, since one Latin square cannot balance carry-over there."""
+    first, low, high = [0], 1, m - 1
+    while len(first) < m:
+        if len(first) % 2:
+            first.append(low)
+            low += 1
+        else:
+            first.append(high)
+            high -= 1
+    rows = [tuple((x + i) % m for x in first) for i in range(m)]
+    if m % 2 and m > 1:
+        rows += [tuple(reversed(r)) for r in rows]
+    return rows
+
+
+@dataclass(frozen=True)
+class BalancedDesign:
+    """The Williams design for ``n_methods`` methods: ``rows[r % cycle]`` is round ``r``'s order."""
+
+    n_methods: int
+    rows: tuple[tuple[int, ...], ...]
+
+    @classmethod
+    def williams(cls, n_methods: int) -> "BalancedDesign":
+        if n_methods < 1:
+            raise ValueError("a design needs at least one method")
+        return cls(n_methods, tuple(_williams_rows(n_methods)))
+
+    @property
+    def cycle(self) -> int:
+        """Rounds in one cycle of the design."""
+        return len(self.rows)
+
+    def order(self, r: int) -> tuple[int, ...]:
+        return self.rows[r % self.cycle]
+
+    def orders(self, rounds: int) -> list[tuple[int, ...]]:
+        return [self.order(r) for r in range(rounds)]
+
+    def whole_cycles(self, rounds: int) -> int:
+        """``rounds`` rounded up to a whole number of design cycles."""
+        return -(-max(rounds, 1) // self.cycle) * self.cycle
+
+    def pair_cycles_per_cycle(self) -> int:
+        """The fewest pair cycles one design cycle yields for any pair of methods."""
+        orders = self.orders(self.cycle)
+        m = self.n_methods
+        return min((len(pair_cycles(orders, a, b, self.cycle)) for a in range(m) for b in range(m) if a != b),
+                   default=0)
+
+    def default_rounds(self, min_rounds: int = MIN_ROUNDS) -> int:
+        """The smallest whole number of cycles that is at least ``min_rounds`` and gives every
+        pair of methods at least five pair cycles (so every speedup gets an interval)."""
+        rounds = self.whole_cycles(min_rounds)
+        per_cycle = self.pair_cycles_per_cycle()
+        while per_cycle and rounds // self.cycle * per_cycle < MIN_PAIR_CYCLES:
+            rounds += self.cycle
+        return rounds
+
+
+def position(order: tuple[int, ...], method: int) -> int:
+    return order.index(method)
+
+
+def precedes(order: tuple[int, ...], a: int, b: int) -> bool:
+    """Whether ``a`` comes before ``b`` in a round's order."""
+    return order.index(a) < order.index(b)
+
+
+def pair_cycles(orders: list[tuple[int, ...]], a: int, b: int, cycle: int | None = None) -> list[tuple[int, ...]]:
+    """Groups of round indices over which the positions of methods ``a`` and ``b`` balance.
+
+    Rounds are taken ``cycle`` at a time (default: all at once). Within a chunk, rounds are
+    matched into swaps (``a`` at p and ``b`` at q in one, the reverse in the other), in order.
+    If some round of the chunk has no partner, the whole chunk is one group when both methods
+    hold the same positions over it (a Latin square does), and is left out otherwise.
+    """
+    cycle = cycle or len(orders)
+    groups: list[tuple[int, ...]] = []
+    for start in range(0, len(orders), cycle):
+        chunk = range(start, min(start + cycle, len(orders)))
+        pos = {r: (orders[r].index(a), orders[r].index(b)) for r in chunk}
+        open_rounds: dict[tuple[int, int], list[int]] = {}
+        swaps = []
+        for r in chunk:
+            p, q = pos[r]
+            partners = open_rounds.get((q, p))
+            if partners:
+                swaps.append((partners.pop(0), r))
+            else:
+                open_rounds.setdefault((p, q), []).append(r)
+        if not any(open_rounds.values()):
+            groups += swaps
+        elif sorted(p for p, _ in pos.values()) == sorted(q for _, q in pos.values()):
+            groups.append(tuple(chunk))
+    return groups
