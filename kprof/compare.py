@@ -8,7 +8,7 @@ import numpy as np
 
 from kprof.design import pair_cycles, precedes
 from kprof.errors import KprofError
-from kprof.harness import Measurement
+from kprof.harness import Measurement, TimedOp
 from kprof.methods import get_method
 from kprof.progress import Progress
 from kprof.results import Result, Speedup
@@ -72,7 +72,11 @@ def run_pairs(session: MeasurementSession, names: list[str], pairs: list[tuple[i
         prepared[c].record.validation.error_vs_baseline = compare_outputs(
             prepared[c].output, prepared[b].output.double()).rel_error
     harness = session.harness(progress)
-    ops = [harness.op(pm.record.label, pm.prepared.run) for pm in prepared]
+    ops = []
+    for name, pm in zip(names, prepared):  # a =LABEL row replays its original's op (and CUDA graph)
+        same = name.startswith("=")
+        ops.append(TimedOp(pm.record.label, ops[labels.index(name[1:])].invoke) if same
+                   else harness.op(pm.record.label, pm.prepared.run))
     p = session.protocol
     progress.status(f"timing {len(ops)} methods in a balanced design: ({p.warmup_pairs} warm-up + {p.observations} "
                     f"timed) per method per round, {session.mode}")

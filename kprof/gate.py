@@ -40,7 +40,7 @@ EXIT_USAGE, EXIT_ERROR = 2, 5
 WORST_FIRST = ["INCOMPARABLE", "SLOWER", "UNCERTAIN", "SAME", "FASTER"]
 MIN_HISTORY = 3
 POWER = 0.90
-_PROTOCOL_KEYS = ("rounds", "warmup_pairs", "observations", "evict_mib", "graph", "host_bound")
+_PROTOCOL_KEYS = ("rounds", "warmup_pairs", "observations", "evict_mib", "graph", "host_bound", "launch_phase")
 CROSS_RUN = "prediction interval over the history's run-to-run spread (t, h-1 df)"
 SAME_RUN = "same-run paired interval"
 

@@ -10,6 +10,12 @@ then ``observations`` times timed (A, B, C, A, B, C, ...). Before each invocatio
 buffer is read and written outside the timed interval; the interval covers exactly one
 invocation. The host synchronises once per round, after all intervals were recorded. On a GPU
 each timed region is enqueued behind the host gate (:mod:`kprof.host_gate`).
+
+On the H200 a call runs at one of two speeds depending on the parity of its first kernel's
+position in the stream's launch sequence (SANTA++'s five launches: 3% apart; see
+docs/perf-notes.md). Interleaving fixes each row's parity for a whole round, so a row would be
+measured in one state only. With ``protocol.launch_phase`` a one-element kernel runs, untimed,
+before a random half of the timed regions, so every row meets both states in every round.
 """
 
 from __future__ import annotations
@@ -111,6 +117,9 @@ class Harness:
         self.gate = gate
         self.telemetry = telemetry and self.device.type == "cuda"
         self.progress = progress or Progress()
+        self._pad = (torch.zeros(1, dtype=torch.int32, device=self.device)
+                     if protocol.launch_phase and self.device.type == "cuda" else None)
+        self._phase = np.random.default_rng(0)
 
     # ------------------------------------------------------------------ what callers time
 
@@ -208,6 +217,8 @@ class Harness:
 
     def _timed(self, recorder: IntervalRecorder, slot: int, op: TimedOp) -> None:
         """Evict, then one interval around exactly one invocation; all enqueued before the gate opens."""
+        if self._pad is not None and self._phase.random() < 0.5:
+            self._pad.add_(1)  # shifts the launch parity of what follows (untimed)
         if self.gate is not None:
             self.gate.hold()
         try:

@@ -16,7 +16,8 @@ class TimingProtocol:
     ``warmup_pairs`` untimed interleaved invocations of every method, then ``observations``
     timed ones per method, interleaved in the round's order (:mod:`kprof.design`).
     ``evict_mib`` of eviction buffer is read and written before every measured invocation
-    unless ``host_bound``. ``graph`` times CUDA-graph replays.
+    unless ``host_bound``. ``graph`` times CUDA-graph replays. ``launch_phase`` randomises the
+    parity of each timed call's position in the launch stream (:mod:`kprof.harness`).
     """
 
     rounds: int | None = None
@@ -27,6 +28,7 @@ class TimingProtocol:
     evict_mib: int = 512
     graph: bool = False
     host_bound: bool = False
+    launch_phase: bool = True
     level: float = 0.95
 
     def __post_init__(self) -> None:

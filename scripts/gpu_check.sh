@@ -13,7 +13,8 @@ usage() {
 usage: scripts/gpu_check.sh OUTDIR [MODE]
   measure       the measurement issue's checks: gate GPU tests, santa A/A with two prepared copies and
                 with one copy timed twice, flash A/A eager and in graph replays, santa@HEAD against
-                santa, and kprof gate --against HEAD~1 on a commit that slows SANTA++'s attend launch
+                santa, santa and triton-dense against flash, and kprof gate --against HEAD~1 on a
+                commit that slows SANTA++'s topk launch
   measure-tune  kprof tune of the SANTA++ launches, then eight CI-recipe runs (triton-dense and
                 cuDNN against Flash): three make a history, five are gated against it
   full          -m gpu tests, dense baselines and the timing protocol (full-protocol comparisons,
@@ -141,18 +142,22 @@ mode_measure() {
   STEP_TIMEOUT=100 step flash_aa kprof compare --method flash --baseline flash "${c[@]}" --out "$out/flash_aa.json"
   STEP_TIMEOUT=100 step flash_aa_graph kprof compare --method flash --baseline flash "${c[@]}" --graph \
     --out "$out/flash_aa_graph.json"
+  STEP_TIMEOUT=100 step flash_aa_graph_same kprof compare --method =flash --baseline flash "${c[@]}" --graph \
+    --out "$out/flash_aa_graph_same.json"
   STEP_TIMEOUT=150 step santa_head kprof compare --method santa@HEAD --baseline santa "${c[@]}" \
     --out "$out/santa_head.json"
-  # a commit that slows SANTA++ (attend BLOCK_R 64 -> 32: two dependent tiles per split), gated
-  # against its parent in the same rounds; the device's copy is restored afterwards
-  sed -i 's/Param("BLOCK_R", (16, 32, 64), 64,/Param("BLOCK_R", (16, 32, 64), 32,/' kernels/santa/operator.py
-  git -c user.name=kprof -c user.email=kprof@localhost commit -qam "slower: attend BLOCK_R 32" && \
+  STEP_TIMEOUT=200 step compare_main kprof compare --method santa --method triton-dense --baseline flash "${c[@]}" \
+    --out "$out/compare_main.json"
+  # a commit that slows SANTA++ (topk with 8 warps instead of 16), gated against its parent in the
+  # same rounds; the device's copy is restored afterwards
+  sed -i 's/Param("num_warps", (1, 2, 4, 8, 16), 16),/Param("num_warps", (1, 2, 4, 8, 16), 8),/' kernels/santa/operator.py
+  git -c user.name=kprof -c user.email=kprof@localhost commit -qam "slower: topk with 8 warps" && \
     STEP_TIMEOUT=150 step gate_slow kprof gate --against HEAD~1 --method santa "${c[@]}" --out "$out/gate_slow.json"
   git reset -q --hard HEAD~1
 }
 mode_measure-tune() {
   ensure_w32
-  tune_santa 60
+  tune_santa 30
   local k
   for k in 1 2 3 4 5 6 7 8; do
     STEP_TIMEOUT=80 step ci_run_$k kprof compare --method triton-dense --method cudnn --baseline flash \

@@ -29,7 +29,7 @@ def test_compare_on_gpu_records_catalog_and_positive_event_times():
     assert by_label["flash"].catalog.launches_per_call >= 1
     assert result.clock == "cuda-events"
     for obs in result.observations.values():
-        assert obs.shape == (3, 20) and np.all(obs > 0)
+        assert obs.shape == (4, 20) and np.all(obs > 0)  # 3 rounds: two whole 2-round cycles
     assert all(m.validation.passed for m in result.methods)
 
 

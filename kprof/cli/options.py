@@ -32,6 +32,10 @@ def protocol_options(fn):
         click.option("--graph", is_flag=True, default=None, help="Time CUDA-graph replays of the operation."),
         click.option("--host-bound", is_flag=True, default=None,
                      help="No eviction: back-to-back calls, so host launch overhead shows (labelled host-bound)."),
+        click.option("--fixed-launch-phase", is_flag=True, default=None,
+                     help="Do not randomise where each timed call falls in the launch stream (by default an "
+                          "untimed one-element kernel precedes a random half of the timed calls, because on the "
+                          "H200 a call's speed depends on the parity of its launch position)."),
         click.option("--config", "config_mode", default="auto", show_default=True,
                      help="Launch configs: auto (tuned ones from profiles/tuned/ when their key matches this "
                           "setup), default (declared defaults), or a JSON file of launch -> parameters."),
@@ -46,4 +50,6 @@ def protocol_options(fn):
 
 def protocol_overrides(kwargs: dict) -> dict:
     keys = ("rounds", "warmup_pairs", "observations", "evict_mib", "graph", "host_bound")
-    return {k: (kwargs.pop(k) or None) if k in ("graph", "host_bound") else kwargs.pop(k) for k in keys}
+    out = {k: (kwargs.pop(k) or None) if k in ("graph", "host_bound") else kwargs.pop(k) for k in keys}
+    out["launch_phase"] = False if kwargs.pop("fixed_launch_phase") else None
+    return out

@@ -189,3 +189,16 @@ def test_a_too_short_run_says_there_is_no_interval(run_in):
                 "--warmup-pairs", "0", "--evict-mib", "1", "--device", "cpu"])
     assert r.exit_code == 0, r.output
     assert "too few rounds for an interval" in r.output and "rounded up from 1 to 2" in r.output
+
+
+def test_a_same_copy_row_times_the_prepared_original_again(run_in, tmp_path):
+    out = tmp_path / "same.json"
+    r = run_in(["compare", "--method", "=math", "--baseline", "math", "--out", str(out), *TINY])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(out.read_text())
+    assert [m["label"] for m in doc["methods"]] == ["math", "=math"]
+    assert doc["speedups"][0]["candidate"] == "=math" and doc["protocol"]["launch_phase"] is True
+    r = run_in(["compare", "--method", "=nope", "--baseline", "math", *TINY])
+    assert r.exit_code != 0 and "names no earlier row" in r.output and "Traceback" not in r.output
+    r = run_in(["compare", "--method", "math", "--baseline", "math", "--fixed-launch-phase", "--json", *TINY])
+    assert json.loads(r.output)["protocol"]["launch_phase"] is False
