@@ -99,6 +99,11 @@ def run_compare(session: MeasurementSession, baseline: str, candidates: list[str
         notes.append(f"baseline {baseline!r} needs a GPU; substituted {CPU_BASELINE_SUBSTITUTE!r} (SDPA math) on the CPU")
         baseline = CPU_BASELINE_SUBSTITUTE
     names = [baseline] + list(candidates)
-    result = run_pairs(session, names, [(0, k) for k in range(1, len(names))], progress)
+    labels = unique_labels(names)
+    pairs = [(0, k) for k in range(1, len(names))]
+    # a repeated spec is an A/A check: also its speedup against the spec's first row
+    pairs += [(labels.index(label.split("#")[0]), k) for k, label in enumerate(labels)
+              if "#" in label and labels.index(label.split("#")[0]) != 0]
+    result = run_pairs(session, names, pairs, progress, labels)
     result.notes = notes + result.notes
     return result

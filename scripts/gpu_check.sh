@@ -15,8 +15,8 @@ usage: scripts/gpu_check.sh OUTDIR [MODE]
                 with one copy timed twice, flash A/A eager and in graph replays, santa@HEAD against
                 santa, santa and triton-dense against flash, and kprof gate --against HEAD~1 on a
                 commit that slows SANTA++'s topk launch
-  measure-tune  kprof tune of the SANTA++ launches, then eight CI-recipe runs (triton-dense and
-                cuDNN against Flash): three make a history, five are gated against it
+  measure-tune  santa A/A in 72 shorter rounds, eight runs of triton-dense against Flash (three
+                make a gate history, five are gated against it), kprof tune of the SANTA++ launches
   full          -m gpu tests, dense baselines and the timing protocol (full-protocol comparisons,
                 A/A checks, stages, graph and host-bound modes, order probe, dense benchmark)
   quick         the same without the full-protocol runs
@@ -157,12 +157,15 @@ mode_measure() {
 }
 mode_measure-tune() {
   ensure_w32
-  tune_santa 30
-  local k
+  local c=(--workload $W32 --config default) k
+  # santa A/A in more, shorter rounds (same timed work as the default protocol)
+  STEP_TIMEOUT=150 step santa_aa_short kprof compare --method santa --method santa --baseline flash "${c[@]}" \
+    --rounds 72 --observations 333 --warmup-pairs 100 --out "$out/santa_aa_short.json"
   for k in 1 2 3 4 5 6 7 8; do
-    STEP_TIMEOUT=80 step ci_run_$k kprof compare --method triton-dense --method cudnn --baseline flash \
-      --workload $W32 --config default --out "$out/ci_run_$k.json"
+    STEP_TIMEOUT=80 step ci_run_$k kprof compare --method triton-dense --baseline flash "${c[@]}" \
+      --out "$out/ci_run_$k.json"
   done
+  tune_santa 20
 }
 mode_full() {
   step pytest_gpu "$py" -m pytest -m gpu -q -p no:cacheprovider tests

@@ -13,7 +13,7 @@ from kprof.cli.options import protocol_options, protocol_overrides
 from kprof.compare import run_compare
 from kprof.config_space import parse_overrides
 from kprof.progress import Progress
-from kprof.render import compare_table, stages_table
+from kprof.render import compare_table, extra_speedups, stages_table
 from kprof.results import Result, save_result
 from kprof.session import MeasurementSession, bad_observation_error
 
@@ -51,6 +51,8 @@ def _finish(result: Result, out: str | None, as_json: bool, table) -> None:
         click.echo(result.to_json())
     else:
         console.print(table(result))
+        for line in extra_speedups(result):
+            console.print(f"speedup {line}", highlight=False)
         for note in result.notes:
             console.print(f"[yellow]note:[/] {note}")
         console.print(f"[dim]result written to {path}[/]")

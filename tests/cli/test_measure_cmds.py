@@ -202,3 +202,13 @@ def test_a_same_copy_row_times_the_prepared_original_again(run_in, tmp_path):
     assert r.exit_code != 0 and "names no earlier row" in r.output and "Traceback" not in r.output
     r = run_in(["compare", "--method", "math", "--baseline", "math", "--fixed-launch-phase", "--json", *TINY])
     assert json.loads(r.output)["protocol"]["launch_phase"] is False
+
+
+def test_a_repeated_candidate_gets_its_a_a_speedup_against_the_first(run_in, tmp_path):
+    out = tmp_path / "aa.json"
+    r = run_in(["compare", "--method", "math:", "--method", "math:", "--baseline", "math", "--out", str(out), *TINY])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(out.read_text())
+    pairs = [(s["candidate"], s["baseline"]) for s in doc["speedups"]]
+    assert pairs == [("math:", "math"), ("math:#2", "math"), ("math:#2", "math:")]
+    assert "speedup math:#2 vs math:" in r.output
