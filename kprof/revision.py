@@ -161,11 +161,11 @@ def _module_of(repo_path: str) -> str:
     return stem.replace("/", ".")
 
 
-def load_method_class(name: str, cls: type, rev: str, repo: Path | None = None) -> type:
-    """The revision's class for method ``name`` (today's class ``cls``), renamed ``name@<sha>``;
-    ``repo`` defaults to kprof's own checkout."""
-    from kprof.methods.registry import capturing
+def load_method_class(name: str, cls: type, rev: str, capturing, repo: Path | None = None) -> type:
+    """The revision's class for method ``name`` (today's class ``cls``), renamed ``name@<sha>``.
 
+    ``capturing()`` is the registry's context that collects, instead of registering, the
+    classes the revision's adapter registers; ``repo`` defaults to kprof's own checkout."""
     repo = repo or source_repo()
     sha = resolve(rev, repo)
     adapter_rel = _adapter_path(repo, sha, cls)

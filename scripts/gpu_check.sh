@@ -104,7 +104,7 @@ tune_santa() {
   for launch in topk attend merge score reduce; do
     case $launch in topk) budget=$1 ;; attend) budget=$(($1 / 2)) ;; reduce) budget=5 ;; *) budget=$(($1 / 4)) ;; esac
     STEP_TIMEOUT=$((budget + 60)) step tune_santa_$launch kprof tune --method santa --workload $W32 \
-      --finalists 2 --launch $launch --budget-s $budget
+      --finalists 2 --launch $launch --budget-s $budget --replace-stale
   done
 }
 # tune_fathom SCAN GATHER SCAN32 (budgets in seconds; 0 skips): kprof tune of the Fathom scan and

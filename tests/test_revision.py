@@ -9,6 +9,7 @@ import torch
 
 from kprof.execution import resolve_target
 from kprof.methods.base import Method
+from kprof.methods.registry import capturing
 from kprof.revision import RevisionError, load_method_class, resolve, source_repo
 
 ADAPTER = textwrap.dedent('''
@@ -74,8 +75,8 @@ def test_two_revisions_load_side_by_side_and_compute_their_own_function(repo, ma
     status = subprocess.run(["git", "-C", str(root), "status", "--porcelain"], capture_output=True, text=True).stdout
     w = make_workload(4, 2, 16, 8, seed=3)
     target = resolve_target("cpu")
-    at_one = load_method_class("toy", Toy, one, root)
-    at_two = load_method_class("toy", Toy, "HEAD~1", root)
+    at_one = load_method_class("toy", Toy, one, capturing, root)
+    at_two = load_method_class("toy", Toy, "HEAD~1", capturing, root)
     assert at_one.name == f"toy@{one[:12]}" and at_two.name == f"toy@{two[:12]}"
     assert at_one.__module__.startswith(f"kprof_at_{one[:12]}") and at_two.__module__ != at_one.__module__
     q = w.q.clone()
@@ -92,7 +93,7 @@ def test_one_line_errors(repo, tmp_path):
         resolve("nope", root)
     assert "\n" not in str(e.value)
     with pytest.raises(RevisionError, match="cannot be loaded into this kprof .*NoSuchThing") as e:
-        load_method_class("toy", Toy, broken, root)
+        load_method_class("toy", Toy, broken, capturing, root)
     assert "\n" not in str(e.value)
     outside = tmp_path / "not-a-repo"
     outside.mkdir()

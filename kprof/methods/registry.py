@@ -95,5 +95,5 @@ def _at_revision(name: str, cls: type[Method], rev: str) -> type[Method]:
 
     sha = resolve(rev)
     if (name, sha) not in _AT_REVISION:
-        _AT_REVISION[(name, sha)] = load_method_class(name, cls, sha)
+        _AT_REVISION[(name, sha)] = load_method_class(name, cls, sha, capturing)
     return _AT_REVISION[(name, sha)]
