@@ -33,7 +33,7 @@ from scipy import stats as sps
 from kprof.atomic import atomic_path
 from kprof.errors import KprofError
 from kprof.results import Result, load_result
-from kprof.stats import Interval
+from kprof.stats import BAD_LIMIT, Interval
 
 EXIT = {"FASTER": 0, "SAME": 0, "SLOWER": 1, "UNCERTAIN": 3, "INCOMPARABLE": 4}
 EXIT_USAGE, EXIT_ERROR = 2, 5
@@ -147,6 +147,14 @@ def config_difference(base: dict, cand: dict) -> str:
     return "launch config: " + ", ".join(diffs) if diffs else ""
 
 
+def untrustworthy(res: Result) -> list[str]:
+    """Rows of a Result whose times must not be judged: failed validation, faults, bad observations."""
+    out = [f"{m.label} failed validation" for m in res.methods if not m.validation.passed]
+    out += [f"{m.label} reported faults" for m in res.methods if m.faults]
+    out += [f"{label} had {100 * share:.1f}% bad observations" for label, share in res.over_bad_limit(BAD_LIMIT).items()]
+    return out
+
+
 def _anchor(res: Result) -> str | None:
     return next((m.label for m in res.methods if m.role == "baseline"), None)
 
@@ -158,7 +166,8 @@ def _statistic(res: Result, label: str, metric: str) -> tuple[float, float, floa
         if s is None or not s.median_us.estimate or s.median_us.estimate != s.median_us.estimate:
             return None
         return math.log(s.median_us.estimate), within_run_sd(s.median_us), s.median_us.estimate
-    sp = next((x for x in res.speedups if x.candidate == label), None)
+    anchor = _anchor(res)
+    sp = next((x for x in res.speedups if x.candidate == label and x.baseline == anchor), None)
     if sp is None or not sp.interval.estimate or sp.interval.estimate != sp.interval.estimate:
         return None
     return -math.log(sp.interval.estimate), within_run_sd(sp.interval), sp.interval.estimate
@@ -170,6 +179,8 @@ def history_gate(history: list[Result], cand: Result, threshold: float = 0.03, m
     names = names or [f"history run {i + 1}" for i in range(len(history))]
     warnings = []
     reasons = [f"{name}: {why}" for name, res in zip(names, history) for why in incomparable(res, cand)]
+    reasons += [f"candidate: {why}" for why in untrustworthy(cand)]
+    reasons += [f"{name}: {why}" for name, res in zip(names, history) for why in untrustworthy(res)]
     anchor = _anchor(cand)
     if metric == "speedup":
         reasons += [f"{name}: its baseline method is {_anchor(res)!r}, the candidate's {anchor!r}"
@@ -183,7 +194,9 @@ def history_gate(history: list[Result], cand: Result, threshold: float = 0.03, m
         warnings.append("latency compares absolute times across runs: another machine of the same model can differ "
                         "by 1-2%; --metric speedup compares each run against its own baseline method")
     def rows_of(res: Result) -> list[str]:
-        return list(res.summaries) if metric == "latency" else [sp.candidate for sp in res.speedups]
+        if metric == "latency":
+            return list(res.summaries)
+        return [sp.candidate for sp in res.speedups if sp.baseline == _anchor(res)]
 
     labels = list(dict.fromkeys(rows_of(cand) + [x for res in history for x in rows_of(res)]))
     rows = []
@@ -193,7 +206,7 @@ def history_gate(history: list[Result], cand: Result, threshold: float = 0.03, m
         missing = [name for name, t in zip(names, then) if t is None]
         if now is None or missing:
             where = "the candidate" if now is None else ", ".join(missing)
-            rows.append(GateRow(label, "INCOMPARABLE", None, None, None, note=f"not in {where}"))
+            rows.append(GateRow(label, "INCOMPARABLE", None, None, None, note=f"no estimate in {where}"))
             continue
         hist = np.array([t[0] for t in then])
         iv, mde = prediction_ratio(hist, np.array([t[1] for t in then]), now[0], now[1], level, threshold)
@@ -224,7 +237,7 @@ def same_run_gate(result: Result, pairs: list[tuple[str, str]], threshold: float
 
 
 def load_history(paths: list[str | Path]) -> tuple[list[Result], list[str]]:
-    """Results from files and folders (every ``*.json`` Result in a folder, oldest first)."""
+    """Results from files and folders (every ``*.json`` Result in a folder), oldest first."""
     files: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
@@ -240,10 +253,11 @@ def load_history(paths: list[str | Path]) -> tuple[list[Result], list[str]]:
     results = []
     for f in files:
         try:
-            results.append(load_result(f))
+            results.append((load_result(f), str(f)))
         except KprofError as exc:
             raise GateInputError(str(exc)) from None
-    return results, [str(f) for f in files]
+    results.sort(key=lambda pair: pair[0].created)  # oldest first: the last is the latest run
+    return [r for r, _ in results], [name for _, name in results]
 
 
 def add_to_history(candidate_path: Path, history_dir: Path) -> Path:

@@ -15,7 +15,10 @@ On the H200 a call runs at one of two speeds depending on the parity of its firs
 position in the stream's launch sequence (SANTA++'s five launches: 3% apart; see
 docs/perf-notes.md). Interleaving fixes each row's parity for a whole round, so a row would be
 measured in one state only. With ``protocol.launch_phase`` a one-element kernel runs, untimed,
-before a random half of the timed regions, so every row meets both states in every round.
+before every observation cycle j with j % 2 == 1: the pads so far then run 0, 1, 1, 0, 0, 1, ...
+(period 4), so whatever parity a row's regions have by themselves (fixed, or alternating with j
+when a cycle launches an odd number of kernels) each row meets each parity in exactly half of
+its observations of every round (with observations a multiple of 4).
 """
 
 from __future__ import annotations
@@ -119,7 +122,6 @@ class Harness:
         self.progress = progress or Progress()
         self._pad = (torch.zeros(1, dtype=torch.int32, device=self.device)
                      if protocol.launch_phase and self.device.type == "cuda" else None)
-        self._phase = np.random.default_rng(0)
 
     # ------------------------------------------------------------------ what callers time
 
@@ -130,7 +132,7 @@ class Harness:
     def rounds_for(self, design: BalancedDesign) -> int:
         """The protocol's rounds, or the design's default, rounded up to whole design cycles."""
         if self.protocol.rounds is None:
-            return design.default_rounds(self.protocol.min_rounds)
+            return design.default_rounds(self.protocol.min_rounds, self.protocol.min_pair_cycles)
         return design.whole_cycles(self.protocol.rounds)
 
     def paired(self, ops: Sequence[TimedOp], design: BalancedDesign | None = None) -> Measurement:
@@ -151,6 +153,7 @@ class Harness:
                     self._evict()
                     ops[i].invoke()
             for j in range(p.observations):
+                self._phase(j)
                 for i in order:
                     self._timed(recorders[i], j, ops[i])
 
@@ -173,6 +176,7 @@ class Harness:
             for _ in range(min(p.warmup_pairs, p.stage_observations)):
                 complete.invoke()
             for j in range(p.stage_observations):
+                self._phase(j)
                 for k in rotation(n, r * p.stage_observations + j):
                     for upstream in stages[:k] if k < len(stages) else ():
                         upstream.invoke()
@@ -190,6 +194,7 @@ class Harness:
             for _ in range(min(p.warmup_pairs, p.stage_observations)):
                 prefixes[-1].invoke()
             for j in range(p.stage_observations):
+                self._phase(j)
                 for k in rotation(n, r * p.stage_observations + j):
                     self._timed(recorders[k], j, prefixes[k])
 
@@ -200,6 +205,7 @@ class Harness:
 
         def one_round(r: int, recorders: list[IntervalRecorder]) -> None:
             for j in range(per_round):
+                self._phase(j)
                 for upstream in stages[:index]:
                     upstream.invoke()
                 self._timed(recorders[0], j, stages[index])
@@ -211,14 +217,17 @@ class Harness:
     def _plain_rounds(self) -> int:
         return self.protocol.rounds or self.protocol.min_rounds
 
+    def _phase(self, j: int) -> None:
+        """Before observation cycle j: the untimed pad launch that balances launch parity."""
+        if self._pad is not None and j % 2 == 1:
+            self._pad.add_(1)
+
     def _evict(self) -> None:
         if self.eviction is not None:
             self.eviction.evict()
 
     def _timed(self, recorder: IntervalRecorder, slot: int, op: TimedOp) -> None:
         """Evict, then one interval around exactly one invocation; all enqueued before the gate opens."""
-        if self._pad is not None and self._phase.random() < 0.5:
-            self._pad.add_(1)  # shifts the launch parity of what follows (untimed)
         if self.gate is not None:
             self.gate.hold()
         try:

@@ -12,16 +12,18 @@ class TimingProtocol:
     """Every choice that changes the numbers, stored with each Result.
 
     ``rounds`` paired rounds (``None``: the balanced design's default, at least ``min_rounds``
-    and five pair cycles; a given number is rounded up to whole design cycles); each has
+    and ``min_pair_cycles`` for every pair; a given number is rounded up to whole design
+    cycles); each has
     ``warmup_pairs`` untimed interleaved invocations of every method, then ``observations``
     timed ones per method, interleaved in the round's order (:mod:`kprof.design`).
     ``evict_mib`` of eviction buffer is read and written before every measured invocation
-    unless ``host_bound``. ``graph`` times CUDA-graph replays. ``launch_phase`` randomises the
+    unless ``host_bound``. ``graph`` times CUDA-graph replays. ``launch_phase`` balances the
     parity of each timed call's position in the launch stream (:mod:`kprof.harness`).
     """
 
     rounds: int | None = None
     min_rounds: int = 20
+    min_pair_cycles: int = 10
     warmup_pairs: int = 300
     observations: int = 1000
     stage_observations: int = 500
@@ -32,7 +34,7 @@ class TimingProtocol:
     level: float = 0.95
 
     def __post_init__(self) -> None:
-        for name in ("rounds", "min_rounds", "observations", "stage_observations"):
+        for name in ("rounds", "min_rounds", "min_pair_cycles", "observations", "stage_observations"):
             if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise KprofError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
         if self.warmup_pairs < 0 or self.evict_mib < 0:
@@ -57,7 +59,7 @@ class TimingProtocol:
 PAPER = TimingProtocol()
 # The Triton interpreter runs a decode step in ~0.1 s, so the CPU embedded default keeps the
 # structure of the protocol (rounds, interleaving, alternation, eviction) with tiny counts.
-CPU_EMBEDDED = TimingProtocol(min_rounds=10, warmup_pairs=1, observations=3, stage_observations=3, evict_mib=8)
+CPU_EMBEDDED = TimingProtocol(min_rounds=10, min_pair_cycles=5, warmup_pairs=1, observations=3, stage_observations=3, evict_mib=8)
 
 
 def default_protocol(on_gpu: bool) -> TimingProtocol:

@@ -16,8 +16,10 @@ def _launches(rec) -> str:
     return f"{c.launches_per_call}{mark}"
 
 
-def _us(x: float) -> str:
+def _us(x: float | None) -> str:
     """Microseconds with 2 decimals on the GPU scale, fewer for the slow interpreter."""
+    if x is None or x != x:
+        return "n/a"
     return f"{x:.2f}" if x < 1000 else f"{x:.0f}"
 
 
@@ -41,7 +43,9 @@ def interval_caption(result: Result) -> str:
         return ""
     method = ivs[0].method or "paired-round bootstrap (kprof-result/1)"
     cycles = sorted({iv.n for iv in ivs})
-    return f"; speedup: {method}" + (f", {'/'.join(map(str, cycles))} pair cycles" if cycles[-1] else "")
+    text = f"; speedup: {method}" + (f", {'/'.join(map(str, cycles))} pair cycles" if cycles[-1] else "")
+    exact = sorted({round(100 * iv.coverage, 1) for iv in ivs if iv.coverage and abs(iv.coverage - iv.level) > 0.005})
+    return text + (f" (exact coverage {'/'.join(f'{c:g}%' for c in exact)})" if exact else "")
 
 
 def compare_table(result: Result) -> Table:

@@ -65,13 +65,13 @@ class Summary:
         """The summary of one row's raw observations ``[rounds, observations]``."""
         _, bad = clean(observations)
         medians = round_medians(observations)
-        finite = medians[np.isfinite(medians)]
+        valid = medians[np.isfinite(medians)]
         noise = round_noise(observations)
         noise = noise[np.isfinite(noise)]
         return cls(
             median_us=latency(observations, level),
-            round_median_min_us=float(finite.min()) if finite.size else float("nan"),
-            round_median_max_us=float(finite.max()) if finite.size else float("nan"),
+            round_median_min_us=float(valid.min()) if valid.size else float("nan"),
+            round_median_max_us=float(valid.max()) if valid.size else float("nan"),
             noise=float(np.median(noise)) if noise.size else float("nan"),
             drift=drift(medians),
             round_medians_us=[float(m) if np.isfinite(m) else None for m in medians],
@@ -90,6 +90,7 @@ class MethodRecord:
     catalog: LaunchCatalog
     validation: Validation
     faults: list[str] = field(default_factory=list)  # reported by the method's runs (Prepared.faults)
+    revision: str | None = None  # the git commit of a NAME@REV method
 
 
 @dataclass
@@ -126,7 +127,7 @@ class Result:
     def to_dict(self) -> dict:
         d = asdict(self)
         d.pop("observations")
-        return _finite(d)
+        return finite(d)
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, allow_nan=False, default=_json_default)
@@ -160,14 +161,14 @@ class Result:
         return f"{stamp}-{self.kind}-{self.workload.get('name', 'workload')}"
 
 
-def _finite(obj):
+def finite(obj):
     """JSON has no NaN or infinity: such numbers become null."""
     if isinstance(obj, float):
         return obj if np.isfinite(obj) else None
     if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
+        return {k: finite(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
+        return [finite(v) for v in obj]
     if isinstance(obj, np.floating):
         return float(obj) if np.isfinite(obj) else None
     return obj

@@ -46,9 +46,10 @@ def source_repo(here: Path | None = None) -> Path:
     here = here or Path(__file__).resolve().parent
     try:
         return Path(_git(here, "rev-parse", "--show-toplevel").strip())
-    except RevisionError:
+    except RevisionError as exc:
         raise RevisionError(f"NAME@REV needs kprof installed from a git checkout (pip install -e .), and {here} is "
-                            "not inside one: drop @REV, or install kprof from its repository") from None
+                            f"not inside one that git will read (git: {exc}): drop @REV, or install kprof from its "
+                            "repository") from None
 
 
 def resolve(rev: str, repo: Path | None = None) -> str:
@@ -161,6 +162,13 @@ def _module_of(repo_path: str) -> str:
     return stem.replace("/", ".")
 
 
+def _home(value) -> str:
+    """The module a global of the revision's code comes from ('' for plain data)."""
+    if isinstance(value, types.ModuleType):
+        return value.__name__
+    return getattr(value, "__module__", None) or "" if callable(value) else ""
+
+
 def load_method_class(name: str, cls: type, rev: str, capturing, repo: Path | None = None) -> type:
     """The revision's class for method ``name`` (today's class ``cls``), renamed ``name@<sha>``.
 
@@ -176,17 +184,32 @@ def load_method_class(name: str, cls: type, rev: str, capturing, repo: Path | No
         root_module = types.ModuleType(pkg, f"kprof kernels at {sha}")
         root_module.__path__ = [str(root)]
         sys.modules[pkg] = root_module
+    before = {m for m in sys.modules if m == "kprof.kernels" or m.startswith("kprof.kernels.")}
     with capturing() as registered:
         try:
             module = importlib.import_module(module_name)
+            found = [c for c in registered if getattr(c, "name", None) == name]
+            found = found or [c for c in vars(module).values()
+                              if isinstance(c, type) and getattr(c, "name", None) == name]
+            if not found:
+                raise RevisionError(f"{name}@{rev}: the revision's {adapter_rel} defines no method named {name!r}")
+            old = found[0]
+            for kernel_module in getattr(old, "kernel_modules", ()):  # adapters import their kernels lazily
+                importlib.import_module(kernel_module)
+            old().config_space()
+        except RevisionError:
+            raise
         except Exception as exc:  # noqa: BLE001 - whatever the old code raises, say it in one line
             first = (str(exc).strip().splitlines() or [""])[0]
             raise RevisionError(f"{name}@{rev}: the revision's method cannot be loaded into this kprof "
                                 f"({type(exc).__name__}: {first[:200]}): its Method interface differs from "
                                 "today's; compare against a later revision") from None
-    found = [c for c in registered if getattr(c, "name", None) == name]
-    found = found or [c for c in vars(module).values() if isinstance(c, type) and getattr(c, "name", None) == name]
-    if not found:
-        raise RevisionError(f"{name}@{rev}: the revision's {adapter_rel} defines no method named {name!r}")
-    old = found[0]
+    leaked = sorted({m for m in sys.modules if m == "kprof.kernels" or m.startswith("kprof.kernels.")} - before)
+    stray = [m for m in getattr(old, "kernel_modules", ()) if not m.startswith(pkg + ".")]
+    for loaded in [module] + [sys.modules[m] for m in getattr(old, "kernel_modules", ()) if m in sys.modules]:
+        stray += sorted({_home(v) for v in vars(loaded).values() if _home(v).startswith("kprof.kernels")})
+    if leaked or stray:
+        raise RevisionError(f"{name}@{rev}: the revision's code reaches today's kernels ({', '.join(leaked + stray)}), "
+                            "so the comparison would time today's code against itself: compare against another "
+                            "revision")
     return type(old.__name__, (old,), {"name": f"{name}@{sha[:12]}", "revision": sha, "__module__": old.__module__})

@@ -99,6 +99,7 @@ class MeasurementSession:
         record = MethodRecord(
             label=label, method=method_name, role=role, config=prepared.config, details=prepared.details,
             catalog=catalog,
+            revision=getattr(type(method), "revision", None),
             validation=Validation(report.rel_error, report.max_abs_error, report.non_finite, report.tolerance, report.passed),
         )
         pm = PreparedMethod(record, prepared, out)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
+from scipy.stats import binom
 
 from kprof.design import pair_cycles
 
@@ -197,7 +198,7 @@ def median_interval(values, level: float = 0.95, min_n: int = MIN_CYCLES) -> Int
     if n < min_n:
         return Interval(estimate, None, None, level, ORDER_STATISTICS, n,
                         note=f"too few rounds for an interval ({n}, need {min_n})")
-    cdf = np.cumsum([math.comb(n, w) for w in range(n + 1)]) / 2.0**n
+    cdf = binom.cdf(np.arange(n + 1), n, 0.5)
 
     def tail(w: int) -> float:
         return 0.0 if w < 0 else float(cdf[w])
@@ -245,10 +246,13 @@ def speedup_from_cycles(values: np.ndarray, level: float = 0.95, interval: str =
     iv = signed_rank_interval(x, level)
     if not iv.has_interval:
         return _exp(iv)
-    idx = np.random.default_rng(seed).integers(0, x.size, size=(resamples, x.size))
+    rng = np.random.default_rng(seed)
     i, j = np.triu_indices(x.size)
-    samples = x[idx]
-    hl = np.median((samples[:, i] + samples[:, j]) / 2, axis=1)
+    hl = np.empty(resamples)
+    block = max(1, 2_000_000 // len(i))  # bounded memory: resamples x n^2/2 Walsh averages in blocks
+    for start in range(0, resamples, block):
+        samples = x[rng.integers(0, x.size, size=(min(block, resamples - start), x.size))]
+        hl[start:start + len(samples)] = np.median((samples[:, i] + samples[:, j]) / 2, axis=1)
     tail = (1 - level) / 2
     low, high = np.quantile(hl, [tail, 1 - tail])
     return _exp(Interval(iv.estimate, float(low), float(high), level, CYCLE_BOOTSTRAP, x.size))

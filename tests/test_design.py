@@ -5,7 +5,7 @@ from collections import Counter
 
 import pytest
 
-from kprof.design import MIN_PAIR_CYCLES, BalancedDesign, pair_cycles
+from kprof.design import DEFAULT_PAIR_CYCLES, BalancedDesign, pair_cycles
 
 
 @pytest.mark.parametrize("m", range(2, 9))
@@ -31,16 +31,16 @@ def test_pair_cycles_balance_both_methods_positions(m):
             if a == b:
                 continue
             groups = pair_cycles(orders, a, b, d.cycle)
-            assert len(groups) >= MIN_PAIR_CYCLES
+            assert len(groups) >= DEFAULT_PAIR_CYCLES
             used = [r for g in groups for r in g]
             assert len(used) == len(set(used)), "a round belongs to one pair cycle"
             for g in groups:
                 assert sorted(orders[r].index(a) for r in g) == sorted(orders[r].index(b) for r in g)
 
 
-def test_default_rounds_are_whole_cycles_of_at_least_twenty_with_five_pair_cycles():
-    assert [BalancedDesign.williams(m).default_rounds() for m in range(1, 9)] == [20, 20, 24, 20, 20, 30, 28, 40]
-    assert BalancedDesign.williams(2).default_rounds(10) == 10
+def test_default_rounds_are_whole_cycles_of_at_least_twenty_with_ten_pair_cycles():
+    assert [BalancedDesign.williams(m).default_rounds() for m in range(1, 9)] == [20, 20, 24, 40, 20, 60, 28, 80]
+    assert BalancedDesign.williams(2).default_rounds(10, 5) == 10
     assert BalancedDesign.williams(3).whole_cycles(7) == 12
     assert BalancedDesign.williams(2).whole_cycles(1) == 2
 

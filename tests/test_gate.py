@@ -2,6 +2,8 @@
 folder, and the same-run gate against a git revision."""
 
 import copy
+
+import kprof.cli.gate_cmd
 import json
 import math
 import shutil
@@ -89,7 +91,11 @@ def test_history_gate_incomparable_runs_and_methods(real_result):
     report = history_gate(history, extra)
     assert report.verdict == "INCOMPARABLE" and not report.reasons
     row = next(r for r in report.rows if r.method == "new-method")
-    assert row.verdict == "INCOMPARABLE" and "not in history run 1" in row.note
+    assert row.verdict == "INCOMPARABLE" and "no estimate in history run 1" in row.note
+    broken = synthetic(real_result, cand_us=30.0, seed=10)  # fast, but wrong
+    broken.methods[1].validation.passed = False
+    report = history_gate(history, broken)
+    assert report.verdict == "INCOMPARABLE" and "candidate: math#2 failed validation" in report.reasons
 
 
 def test_a_changed_launch_config_is_compared_and_named(real_result):
@@ -178,4 +184,37 @@ def test_gate_against_a_revision_runs_one_paired_comparison(make_workload, tmp_p
     res = load_result(out)
     assert [m.label for m in res.methods] == ["triton-dense@HEAD", "triton-dense"]
     assert res.methods[0].validation.passed and res.speedups[0].baseline == "triton-dense@HEAD"
+    head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    assert res.methods[0].revision == head and res.methods[1].revision is None
     assert res.design["orders"][:2] == [["triton-dense@HEAD", "triton-dense"], ["triton-dense", "triton-dense@HEAD"]]
+
+
+def test_a_history_starts_empty_and_takes_only_same_runs_unless_forced(real_result, tmp_path):
+    first = save_result(synthetic(real_result, seed=1), tmp_path / "first.json")
+    folder = tmp_path / "new-history"
+    r = _gate("--baseline", folder, "--candidate", first, "--update-baseline")
+    assert r.exit_code == 0 and "started the history" in r.output and (folder / "first.json").exists()
+    for s in (2, 3):
+        assert _gate("--baseline", folder, "--candidate", save_result(synthetic(real_result, seed=s),
+                                                                      tmp_path / f"r{s}.json"),
+                     "--update-baseline").exit_code == 0
+    slow = save_result(synthetic(real_result, cand_us=44.0, seed=5), tmp_path / "slow.json")
+    r = _gate("--baseline", folder, "--candidate", slow, "--update-baseline")
+    assert r.exit_code == 1 and "not added" in r.output and not (folder / "slow.json").exists()
+    r = _gate("--baseline", folder, "--candidate", slow, "--update-baseline", "--force")
+    assert r.exit_code == 1 and (folder / "slow.json").exists()
+
+
+def test_an_unexpected_failure_is_exit_5_never_1(real_result, history_dir, tmp_path, monkeypatch):
+    import kprof.gate
+
+    def boom(*a, **k):
+        raise ModuleNotFoundError("No module named 'something_removed'")
+
+    monkeypatch.setattr(kprof.cli.gate_cmd, "history_gate", boom)
+    same = save_result(synthetic(real_result, seed=4), tmp_path / "same.json")
+    r = _gate("--baseline", history_dir, "--candidate", same)
+    assert r.exit_code == 5 and "ModuleNotFoundError" in r.output and "Traceback" not in r.output
+    assert kprof.gate.EXIT["SLOWER"] == 1
+    r = _gate("--against", "HEAD", "--rounds", "0")
+    assert r.exit_code == 2 and "--rounds must be at least 1" in r.output

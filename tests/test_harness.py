@@ -128,7 +128,7 @@ def test_default_rounds_come_from_the_design():
     log = Log()
     p = TimingProtocol(warmup_pairs=0, observations=1, evict_mib=1)
     assert _harness(p, log).paired(_ops(log, ["A", "B", "C"])).observations.shape[1] == 24
-    assert _harness(TimingProtocol(min_rounds=10, warmup_pairs=0, observations=1, evict_mib=1), log).paired(
+    assert _harness(TimingProtocol(min_rounds=10, min_pair_cycles=5, warmup_pairs=0, observations=1, evict_mib=1), log).paired(
         _ops(log, ["A", "B"])).observations.shape[1] == 10
 
 
@@ -202,3 +202,28 @@ def test_whole_protocol_with_host_clock_on_real_work(make_workload, cpu_target):
     obs = Harness(cpu_target.device, p).paired([TimedOp("a", a.run), TimedOp("b", a.run)]).observations
     assert obs.shape == (2, 4, 4)
     assert np.all(obs > 0) and np.all(np.isfinite(obs))
+
+
+def test_phase_pads_run_untimed_before_every_odd_observation_cycle():
+    log = Log()
+    p = TimingProtocol(rounds=2, warmup_pairs=1, observations=4, evict_mib=1)
+    h = _harness(p, log)
+    assert h._pad is None, "no pads on the CPU: there is no launch stream"
+
+    class Pad:
+        def add_(self, x):
+            log.append(("pad",))
+
+    h._pad = Pad()
+    h.paired(_ops(log, ["A", "B"]))
+    for events in _split_rounds(log):
+        starts, inside, starts_before_pad = 0, False, []
+        for e in events:
+            if e[0] == "start":
+                starts, inside = starts + 1, True
+            elif e[0] == "stop":
+                inside = False
+            elif e == ("pad",):
+                assert not inside, "a pad never sits inside a timed interval"
+                starts_before_pad.append(starts)
+        assert starts_before_pad == [2, 6], "before observation cycles 1 and 3 (two methods each)"

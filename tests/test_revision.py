@@ -113,3 +113,20 @@ def test_method_spec_at_revision_through_the_registry(monkeypatch, tmp_path):
     assert get_method("triton-dense@HEAD").__class__ is type(m), "loaded once per commit"
     with pytest.raises(KprofError, match="names no revision"):
         get_method("triton-dense@")
+
+
+def test_a_revision_that_reaches_todays_kernels_or_lacks_todays_interface_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv("KPROF_HOME", str(tmp_path / "home"))
+    root = tmp_path / "repo2"
+    root.mkdir()
+    _git(root, "init", "-q")
+    leaky = ADAPTER.replace("from kprof.kernels.toy.scale import FACTOR",
+                            "from kprof.kernels.toy.scale import FACTOR\nfrom kprof import kernels as today")
+    sha = _commit(root, {"kernels/__init__.py": "", "kernels/toy/__init__.py": "",
+                         "kernels/toy/scale.py": "FACTOR = 1.0\n", "kprof/methods/toy.py": leaky}, "leaky")
+    with pytest.raises(RevisionError, match="reaches today's kernels"):
+        load_method_class("toy", Toy, sha, capturing, root)
+    lazy = ADAPTER.replace("class Toy(Method):", "class Toy(Method):\n    kernel_modules = ('kprof.kernels.toy.gone',)")
+    sha = _commit(root, {"kprof/methods/toy.py": lazy}, "a kernel module that no longer imports")
+    with pytest.raises(RevisionError, match="cannot be loaded into this kprof .*ModuleNotFoundError"):
+        load_method_class("toy", Toy, sha, capturing, root)

@@ -1,4 +1,5 @@
-"""Cache of SANTA++ team layouts, keyed by workload hash and settings; never trusted blindly.
+"""Cache of SANTA++ team layouts, keyed by workload hash, settings and the code that builds them;
+never trusted blindly.
 
 Layouts are small (a permutation and per-team ints), so the cache stores only them; packed K/V
 and representative keys are re-gathered on the device in milliseconds. A cache file lives next to
@@ -8,6 +9,8 @@ whose key differs, or that fails the partition check, is rebuilt and replaced at
 
 from __future__ import annotations
 
+import hashlib
+import inspect
 import json
 import os
 import time
@@ -19,6 +22,7 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 
 from kprof.atomic import atomic_path
+from kprof.kernels.santa import preparation, reference
 from kprof.kernels.santa.preparation import SantaSettings, TeamLayout, build_layout
 from kprof.workloads.workload import Workload
 
@@ -33,15 +37,23 @@ class CacheOutcome:
     build_seconds: float
 
 
+def builder_hash() -> str:
+    """Hash of the code that builds layouts: two versions of it (``santa@REV`` beside ``santa``)
+    never share a cache file."""
+    text = inspect.getsource(preparation) + inspect.getsource(reference)
+    return hashlib.sha256(text.encode()).hexdigest()[:10]
+
+
 def cache_root() -> Path:
     return Path(os.environ.get("KPROF_CACHE", Path.home() / ".cache" / "kprof"))
 
 
 def cache_path(workload: Workload, settings: SantaSettings, digest: str) -> Path:
+    key = f"{settings.cache_key}-{builder_hash()}"
     if workload.source:
         src = Path(workload.source)
-        return src.with_name(f"{src.stem}.santa-{settings.cache_key}.safetensors")
-    return cache_root() / "santa" / f"{workload.name}-{digest[:16]}.santa-{settings.cache_key}.safetensors"
+        return src.with_name(f"{src.stem}.santa-{key}.safetensors")
+    return cache_root() / "santa" / f"{workload.name}-{digest[:16]}.santa-{key}.safetensors"
 
 
 def _read(path: Path, digest: str, settings: SantaSettings, n: int) -> TeamLayout:

@@ -17,7 +17,8 @@ from kprof.cli.options import protocol_options, protocol_overrides
 from kprof.errors import KprofError
 from kprof.gate import (EXIT, EXIT_ERROR, GateInputError, GateReport, add_to_history, history_gate, load_history,
                         same_run_gate, summary_markdown)
-from kprof.results import load_result, save_result
+from kprof.protocol import TimingProtocol
+from kprof.results import finite, load_result, save_result
 
 GPU_DEFAULT_METHODS = ("santa", "triton-dense")
 CPU_DEFAULT_METHODS = ("triton-dense",)
@@ -36,7 +37,7 @@ def _threshold(ctx, param, text: str) -> float:
 
 def _print(report: GateReport, as_json: bool) -> None:
     if as_json:
-        click.echo(json.dumps(asdict(report), indent=2, default=str))
+        click.echo(json.dumps(finite(asdict(report)), indent=2, default=str))
         return
     t = Table(title=f"kprof gate ({report.metric}, threshold {report.threshold:.1%}): {report.verdict}",
               caption=f"ratio = now / then (above 1: slower); intervals: {report.method}")
@@ -86,6 +87,24 @@ def _against(rev: str, methods: tuple[str, ...], workload, device, config_mode, 
     return report
 
 
+def _decide(rev, baselines, candidate, methods, workload, device, config_mode, out, overrides, threshold, metric,
+            update_baseline, force, as_json) -> GateReport | None:
+    """The report; None when --update-baseline started a new history with the candidate."""
+    if rev is not None:
+        return _against(rev, methods, workload, device, config_mode, out, overrides, threshold, as_json)
+    try:
+        cand = load_result(candidate)
+    except KprofError as exc:
+        raise GateInputError(str(exc)) from None
+    folder = Path(baselines[0])
+    if update_baseline and (not folder.exists() or not any(folder.glob("*.json"))):
+        added = add_to_history(Path(candidate), folder)
+        console.print(f"started the history {folder} with {added.name}; verdicts need 3 runs of this setup")
+        return None
+    history, names = load_history(list(baselines))
+    return history_gate(history, cand, threshold, metric, names=names)
+
+
 @click.command("gate")
 @click.option("--baseline", "baselines", multiple=True, type=click.Path(),
               help="Baseline history: a folder of Results of the same setup (profiles/baselines/NAME/), or Result "
@@ -107,10 +126,11 @@ def _against(rev: str, methods: tuple[str, ...], workload, device, config_mode, 
               help="Exit code for UNCERTAIN: fail (3) or pass (0).")
 @click.option("--summary-md", type=click.Path(dir_okay=False), default=None, help="Write a markdown summary (for CI comments).")
 @click.option("--update-baseline", is_flag=True,
-              help="After gating, add the candidate to the history folder given as --baseline (refused when "
-                   "the verdict is INCOMPARABLE).")
+              help="After gating, add the candidate to the history folder given as --baseline: only a SAME run "
+                   "(or any but INCOMPARABLE with --force); an empty or new folder starts a history with it.")
+@click.option("--force", is_flag=True, help="With --update-baseline: add a candidate whose verdict is not SAME.")
 @protocol_options
-def gate_cmd(baselines, candidate, rev, methods, max_regression, metric, uncertain, summary_md, update_baseline,
+def gate_cmd(baselines, candidate, rev, methods, max_regression, metric, uncertain, summary_md, update_baseline, force,
              workload, device, config_mode, as_json, out, **kw) -> None:
     """Decide whether a change made kernels slower; exit 0 FASTER/SAME, 1 SLOWER, 2 usage error,
     3 UNCERTAIN, 4 INCOMPARABLE, 5 unreadable input or another error.
@@ -126,34 +146,38 @@ def gate_cmd(baselines, candidate, rev, methods, max_regression, metric, uncerta
         raise click.UsageError("pass --baseline HISTORY and --candidate RESULT, or --against REV")
     if rev is not None and (baselines or candidate):
         raise click.UsageError("--against times both versions itself: drop --baseline and --candidate")
-    if update_baseline and (rev is not None or len(baselines) != 1 or not Path(baselines[0]).is_dir()):
+    if update_baseline and (rev is not None or len(baselines) != 1 or Path(baselines[0]).is_file()):
         raise click.UsageError("--update-baseline adds the candidate to a history folder: pass one --baseline DIR")
+    overrides = protocol_overrides(kw)
     try:
-        if rev is not None:
-            report = _against(rev, methods, workload, device, config_mode, out, protocol_overrides(kw),
-                              max_regression, as_json)
-        else:
-            history, names = load_history(list(baselines))
-            try:
-                cand = load_result(candidate)
-            except KprofError as exc:
-                raise GateInputError(str(exc)) from None
-            report = history_gate(history, cand, max_regression, metric, names=names)
-    except click.UsageError:
-        raise
+        TimingProtocol().with_overrides(**overrides)
+    except KprofError as exc:
+        raise click.UsageError(str(exc)) from None
+    try:
+        report = _decide(rev, baselines, candidate, methods, workload, device, config_mode, out, overrides,
+                         max_regression, metric, update_baseline, force, as_json)
+        if report is None:  # the first run of a new history
+            return
+        _print(report, as_json)
+        if summary_md:
+            atomic_write_text(summary_md, summary_markdown(report))
+        if update_baseline:
+            if report.verdict == "INCOMPARABLE" or (report.verdict != "SAME" and not force):
+                why = ("it is INCOMPARABLE with the history (see above); a history holds runs of one setup only"
+                       if report.verdict == "INCOMPARABLE" else
+                       f"the verdict is {report.verdict}, and a history of an unchanged setup takes SAME runs; after "
+                       "an intended change start a new history folder, or pass --force")
+                err_console.print(f"[bold red]error:[/] not added to the history: {why}", highlight=False)
+                sys.exit(EXIT[report.verdict] or EXIT_ERROR)
+            added = add_to_history(Path(candidate), Path(baselines[0]))
+            console.print(f"added {candidate} to the history as {added}")
     except KprofError as exc:
         err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
         sys.exit(EXIT_ERROR)
-    _print(report, as_json)
-    if summary_md:
-        atomic_write_text(summary_md, summary_markdown(report))
-    if update_baseline:
-        if report.verdict == "INCOMPARABLE":
-            err_console.print("[bold red]error:[/] not added to the history: the candidate is INCOMPARABLE with it "
-                              "(see above); a history holds runs of one setup only", highlight=False)
-            sys.exit(EXIT["INCOMPARABLE"])
-        added = add_to_history(Path(candidate), Path(baselines[0]))
-        console.print(f"added {candidate} to the history as {added}")
+    except Exception as exc:  # noqa: BLE001 - exit 1 would read as SLOWER: any other failure is exit 5
+        first = (str(exc).strip().splitlines() or [""])[0]
+        err_console.print(f"[bold red]error:[/] {type(exc).__name__}: {first[:300]}", highlight=False, soft_wrap=True)
+        sys.exit(EXIT_ERROR)
     code = EXIT[report.verdict]
     if report.verdict == "UNCERTAIN" and uncertain == "pass":
         code = 0

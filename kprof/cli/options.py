@@ -22,7 +22,7 @@ def protocol_options(fn):
         click.option("--rounds", type=int, default=None,
                      help="Rounds; a paired comparison rounds this up to whole cycles of its balanced design. "
                           "[default: the smallest whole number of cycles that is at least 20 rounds on GPU "
-                          "(10 on CPU) and gives every speedup at least 5 pair cycles]"),
+                          "(10 on CPU) and gives every speedup at least 10 pair cycles (5 on CPU)]"),
         click.option("--warmup-pairs", type=int, default=None,
                      help=f"Untimed interleaved invocations per method before each round. {dflt('warmup_pairs')}"),
         click.option("--observations", type=int, default=None,
@@ -33,9 +33,9 @@ def protocol_options(fn):
         click.option("--host-bound", is_flag=True, default=None,
                      help="No eviction: back-to-back calls, so host launch overhead shows (labelled host-bound)."),
         click.option("--fixed-launch-phase", is_flag=True, default=None,
-                     help="Do not randomise where each timed call falls in the launch stream (by default an "
-                          "untimed one-element kernel precedes a random half of the timed calls, because on the "
-                          "H200 a call's speed depends on the parity of its launch position)."),
+                     help="No untimed pad kernel before every second observation cycle (by default each row "
+                          "meets both parities of its position in the launch stream equally often, because on "
+                          "the H200 a call's speed depends on that parity)."),
         click.option("--config", "config_mode", default="auto", show_default=True,
                      help="Launch configs: auto (tuned ones from profiles/tuned/ when their key matches this "
                           "setup), default (declared defaults), or a JSON file of launch -> parameters."),
