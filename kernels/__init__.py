@@ -4,6 +4,6 @@ Importing this package first decides whether Triton runs interpreted: without a 
 sets ``TRITON_INTERPRET=1`` so every kernel runs on the CPU (slowly, but correctly).
 """
 
-from kprof.execution import configure_triton
+from kprof.core.target import configure_triton
 
 INTERPRETED = configure_triton()

@@ -21,12 +21,12 @@ import triton
 import triton.language as tl
 
 import kprof.kernels  # noqa: F401
-from kprof.config_space import resolve_method_config
-from kprof.harness import Harness
-from kprof.protocol import TimingProtocol
-from kprof.stats import median_of_medians
-from kprof.kernels.fathom.operator import LAUNCH_SPACES, FathomScan, ALL_CHANNELS
+from kprof.core.config_space import resolve_method_config
+from kprof.kernels.fathom.scan import ALL_CHANNELS, LAUNCH_SPACES, FathomScan
 from kprof.kernels.fathom.store import FathomStore
+from kprof.measure.harness import Harness
+from kprof.measure.protocol import TimingProtocol
+from kprof.measure.stats import median_of_medians
 from kprof.workloads.workload import WorkloadShape
 
 
@@ -61,10 +61,11 @@ def main() -> None:
         # the copies move exactly the gather's bytes (planes + scales) from pinned memory
         host = torch.empty(total // 8, dtype=torch.int64).pin_memory()
         dst = torch.empty_like(host, device=dev)
-        t_copy = _events(lambda: dst.copy_(host, non_blocking=True))
+        t_copy = _events(lambda dst=dst, host=host: dst.copy_(host, non_blocking=True))
         rate_copy = total / t_copy / 1e3
         rows = [("cudaMemcpyAsync", t_copy, rate_copy)]
-        t_lin = _events(lambda: _linear_copy[(triton.cdiv(host.numel(), 2048),)](host, dst, host.numel(), BLOCK=2048))
+        t_lin = _events(lambda dst=dst, host=host: _linear_copy[(triton.cdiv(host.numel(), 2048),)](
+            host, dst, host.numel(), BLOCK=2048))
         rows.append(("Triton linear copy", t_lin, total / t_lin / 1e3))
         space = LAUNCH_SPACES["gather"]
         configs = [{}]

@@ -42,15 +42,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-
-import kprof.kernels  # noqa: F401  (decides on the interpreter before triton is imported)
 import triton
 import triton.language as tl
 
-from kprof.kernels.dense.split_kv import _split_kv_combine
-from kprof.kernels.dependent_launch import release_dependents, wait_for_predecessor
+import kprof.kernels  # noqa: F401  (decides on the interpreter before triton is imported)
+from kprof.kernels.common.dependent_launch import release_dependents, wait_for_predecessor
+from kprof.kernels.common.split_kv_combine import split_kv_combine
 from kprof.kernels.santa.triton_kernels import santa_score
-from kprof.harness import TimedOp
+from kprof.measure.harness import TimedOp
 
 
 @triton.jit
@@ -225,7 +224,7 @@ class SkeletonChain:
         op = self.op
         if self.empty:
             return self._empty((op.hq, 1), op.cfg["reduce"]["num_warps"])
-        _split_kv_combine[(op.hq,)](
+        split_kv_combine[(op.hq,)](
             self.m_part, self.l_part, self.acc, self.out, self.splits, self.m_part.stride(0), self.acc.stride(0),
             self.acc.stride(1), self.out.stride(0), BLOCK_S=max(2, triton.next_power_of_2(self.splits)),
             HEAD_D=op.d, PDL=self.pdl, num_warps=op.cfg["reduce"]["num_warps"], **self._dep)
@@ -258,10 +257,11 @@ def main() -> None:
     ap.add_argument("--device", default="cuda", help="cuda, or cpu for a smoke run through the interpreter")
     args = ap.parse_args()
 
-    from kprof.session import MeasurementSession
+    from kprof.commands.session import MeasurementSession
 
     session = MeasurementSession.open(args.device, args.workload,
-                                      {"rounds": args.rounds, "observations": args.observations, "warmup_pairs": args.warmup_pairs},
+                                      {"rounds": args.rounds, "observations": args.observations,
+                                       "warmup_pairs": args.warmup_pairs},
                                       config_mode="default")
     santa = session.prepare("santa", "santa", "subject").prepared
     flash = session.prepare("flash" if session.target.is_gpu else "math", "flash", "baseline").prepared
@@ -279,7 +279,8 @@ def main() -> None:
     if session.target.is_gpu:
         torch.cuda.synchronize()
     for label, chain in chains.items():  # every skeleton's attend reads the real union
-        if not chain.empty and not (torch.equal(chain.u_start, op.u_start) and torch.equal(chain.u_rowpre, op.u_rowpre)):
+        if not chain.empty and not (torch.equal(chain.u_start, op.u_start)
+                                    and torch.equal(chain.u_rowpre, op.u_rowpre)):
             raise SystemExit(f"{label}: the skeleton's union differs from the operator's")
     rows = int(op.u_rowpre[:, -1].sum())
     print(f"union rows over {op.hkv} KV heads: {rows} ({rows * op.d * 2 * 2 / 1e6:.2f} MB of K/V); "
@@ -317,7 +318,8 @@ def main() -> None:
           f"{medians['santa'] - medians['skeleton']:.2f} us on it over its skeleton now)")
     if args.json:
         args.json.write_text(json.dumps({"medians_us": medians, "skeleton_marginals_us": marginals,
-                                         "best_marginals_us": best, "skeleton_chain_us": wholes, "union_rows": rows, "pdl": op.pdl}, indent=1))
+                                         "best_marginals_us": best, "skeleton_chain_us": wholes, "union_rows": rows,
+                                         "pdl": op.pdl}, indent=1))
 
 if __name__ == "__main__":
     main()

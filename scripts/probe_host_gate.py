@@ -15,12 +15,11 @@ import json
 import time
 
 import torch
-
-import kprof.kernels  # noqa: F401  (decides on the interpreter before triton is imported)
 import triton
 import triton.language as tl
 
-from kprof.host_gate import MAX_POLLS, MAX_WAIT_NS, HostGate, _now_ns
+import kprof.kernels  # noqa: F401  (decides on the interpreter before triton is imported)
+from kprof.measure.host_gate import MAX_POLLS, MAX_WAIT_NS, HostGate, _now_ns
 
 
 @triton.jit
@@ -77,7 +76,8 @@ def main() -> None:
     args = ap.parse_args()
     dev = torch.device("cuda", torch.cuda.current_device())
     gate = HostGate(dev)
-    res = {"spin_kernel": gate.spin_kernel, "bound": MAX_WAIT_NS if gate.spin_kernel == "_spin_timed" else MAX_POLLS, "timer": timer_rate(dev), "cases": []}
+    res = {"spin_kernel": gate.spin_kernel, "bound": MAX_WAIT_NS if gate.spin_kernel == "_spin_timed" else MAX_POLLS,
+           "timer": timer_rate(dev), "cases": []}
     x = torch.ones(1 << 20, device=dev)
     x.add_(1)
     torch.cuda.synchronize()

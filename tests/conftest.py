@@ -6,13 +6,13 @@ import pytest
 import torch
 
 import kprof.kernels  # noqa: F401  (decides TRITON_INTERPRET before any kernel is compiled)
-from kprof.execution import resolve_target
+from kprof.core.target import resolve_target
 
 
 def pytest_collection_modifyitems(config, items):
     if torch.cuda.is_available():
         return
-    skip = pytest.mark.skip(reason="needs a CUDA device (run scripts/gpu_check.sh on a GPU machine)")
+    skip = pytest.mark.skip(reason="needs a CUDA device (kprof suite profiles/suites/h200.toml runs these on a GPU)")
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
@@ -57,8 +57,8 @@ def make_workload():
 @pytest.fixture(scope="session")
 def real_result():
     """A real CPU Result (math against itself on cpu-smoke), the template of synthetic ones."""
-    from kprof.compare import run_compare
-    from kprof.session import MeasurementSession
+    from kprof.commands.compare import run_compare
+    from kprof.commands.session import MeasurementSession
 
     session = MeasurementSession.open("cpu", "cpu-smoke", {"rounds": 2, "warmup_pairs": 0, "observations": 1,
                                                              "evict_mib": 1})

@@ -19,7 +19,7 @@ from typing import Callable
 
 import torch
 
-from kprof.errors import KprofError, WorkloadError
+from kprof.core.errors import KprofError, WorkloadError
 from kprof.workloads.workload import Workload, dtype_from_name
 
 _INTERFACE_NAME = "kprof_capture"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import torch
 
-from kprof.errors import WorkloadError
+from kprof.core.errors import WorkloadError
 from kprof.workloads.specs import SPECS
 from kprof.workloads.storage import load
 from kprof.workloads.synthetic import synthesize

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kprof.errors import WorkloadError
+from kprof.core.errors import WorkloadError
 from kprof.workloads.workload import WorkloadShape
 
 

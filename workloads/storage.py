@@ -9,8 +9,8 @@ import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 
-from kprof.atomic import atomic_path
-from kprof.errors import WorkloadError
+from kprof.core.atomic import atomic_path
+from kprof.core.errors import WorkloadError
 from kprof.workloads.workload import Workload
 
 FORMAT = "kprof-workload/1"
@@ -51,7 +51,8 @@ def load(path: str | Path, device: torch.device | str = "cpu", verify_hash: bool
                 raise WorkloadError(f"{path} lacks tensor(s) {', '.join(missing)}: re-create it with `kprof capture`")
             tensors = {n: fh.get_tensor(n) for n in _TENSORS}
     except SafetensorError as exc:
-        raise WorkloadError(f"{path} is not a readable safetensors file ({exc}): re-create it with `kprof capture`") from None
+        raise WorkloadError(f"{path} is not a readable safetensors file ({exc}): "
+                            "re-create it with `kprof capture`") from None
     except (OSError, ValueError) as exc:
         raise WorkloadError(f"{path} could not be read ({exc}): re-create it with `kprof capture`") from None
     try:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 
 import torch
 
-from kprof.errors import WorkloadError
+from kprof.core.errors import WorkloadError
 
 SUPPORTED_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
 DTYPE_NAMES = {v: k for k, v in SUPPORTED_DTYPES.items()}

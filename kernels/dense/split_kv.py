@@ -16,10 +16,9 @@ import torch
 import triton
 import triton.language as tl
 
-from kprof.kernels.dependent_launch import release_dependents, wait_for_predecessor
-from kprof.kernels.matmul import dot
-
-from kprof.config_space import Constraint, LaunchConfig, LaunchSpace, Param
+from kprof.core.config_space import Constraint, LaunchConfig, LaunchSpace, Param
+from kprof.kernels.common.matmul import dot
+from kprof.kernels.common.split_kv_combine import split_kv_combine
 
 _SMEM_BYTES = 227 * 1024  # H100/H200 per-block maximum; Triton reports OutOfResources beyond it
 
@@ -94,28 +93,6 @@ def _split_kv_partial(
     tl.store(acc_ptrs, acc, mask=head_mask[:, None])
 
 
-@triton.jit
-def _split_kv_combine(
-    M_in, L_in, Acc_in, Out,
-    num_splits,
-    stride_mh, stride_ah, stride_as, stride_oh,
-    BLOCK_S: tl.constexpr, HEAD_D: tl.constexpr, PDL: tl.constexpr = False,
-):
-    wait_for_predecessor(PDL)  # the partials come from the launch before (kernels/dependent_launch.py)
-    release_dependents(PDL)
-    h = tl.program_id(0)
-    offs_s = tl.arange(0, BLOCK_S)
-    offs_d = tl.arange(0, HEAD_D)
-    s_mask = offs_s < num_splits
-    m = tl.load(M_in + h * stride_mh + offs_s, mask=s_mask, other=float("-inf"))
-    l = tl.load(L_in + h * stride_mh + offs_s, mask=s_mask, other=0.0)
-    acc = tl.load(Acc_in + h * stride_ah + offs_s[:, None] * stride_as + offs_d[None, :], mask=s_mask[:, None], other=0.0)
-    m_max = tl.max(m, axis=0)
-    w = tl.where(s_mask, tl.exp2(m - m_max), 0.0)
-    out = tl.sum(acc * w[:, None], axis=0) / tl.sum(l * w, axis=0)
-    tl.store(Out + h * stride_oh + offs_d, out.to(Out.dtype.element_ty))
-
-
 class SplitKVDecode:
     """Owns the workspace and launch geometry of one split-KV decode; launches allocate nothing."""
 
@@ -156,7 +133,7 @@ class SplitKVDecode:
         )
 
     def launch_combine(self) -> None:
-        _split_kv_combine[(self.q.shape[0],)](
+        split_kv_combine[(self.q.shape[0],)](
             self.m, self.l, self.acc, self.out,
             self.num_splits,
             self.m.stride(0), self.acc.stride(0), self.acc.stride(1), self.out.stride(0),

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from kprof.host_memory import pinned_like
+from kprof.core.host_memory import pinned_like
 
 BLOCK = 64
 PLANES = 4
@@ -58,7 +58,8 @@ class FathomStore:
         mean = rotation = None
         if basis == "klt":
             mean = calib.mean(dim=1)
-            cov = torch.einsum("hnd,hne->hde", calib - mean[:, None], calib - mean[:, None]) / max(1, calib.shape[1] - 1)
+            cov = (torch.einsum("hnd,hne->hde", calib - mean[:, None], calib - mean[:, None])
+                   / max(1, calib.shape[1] - 1))
             lam, vec = torch.linalg.eigh(cov)  # ascending
             lam, vec = lam.flip(-1).clamp_min(0), vec.flip(-1)
             x = torch.einsum("hnd,hde->hne", k.to(torch.float64) - mean[:, None], vec)
@@ -88,6 +89,6 @@ class FathomStore:
 
     def pinned(self, pages: str = "default") -> "FathomStore":
         """A copy whose planes and scales live in pinned host memory (the host-index regime);
-        ``pages``: one of ``kprof.host_memory.PAGE_KINDS``."""
+        ``pages``: one of ``kprof.core.host_memory.PAGE_KINDS``."""
         return FathomStore(pinned_like(self.planes, pages), pinned_like(self.scales, pages), self.var, self.n,
                            self.basis, self.mean, self.rotation)

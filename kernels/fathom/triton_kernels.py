@@ -10,7 +10,6 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-
 POLICY_WATER, POLICY_TOP_Q, POLICY_ALL = 0, 1, 2
 
 
@@ -176,8 +175,7 @@ def fathom_scan(
 
     RESERVE > 0: workers landing on SMs below it leave at once (except the last worker, so the
     scan always progresses), keeping those SMs for the selection launches: a top-k program
-    needs a whole SM's registers, and scan tiles turn over too slowly to give it one (H200,
-    pipelined step: top-k and union started 60-170 us after they were due).
+    needs a whole SM's registers, and scan tiles turn over too slowly to give it one.
     """
     worker = tl.program_id(0)
     workers = tl.num_programs(0)
@@ -310,9 +308,9 @@ def fathom_attend(
     """Grid (Hq, cdiv(k, BLOCK_R)): one head's softmax partials over one tile of its winners (read
     from the union buffer): running max (log2 units), sum of exponentials and weighted V.
 
-    One program per head took 53 us at k = 512 (32 programs walking 8 dependent tiles); a tile
-    per program puts every tile's loads in flight at once, and the dense decode's split merge
-    (``kernels/dense/split_kv._split_kv_combine``) rescales and adds the tiles.
+    A tile per program puts every tile's loads in flight at once, where one program per head
+    would walk its tiles one after another, and the dense decode's split merge
+    (``kernels/common/split_kv_combine.py``) rescales and adds the tiles.
     """
     h = tl.program_id(0)
     split = tl.program_id(1)

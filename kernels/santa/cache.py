@@ -21,7 +21,7 @@ from typing import Callable
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 
-from kprof.atomic import atomic_path
+from kprof.core.atomic import atomic_path
 from kprof.kernels.santa import preparation, reference
 from kprof.kernels.santa.preparation import SantaSettings, TeamLayout, build_layout
 from kprof.workloads.workload import Workload
@@ -87,7 +87,8 @@ def load_or_build(workload: Workload, settings: SantaSettings, status: Callable[
         except ValueError as exc:
             reason = f"rebuilt: stale or corrupt cache ({exc})"
             status(f"team cache {path.name}: {exc}; rebuilding")
-    status(f"building teams ({settings.parents} parents, P={settings.p}, R={settings.r}) for {workload.shape.hkv} KV heads")
+    status(f"building teams ({settings.parents} parents, P={settings.p}, R={settings.r}) "
+           f"for {workload.shape.hkv} KV heads")
     t0 = time.perf_counter()
     layout = build_layout(workload.k, settings)
     seconds = time.perf_counter() - t0

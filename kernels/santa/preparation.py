@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from kprof.errors import ConfigError
+from kprof.core.errors import ConfigError
 from kprof.kernels.santa.reference import Teams, build_teams, contiguous_parents, kmeans_parents, team_budget
 
 PARENT_POLICIES = ("kmeans", "contiguous")

@@ -12,8 +12,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from kprof.kernels.dependent_launch import release_dependents, wait_for_predecessor
-from kprof.kernels.matmul import dot
+from kprof.kernels.common.dependent_launch import release_dependents, wait_for_predecessor
+from kprof.kernels.common.matmul import dot
 from kprof.kernels.santa.radix_select import select_top
 
 LOG2E = 1.4426950408889634

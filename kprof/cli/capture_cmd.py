@@ -6,16 +6,19 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kprof.cli.console import console, err_console, format_bytes
-from kprof.errors import KprofError
+from kprof.core.errors import KprofError
 from kprof.workloads import SPECS, save, synthesize
-from kprof.workloads.capture import CaptureRequest, capture as run_capture
+from kprof.workloads.capture import CaptureRequest
+from kprof.workloads.capture import capture as run_capture
 
 
 @click.command()
-@click.option("--model", default=None, help="Local checkpoint directory (or a model already in the HF cache). Never downloads.")
+@click.option("--model", default=None,
+              help="Local checkpoint directory (or a model already in the HF cache). Never downloads.")
 @click.option("--layer", type=int, default=None, help="Decoder layer whose attention input is recorded (0-based).")
 @click.option("--context", type=int, default=None, help="Prefill length N; the query is the last position.")
-@click.option("--prompt-file", type=click.Path(dir_okay=False), default=None, help="Text to tokenize (at least N tokens).")
+@click.option("--prompt-file", type=click.Path(dir_okay=False), default=None,
+              help="Text to tokenize (at least N tokens).")
 @click.option("--random-tokens", is_flag=True, help="Use N seeded random token ids instead of a prompt file.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for --random-tokens.")
 @click.option("--dtype", type=click.Choice(["fp16", "bf16", "fp32"]), default="bf16", show_default=True,

@@ -8,7 +8,7 @@ import click
 from rich.table import Table
 
 from kprof.cli.console import console, format_bytes
-from kprof.environment import collect_environment
+from kprof.measure.fingerprint import collect_environment
 
 
 @click.command()

@@ -11,17 +11,15 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from kprof.atomic import atomic_write_text
-from kprof.cli.console import console, err_console
+from kprof.cli.console import console, err_console, measurement_progress
 from kprof.cli.options import protocol_options, protocol_overrides
-from kprof.errors import KprofError
-from kprof.gate import (EXIT, EXIT_ERROR, GateInputError, GateReport, add_to_history, history_gate, load_history,
-                        same_run_gate, summary_markdown)
-from kprof.protocol import TimingProtocol
-from kprof.results import finite, load_result, save_result
-
-GPU_DEFAULT_METHODS = ("santa", "triton-dense")
-CPU_DEFAULT_METHODS = ("triton-dense",)
+from kprof.commands.gate import against_history, against_revision, is_new_history
+from kprof.commands.session import MeasurementSession
+from kprof.core.atomic import atomic_write_text
+from kprof.core.errors import KprofError
+from kprof.measure.protocol import TimingProtocol
+from kprof.results.gate import EXIT, EXIT_ERROR, GateReport, add_to_history, summary_markdown
+from kprof.results.result import finite, save_result
 
 
 def _threshold(ctx, param, text: str) -> float:
@@ -57,52 +55,21 @@ def _print(report: GateReport, as_json: bool) -> None:
         err_console.print(f"[yellow]warning:[/] {warning}", highlight=False)
 
 
-def _against(rev: str, methods: tuple[str, ...], workload, device, config_mode, out, overrides, threshold,
-             quiet: bool) -> GateReport:
-    from kprof.cli.measure_cmds import _progress
-    from kprof.compare import run_pairs
-    from kprof.session import MeasurementSession, bad_observation_error
-
-    if any("@" in m.partition(":")[0] for m in methods):
-        raise click.UsageError("--against compares each --method with itself at REV: pass plain method specs")
-    with _progress(quiet) as progress:
-        session = MeasurementSession.open(device, workload, overrides, progress.status, config_mode)
-        methods = methods or (GPU_DEFAULT_METHODS if session.target.is_gpu else CPU_DEFAULT_METHODS)
-        names, pairs = [], []
-        for spec in methods:
-            name, colon, options = spec.partition(":")
-            then = f"{name}@{rev}" + (colon + options if options else "")
-            pairs.append((len(names), len(names) + 1))
-            names += [then, spec]
-        result = run_pairs(session, names, pairs, progress)
-    path = save_result(result, out)
-    err_console.print(f"[dim]result written to {path}[/]")
-    broken = [m.label for m in result.methods if not m.validation.passed or m.faults]
-    if bad := bad_observation_error(result):
-        broken.append(bad)
-    report = same_run_gate(result, [(names[b], names[c]) for b, c in pairs], threshold)
-    if broken:
-        report.verdict, report.reasons = "INCOMPARABLE", [f"not comparable: {', '.join(broken)} failed validation, "
-                                                          "reported a fault or had bad observations"]
-    return report
-
-
 def _decide(rev, baselines, candidate, methods, workload, device, config_mode, out, overrides, threshold, metric,
-            update_baseline, force, as_json) -> GateReport | None:
+            update_baseline, quiet: bool) -> GateReport | None:
     """The report; None when --update-baseline started a new history with the candidate."""
-    if rev is not None:
-        return _against(rev, methods, workload, device, config_mode, out, overrides, threshold, as_json)
-    try:
-        cand = load_result(candidate)
-    except KprofError as exc:
-        raise GateInputError(str(exc)) from None
-    folder = Path(baselines[0])
-    if update_baseline and (not folder.exists() or not any(folder.glob("*.json"))):
-        added = add_to_history(Path(candidate), folder)
-        console.print(f"started the history {folder} with {added.name}; verdicts need 3 runs of this setup")
-        return None
-    history, names = load_history(list(baselines))
-    return history_gate(history, cand, threshold, metric, names=names)
+    if rev is None:
+        folder = Path(baselines[0])
+        if update_baseline and is_new_history(folder):
+            added = add_to_history(Path(candidate), folder)
+            console.print(f"started the history {folder} with {added.name}; verdicts need 3 runs of this setup")
+            return None
+        return against_history(list(baselines), candidate, threshold, metric)
+    with measurement_progress(quiet) as progress:
+        session = MeasurementSession.open(device, workload, overrides, progress.status, config_mode)
+        report, result = against_revision(session, rev, methods, threshold, progress)
+    err_console.print(f"[dim]result written to {save_result(result, out)}[/]")
+    return report
 
 
 @click.command("gate")
@@ -124,7 +91,8 @@ def _decide(rev, baselines, candidate, methods, workload, device, config_mode, o
                    "(machine speed cancels); latency compares each method's absolute median.")
 @click.option("--uncertain", type=click.Choice(["fail", "pass"]), default="fail", show_default=True,
               help="Exit code for UNCERTAIN: fail (3) or pass (0).")
-@click.option("--summary-md", type=click.Path(dir_okay=False), default=None, help="Write a markdown summary (for CI comments).")
+@click.option("--summary-md", type=click.Path(dir_okay=False), default=None,
+              help="Write a markdown summary (for CI comments).")
 @click.option("--update-baseline", is_flag=True,
               help="After gating, add the candidate to the history folder given as --baseline: only a SAME run "
                    "(or any but INCOMPARABLE with --force); an empty or new folder starts a history with it.")
@@ -144,6 +112,8 @@ def gate_cmd(baselines, candidate, rev, methods, max_regression, metric, uncerta
     """
     if rev is None and (not baselines or not candidate):
         raise click.UsageError("pass --baseline HISTORY and --candidate RESULT, or --against REV")
+    if rev is not None and any("@" in m.partition(":")[0] for m in methods):
+        raise click.UsageError("--against compares each --method with itself at REV: pass plain method specs")
     if rev is not None and (baselines or candidate):
         raise click.UsageError("--against times both versions itself: drop --baseline and --candidate")
     if update_baseline and (rev is not None or len(baselines) != 1 or Path(baselines[0]).is_file()):
@@ -155,7 +125,7 @@ def gate_cmd(baselines, candidate, rev, methods, max_regression, metric, uncerta
         raise click.UsageError(str(exc)) from None
     try:
         report = _decide(rev, baselines, candidate, methods, workload, device, config_mode, out, overrides,
-                         max_regression, metric, update_baseline, force, as_json)
+                         max_regression, metric, update_baseline, as_json)
         if report is None:  # the first run of a new history
             return
         _print(report, as_json)

@@ -7,7 +7,7 @@ import sys
 import click
 
 from kprof.cli.console import err_console
-from kprof.errors import KprofError
+from kprof.core.errors import KprofError
 
 
 class KprofGroup(click.Group):
@@ -31,8 +31,19 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from kprof.cli import (capture_cmd, env_cmd, gate_cmd, measure_cmds, methods_cmd, ncu_cmd, report_cmd, santa_cmd,
-                           tune_cmd, workload_cmd)
+    from kprof.cli import (
+        capture_cmd,
+        env_cmd,
+        gate_cmd,
+        measure_cmds,
+        methods_cmd,
+        ncu_cmd,
+        report_cmd,
+        santa_cmd,
+        suite_cmd,
+        tune_cmd,
+        workload_cmd,
+    )
 
     cli.add_command(capture_cmd.capture)
     cli.add_command(santa_cmd.santa)
@@ -47,6 +58,7 @@ def _register() -> None:
     cli.add_command(methods_cmd.methods)
     cli.add_command(methods_cmd.check)
     cli.add_command(methods_cmd.validate)
+    cli.add_command(suite_cmd.suite)
 
 
 _register()

@@ -2,47 +2,21 @@
 
 from __future__ import annotations
 
-import contextlib
 import sys
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress as RichProgress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from kprof.cli.console import console, err_console
+from kprof.cli.console import console, err_console, measurement_progress
 from kprof.cli.options import protocol_options, protocol_overrides
-from kprof.compare import run_compare
-from kprof.config_space import parse_overrides
-from kprof.progress import Progress
-from kprof.render import compare_table, extra_speedups, stages_table
-from kprof.results import Result, save_result
-from kprof.session import MeasurementSession, bad_observation_error
+from kprof.commands.compare import run_compare
+from kprof.commands.session import MeasurementSession, bad_observation_error
+from kprof.commands.stages import run_stages
+from kprof.core.config_space import parse_overrides
+from kprof.results.result import Result, save_result
+from kprof.results.tables import compare_table, extra_speedups, stages_table
 
-# Three methods per run on a GPU: two-method runs show a start-order artifact (README).
 GPU_DEFAULT_CANDIDATES = ("santa", "triton-dense")
 CPU_DEFAULT_CANDIDATES = ("triton-dense",)  # santa's sorts are slow in the Triton interpreter
-from kprof.stages import run_stages
-
-
-@contextlib.contextmanager
-def _progress(quiet: bool):
-    """Rich progress on stderr: a status line per phase and a bar over rounds with ETA."""
-    bar = RichProgress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                       TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=err_console,
-                       disable=quiet, transient=True)
-    state = {}
-
-    def status(msg: str) -> None:
-        if not quiet:
-            err_console.print(f"[dim]• {msg}[/]")
-
-    def start(total: int) -> None:
-        state["task"] = bar.add_task("rounds", total=total)
-
-    def done(r: int) -> None:
-        bar.advance(state["task"])
-
-    with bar:
-        yield Progress(status, start, done)
 
 
 def _finish(result: Result, out: str | None, as_json: bool, table) -> None:
@@ -92,7 +66,7 @@ def compare(methods: tuple[str, ...], baseline: str, workload, device, config_mo
     written first).
     """
     overrides = protocol_overrides(kw)
-    with _progress(as_json) as progress:
+    with measurement_progress(as_json) as progress:
         session = MeasurementSession.open(device, workload, overrides, progress.status, config_mode)
         defaults = GPU_DEFAULT_CANDIDATES if session.target.is_gpu else CPU_DEFAULT_CANDIDATES
         result = run_compare(session, baseline, list(methods) or list(defaults), progress)
@@ -119,7 +93,7 @@ def stages(method: str, config_overrides: tuple[str, ...], stage_observations: i
     With --chain, the prefixes of the launch chain are timed instead (see --chain).
     """
     overrides = protocol_overrides(kw) | {"stage_observations": stage_observations}
-    with _progress(as_json) as progress:
+    with measurement_progress(as_json) as progress:
         session = MeasurementSession.open(device, workload, overrides, progress.status, config_mode)
         result = run_stages(session, method, progress, parse_overrides(config_overrides) or None, chain=chain)
     _finish(result, out, as_json, stages_table)

@@ -9,9 +9,9 @@ import click
 from rich.table import Table
 
 from kprof.cli.console import console, err_console
-from kprof.config_space import parse_overrides
-from kprof.methods import METHODS, get_method
-from kprof.session import MeasurementSession
+from kprof.commands.session import MeasurementSession
+from kprof.core.config_space import parse_overrides
+from kprof.methods import get_method, registered
 
 
 def _target_options(fn):
@@ -23,20 +23,44 @@ def _target_options(fn):
     return click.option("--method", "method_name", required=True, help="Method spec (see `kprof methods`).")(fn)
 
 
+def method_doc(name: str, cls) -> dict:
+    """One method as JSON: where it comes from, its launches and parameters, its source hash."""
+    from kprof.tuning.cache import source_hash
+
+    m = cls()
+    return {
+        "name": name, "module": cls.__module__, "summary": m.summary, "needs_cuda": m.needs_cuda,
+        "launches": {launch: {p.name: {"values": list(p.values), "default": p.default} for p in space.params}
+                     for launch, space in m.config_space().items()},
+        "source_hash": source_hash(m),
+    }
+
+
 @click.command()
-def methods() -> None:
-    """List registered methods, their launches and tunable launch parameters (defaults in bold)."""
+@click.option("--json", "as_json", is_flag=True,
+              help="Print each method with its module, launches, tunable parameters and source hash as JSON.")
+def methods(as_json: bool) -> None:
+    """List registered methods, their launches and tunable launch parameters (defaults in bold).
+
+    The source hash covers every file a method's launches run (its kernel family and
+    kernels/common): tuned profiles keyed to another hash are not used.
+    """
+    if as_json:
+        click.echo(json.dumps([method_doc(name, cls) for name, cls in sorted(registered().items())], indent=2))
+        return
     t = Table(title="methods")
     t.add_column("method")
     t.add_column("GPU only")
     t.add_column("summary")
     t.add_column("launch: parameters")
-    for name in sorted(METHODS):
-        m = METHODS[name]()
+    known = registered()
+    for name in sorted(known):
+        m = known[name]()
         spaces = m.config_space()
         params = "\n".join(
-            f"{launch}: " + ", ".join(f"{p.name}={{{','.join(f'[b]{v}[/]' if v == p.default else str(v) for v in p.values)}}}"
-                                      for p in space.params)
+            f"{launch}: " + ", ".join(
+                f"{p.name}={{{','.join(f'[b]{v}[/]' if v == p.default else str(v) for v in p.values)}}}"
+                for p in space.params)
             for launch, space in spaces.items()
         ) or "(library call, nothing to tune)"
         t.add_row(name, "yes" if m.needs_cuda else "no", m.summary, params)

@@ -10,7 +10,7 @@ import pandas as pd
 from rich.table import Table
 
 from kprof.cli.console import console, err_console
-from kprof.errors import KprofError
+from kprof.core.errors import KprofError
 from kprof.ncu.metrics import METRIC_SETS, TABLE14, resolve_metrics
 from kprof.ncu.parse import medians_over_captures, read_ncu_csv
 
@@ -60,10 +60,12 @@ def _format_options(fn):
 @click.group(invoke_without_command=True)
 @click.option("--method", default=None, help="Method to profile (its own launches only).")
 @click.option("--workload", default="qwen2.5-7b-l14-32k", show_default=True, help="Spec name or workload file.")
-@click.option("--captures", type=int, default=3, show_default=True, help="ncu runs; the table shows per-metric medians.")
+@click.option("--captures", type=int, default=3, show_default=True,
+              help="ncu runs; the table shows per-metric medians.")
 @click.option("--metrics", "metric_sets", multiple=True,
               help=f"Extra metric set ({', '.join(METRIC_SETS)}) or any ncu metric name (repeatable).")
-@click.option("--config", "config_mode", default="auto", show_default=True, help="Launch configs: auto, default or FILE.")
+@click.option("--config", "config_mode", default="auto", show_default=True,
+              help="Launch configs: auto, default or FILE.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="runs/ncu", show_default=True,
               help="Where .ncu-rep and CSV files are kept.")
 @click.option("--latency-from", "latency_from", type=click.Path(dir_okay=False), default="runs/latest.json",
@@ -90,7 +92,8 @@ def ncu(ctx, method, workload, captures, metric_sets, config_mode, out_dir, late
         err_console.print(f"[dim]• ncu capture {i + 1}/{captures} of {method}[/]")
         frames.append(capture(metrics, target, Path(out_dir), i)[1])
     if len({len(f) for f in frames}) != 1:
-        raise KprofError("captures profiled different numbers of launches: the method is not deterministic in its launches")
+        raise KprofError("captures profiled different numbers of launches: "
+                         "the method is not deterministic in its launches")
     table = medians_over_captures(frames)
     _emit(table, fmt, f"{method} on {workload}: medians of {captures} ncu captures", metrics)
     if fmt is None:
@@ -99,7 +102,7 @@ def ncu(ctx, method, workload, captures, metric_sets, config_mode, out_dir, late
 
 def _show_event_latency(method: str, ncu_sum_us: float, result_path: str) -> None:
     """The NCU duration sum next to the same method's event-timed median from a compare Result."""
-    from kprof.results import load_result
+    from kprof.results.result import load_result
 
     if not Path(result_path).exists():
         console.print(f"[dim]no compare Result at {result_path}: run `kprof compare --method {method}` for the "

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-
 import click
 
-from kprof.protocol import CPU_EMBEDDED, PAPER
+from kprof.measure.protocol import CPU_EMBEDDED, PAPER
 
 
 def protocol_options(fn):
@@ -28,7 +27,8 @@ def protocol_options(fn):
         click.option("--observations", type=int, default=None,
                      help=f"Timed invocations per method per round. {dflt('observations')}"),
         click.option("--evict-mib", type=int, default=None,
-                     help=f"Eviction buffer read+written before each timed call (never below 8x L2). {dflt('evict_mib')}"),
+                     help="Eviction buffer read+written before each timed call (never below 8x L2). "
+                          f"{dflt('evict_mib')}"),
         click.option("--graph", is_flag=True, default=None, help="Time CUDA-graph replays of the operation."),
         click.option("--host-bound", is_flag=True, default=None,
                      help="No eviction: back-to-back calls, so host launch overhead shows (labelled host-bound)."),

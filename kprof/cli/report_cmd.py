@@ -2,55 +2,12 @@
 
 from __future__ import annotations
 
-import csv
-import io
-
 import click
 
 from kprof.cli.console import console
-from kprof.render import compare_table, stages_table
-from kprof.results import Result, load_result
-
-
-def _round(x, digits: int):
-    """A number for a table cell; empty where there is none (no interval, no valid round)."""
-    return "" if x is None or x != x else round(x, digits)
-
-
-def result_rows(res: Result) -> list[dict]:
-    """One flat record per timed row of a Result (what markdown and CSV show)."""
-    speed = {s.candidate: s.interval for s in res.speedups}
-    marginal = res.chain_marginals_us()
-    rows = []
-    for label, s in res.summaries.items():
-        iv = speed.get(label)
-        rec = next((m for m in res.methods if m.label == label), None)
-        rows.append({
-            "workload": res.workload.get("name"), "kind": res.kind, "row": label, "mode": res.mode,
-            "median_us": _round(s.median_us.estimate, 3), "ci_low_us": _round(s.median_us.low, 3),
-            "ci_high_us": _round(s.median_us.high, 3), "round_min_us": _round(s.round_median_min_us, 3),
-            "round_max_us": _round(s.round_median_max_us, 3),
-            "speedup": _round(iv.estimate, 4) if iv else "", "speedup_low": _round(iv.low, 4) if iv else "",
-            "speedup_high": _round(iv.high, 4) if iv else "",
-            "marginal_us": round(marginal[label], 3) if label in marginal else "",
-            "launches": rec.catalog.launches_per_call if rec and rec.catalog.launches_per_call else "",
-            "valid": (rec.validation.passed and not rec.faults) if rec else "",
-            "device": (res.environment.get("gpu") or {}).get("name", res.environment.get("execution")),
-        })
-    return rows
-
-
-def to_markdown(res: Result) -> str:
-    rows = result_rows(res)
-    cols = ["row", "median_us", "round_min_us", "round_max_us", "speedup", "speedup_low", "speedup_high", "launches", "valid"]
-    if res.kind == "chain":  # prefixes of a launch chain: each launch's marginal cost instead of speedups
-        cols = ["row", "median_us", "round_min_us", "round_max_us", "marginal_us"]
-    out = [f"**{res.workload.get('name')}** ({res.kind}, {res.mode}, {rows[0]['device']}, "
-           f"{res.protocol.get('rounds')} rounds x {res.protocol.get('observations')} obs)", "",
-           "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    out += ["| " + " | ".join(str(r[c]) for c in cols) + " |" for r in rows]
-    out += [f"- note: {n}" for n in res.notes]
-    return "\n".join(out) + "\n"
+from kprof.results.export import to_csv, to_markdown
+from kprof.results.result import load_result
+from kprof.results.tables import compare_table, stages_table
 
 
 @click.command()
@@ -65,18 +22,13 @@ def report(results, fmt, plot) -> None:
     if fmt == "markdown":
         click.echo("\n".join(to_markdown(r) for r in loaded))
     elif fmt == "csv":
-        buf = io.StringIO()
-        rows = [row for r in loaded for row in result_rows(r)]
-        writer = csv.DictWriter(buf, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-        click.echo(buf.getvalue(), nl=False)
+        click.echo(to_csv(loaded), nl=False)
     else:
         for r in loaded:
             console.print(compare_table(r) if r.kind == "compare" else stages_table(r))
             for n in r.notes:
                 console.print(f"[yellow]note:[/] {n}")
     if plot:
-        from kprof.plots import plot_results
+        from kprof.results.plots import plot_results
 
         console.print(f"plot written to {plot_results(loaded, plot)}")

@@ -9,7 +9,7 @@ import click
 from rich.table import Table
 
 from kprof.cli.console import console, err_console
-from kprof.execution import resolve_target
+from kprof.core.target import resolve_target
 from kprof.kernels.santa import SantaSettings, load_or_build, pack
 from kprof.workloads import resolve_workload
 
@@ -75,7 +75,8 @@ def prepare(workload, p, r, s, parents, seed, device, rebuild, as_json) -> None:
     t.add_row("packed K/V", f"{mem['packed_kv'] / MIB:.2f} MiB")
     t.add_row("representative keys", f"{mem['representatives'] / MIB:.2f} MiB")
     t.add_row("team starts/lengths", f"{mem['starts_lengths'] / MIB:.2f} MiB")
-    t.add_row("total beyond K/V", f"{(mem['packed_kv'] + mem['representatives'] + mem['starts_lengths']) / MIB:.2f} MiB")
+    t.add_row("total beyond K/V",
+              f"{(mem['packed_kv'] + mem['representatives'] + mem['starts_lengths']) / MIB:.2f} MiB")
     t.add_row("team construction", f"{outcome.build_seconds:.2f} s ({outcome.status})")
     t.add_row("packing", f"{arts.prep_seconds['pack'] * 1e3:.1f} ms on {target.device}")
     t.add_row("cache", str(outcome.path))

@@ -11,21 +11,21 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from kprof.cli.console import console, err_console
-from kprof.errors import KprofError
-from kprof.execution import resolve_target
-from kprof.methods import get_method
-from kprof.session import CPU_DEFAULT_WORKLOAD, GPU_DEFAULT_WORKLOAD
-from kprof.tune_cache import TUNED_DIR
-from kprof.tuner import STRATEGIES, TuneRequest, tune_launch
-from kprof.workloads.resolve import resolve_shape
+from kprof.commands.tune import run_tune, tune_request
+from kprof.core.target import resolve_target
+from kprof.tuning.cache import TUNED_DIR
+from kprof.tuning.search import STRATEGIES
 
 
 @click.command()
 @click.option("--method", required=True, help="Method (spec) whose launches are tuned.")
-@click.option("--workload", default=None, help="Spec name or workload file [default: 32K spec on GPU, cpu-smoke on CPU].")
-@click.option("--launch", "launches", multiple=True, help="Launch to tune (repeatable) [default: every tunable launch].")
+@click.option("--workload", default=None,
+              help="Spec name or workload file [default: 32K spec on GPU, cpu-smoke on CPU].")
+@click.option("--launch", "launches", multiple=True,
+              help="Launch to tune (repeatable) [default: every tunable launch].")
 @click.option("--strategy", type=click.Choice(STRATEGIES), default="halving", show_default=True,
-              help="exhaustive: every candidate; random: a seeded sample; halving: screen, then re-measure the better half.")
+              help="exhaustive: every candidate; random: a seeded sample; "
+                   "halving: screen, then re-measure the better half.")
 @click.option("--max-configs", type=int, default=None, help="Cap on candidates screened per launch (default first).")
 @click.option("--budget-s", type=float, default=None, help="Stop screening a launch after this many seconds.")
 @click.option("--rounds", type=int, default=None, help="Screening rounds per candidate. [default: 3 on GPU, 2 on CPU]")
@@ -53,24 +53,9 @@ def tune(method, workload, launches, strategy, max_configs, budget_s, rounds, ob
     rounds (a balanced paired design on the complete operation); one replaces the default only
     when the lower bound of its speedup interval is above 1.
     """
-    target = resolve_target(device)
-    gpu = target.is_gpu
-    name = workload or (GPU_DEFAULT_WORKLOAD if gpu else CPU_DEFAULT_WORKLOAD)
-    shape = resolve_shape(name)
-    spaces = get_method(method).config_space()
-    launches = list(launches) or list(spaces)
-    if not launches:
-        raise KprofError(f"{method} has no tunable launches")
-    req = TuneRequest(
-        method=method, workload=name, shape=shape, device=device, launches=launches, strategy=strategy,
-        max_configs=max_configs, budget_s=budget_s, rounds=rounds or (3 if gpu else 2),
-        observations=observations or (100 if gpu else 2), warmup=10 if gpu else 1, evict_mib=512 if gpu else 8,
-        timeout_s=timeout_s, finalists=finalists,
-        paired={"warmup_pairs": 50, "observations": 200} if gpu else
-               {"min_rounds": 10, "warmup_pairs": 0, "observations": 2, "evict_mib": 8},
-        out_dir=Path(out_dir), replace_stale=replace_stale,
-    )
-    if not gpu:
+    req = tune_request(method, workload, device, launches, strategy, max_configs, budget_s, rounds, observations,
+                       finalists, timeout_s, Path(out_dir), replace_stale)
+    if not resolve_target(device).is_gpu:
         err_console.print("[yellow]CPU interpreter: tuning numbers are not GPU numbers[/]")
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                    TextColumn("eta"), TimeRemainingColumn(), console=err_console, transient=True, disable=as_json)
@@ -83,10 +68,8 @@ def tune(method, workload, launches, strategy, max_configs, budget_s, rounds, ob
         if message and not as_json:  # a line per event: logs of a run cut short show how far it got
             err_console.print(f"[dim]{message}[/]", highlight=False)
 
-    outcomes = []
     with bar:
-        for launch in launches:
-            outcomes.append(tune_launch(req, launch, progress))
+        outcomes = run_tune(req, progress)
     if as_json:
         click.echo(json.dumps([asdict(o.file) for o in outcomes], indent=2))
         return

@@ -25,7 +25,8 @@ def list_specs() -> None:
     for col in ("name", "Hq", "Hkv", "d", "N", "dtype", "K+V", "description"):
         t.add_column(col, justify="right" if col in ("Hq", "Hkv", "d", "N", "K+V") else "left")
     for s in SPECS.values():
-        t.add_row(s.name, str(s.hq), str(s.hkv), str(s.d), str(s.n), s.dtype, format_bytes(s.shape.kv_bytes), s.description)
+        t.add_row(s.name, str(s.hq), str(s.hkv), str(s.d), str(s.n), s.dtype, format_bytes(s.shape.kv_bytes),
+                  s.description)
     console.print(t)
 
 

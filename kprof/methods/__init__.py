@@ -1,7 +1,11 @@
-"""Methods kprof can time: dense baselines and sparse candidates behind one interface."""
+"""Methods kprof can time: dense baselines and sparse candidates behind one interface.
 
-from kprof.methods import fathom, santa, sdpa, triton_dense  # noqa: F401  (register the built-in methods)
+The interface and registry live here; the library baselines (SDPA) too. Each Triton kernel
+family keeps its Method adapter beside its launches (``kprof.kernels.<family>.method``), loaded
+by name when the registry is first asked (:data:`kprof.methods.registry.BUILTIN`).
+"""
+
 from kprof.methods.base import Method, Prepared, Stage
-from kprof.methods.registry import METHODS, get_method, register
+from kprof.methods.registry import get_method, register, registered
 
-__all__ = ["METHODS", "Method", "Prepared", "Stage", "get_method", "register"]
+__all__ = ["Method", "Prepared", "Stage", "get_method", "register", "registered"]

@@ -13,10 +13,10 @@ from typing import Callable, ClassVar, Mapping
 
 import torch
 
-from kprof.config_space import LaunchSpace, MethodConfig, resolve_method_config
-from kprof.errors import ConfigError, MethodUnavailable
-from kprof.execution import ExecutionTarget
-from kprof.methods.reference import dense_attention_fp64
+from kprof.core.config_space import LaunchSpace, MethodConfig, resolve_method_config
+from kprof.core.errors import ConfigError, MethodUnavailable
+from kprof.core.target import ExecutionTarget
+from kprof.methods.dense_reference import dense_attention_fp64
 from kprof.workloads.workload import Workload
 
 
@@ -60,7 +60,9 @@ class Method(ABC):
     sampled: ClassVar[bool] = False  # output depends on random noise: validate several realisations
     selection_dependent: ClassVar[bool] = False  # validate by replaying the method's own selection
     pow2_head_dim: ClassVar[bool] = False  # Triton kernels that tile the head dim need d = 2^k >= 16
-    kernel_modules: ClassVar[tuple[str, ...]] = ()  # hashed into tuning-cache keys
+    # a plugin's kernel modules outside its own module, hashed into tuning-cache keys (a built-in
+    # family's folder and kernels/common are found without this: kprof.tuning.cache.source_files)
+    kernel_modules: ClassVar[tuple[str, ...]] = ()
     dtypes: ClassVar[tuple[torch.dtype, ...]] = (torch.float16, torch.bfloat16, torch.float32)
 
     def config_space(self) -> Mapping[str, LaunchSpace]:

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import contextlib
 
-from kprof.config_space import parse_overrides
-from kprof.errors import KprofError
+from kprof.core.config_space import parse_overrides
+from kprof.core.errors import KprofError
 from kprof.methods.base import Method
+from kprof.methods.revision import load_method_class, resolve
 
 METHODS: dict[str, type[Method]] = {}
+# modules that register the built-in methods; imported by name on first use, so the methods
+# layer does not import the kernel families that build on it
+BUILTIN = ("kprof.methods.sdpa", "kprof.kernels.dense.method", "kprof.kernels.santa.method",
+           "kprof.kernels.fathom.method")
 _CAPTURE: list[list[type[Method]]] = []  # open captures (a revision's adapter being imported)
 
 
@@ -32,6 +37,20 @@ def capturing():
         yield found
     finally:
         _CAPTURE.pop()
+
+
+def load_builtins() -> None:
+    import importlib
+
+    for module in BUILTIN:
+        importlib.import_module(module)
+
+
+def registered() -> dict[str, type[Method]]:
+    """Every method kprof knows: built-ins, then the modules named in ``$KPROF_PLUGINS``."""
+    load_builtins()
+    load_plugins()
+    return dict(METHODS)
 
 
 def load_plugins() -> None:
@@ -71,6 +90,7 @@ def get_method(spec: str) -> Method:
     """
     name, options = parse_method_spec(spec)
     name, at, rev = name.partition("@")
+    load_builtins()
     if name not in METHODS:
         load_plugins()
     try:
@@ -91,8 +111,6 @@ _AT_REVISION: dict[tuple[str, str], type[Method]] = {}  # (name, commit) -> load
 
 
 def _at_revision(name: str, cls: type[Method], rev: str) -> type[Method]:
-    from kprof.revision import load_method_class, resolve
-
     sha = resolve(rev)
     if (name, sha) not in _AT_REVISION:
         _AT_REVISION[(name, sha)] = load_method_class(name, cls, sha, capturing)

@@ -1,6 +1,6 @@
-"""Nsight Compute integration: locate ncu, run it on the kprof target, parse its CSV into tables."""
+"""Nsight Compute integration: locate ncu, run it on a method, parse its CSV and reports into
+tables. Importing this package imports nothing heavy: the parser (pandas) loads on use."""
 
 from kprof.ncu.locate import NcuBinary, find_ncu
-from kprof.ncu.parse import read_ncu_csv
 
-__all__ = ["NcuBinary", "find_ncu", "read_ncu_csv"]
+__all__ = ["NcuBinary", "find_ncu"]

@@ -24,7 +24,8 @@ METRIC_SETS = {
     ),
     "launch": (
         "launch__block_size", "launch__grid_size", "launch__registers_per_thread",
-        "launch__shared_mem_per_block_static", "launch__shared_mem_per_block_dynamic", "launch__waves_per_multiprocessor",
+        "launch__shared_mem_per_block_static", "launch__shared_mem_per_block_dynamic",
+        "launch__waves_per_multiprocessor",
     ),
 }
 

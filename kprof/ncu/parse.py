@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from kprof.errors import KprofError
+from kprof.core.errors import KprofError
 from kprof.ncu.metrics import TABLE14
 
 _TIME_UNITS = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3,
@@ -131,7 +131,8 @@ def frame_from_report_records(records: list[dict], source: str | Path) -> pd.Dat
     for rec in records:
         row = {"id": rec["id"], "kernel_full": rec["kernel_full"]}
         for name, (value, unit) in rec["metrics"].items():
-            row[name] = _normalise(value, unit)[0] if isinstance(value, float) else (math.nan if value is None else value)
+            row[name] = (_normalise(value, unit)[0] if isinstance(value, float)
+                         else (math.nan if value is None else value))
         rows.append(row)
     return canonical_frame(pd.DataFrame.from_records(rows), source)
 

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from kprof.errors import KprofError
+from kprof.core.errors import KprofError
 from kprof.ncu.locate import find_ncu
 
 _EXTRAS = ("extras/python", "../extras/python", "../../nsight-compute/extras/python")

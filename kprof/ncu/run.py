@@ -8,11 +8,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from kprof.errors import KprofError
+from kprof.core.errors import KprofError
 from kprof.ncu.locate import NcuBinary, find_ncu
 from kprof.ncu.parse import frame_from_report_records, read_ncu_csv
 from kprof.ncu.report_module import find_report_module, report_records
-from kprof.ncu.target import RANGE
 
 PERMISSION_HINT = ("no permission to read GPU performance counters (ERR_NVGPUCTRPERM): run as root, or set the "
                    "nvidia module option NVreg_RestrictProfilingToAdminUsers=0")
@@ -25,13 +24,16 @@ def require_ncu() -> NcuBinary:
     return ncu
 
 
+RANGE = "kprof"  # the NVTX range around the one profiled operation (kprof.commands.ncu_target)
+
+
 def profile_command(ncu: str, metrics: list[str], export: Path, target_args: list[str]) -> list[str]:
     """The ncu invocation: kernel replay, caches flushed, clocks untouched, only the NVTX range."""
     return [
         ncu, "--target-processes", "all", "--replay-mode", "kernel", "--cache-control", "all",
         "--clock-control", "none", "--nvtx", "--nvtx-include", f"{RANGE}/", "--metrics", ",".join(metrics),
         "--export", str(export), "--force-overwrite",
-        sys.executable, "-m", "kprof.ncu.target", *target_args,
+        sys.executable, "-m", "kprof.commands.ncu_target", *target_args,
     ]
 
 
@@ -44,12 +46,14 @@ def _check(proc: subprocess.CompletedProcess, what: str) -> None:
     if "ERR_NVGPUCTRPERM" in text:
         raise KprofError(PERMISSION_HINT)
     if proc.returncode != 0:
-        errors = [ln for ln in text.splitlines() if "==ERROR==" in ln or "Error" in ln] or text.strip().splitlines()[-1:]
+        errors = ([ln for ln in text.splitlines() if "==ERROR==" in ln or "Error" in ln]
+                  or text.strip().splitlines()[-1:])
         raise KprofError(f"{what} failed (exit {proc.returncode}): {errors[-1][:300] if errors else 'no output'}; "
                          "run the target alone to see its error")
 
 
-def capture(metrics: list[str], target_args: list[str], out_dir: Path, index: int, timeout_s: float = 900) -> tuple[Path, pd.DataFrame]:
+def capture(metrics: list[str], target_args: list[str], out_dir: Path, index: int,
+            timeout_s: float = 900) -> tuple[Path, pd.DataFrame]:
     """One ncu capture: ``.ncu-rep`` and its raw CSV kept in ``out_dir``; returns the parsed frame."""
     ncu = require_ncu()
     out_dir.mkdir(parents=True, exist_ok=True)

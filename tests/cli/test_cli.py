@@ -75,7 +75,7 @@ def test_user_errors_are_one_line_with_nonzero_exit(runner, args, message):
     assert r.exit_code == 1
     assert message in r.output
     assert "Traceback" not in r.output
-    assert len([l for l in r.output.splitlines() if l.strip()]) <= 2
+    assert len([line for line in r.output.splitlines() if line.strip()]) <= 2
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU refusal of a GPU-only method")

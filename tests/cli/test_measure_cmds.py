@@ -27,7 +27,8 @@ def test_compare_default_on_cpu_prints_table_and_writes_result(run_in, tmp_path)
 
 
 def test_compare_json_is_the_result_document(run_in, tmp_path):
-    r = run_in(["compare", "--method", "math", "--baseline", "math", "--json", "--out", str(tmp_path / "x.json"), *TINY])
+    r = run_in(["compare", "--method", "math", "--baseline", "math", "--json", "--out", str(tmp_path / "x.json"),
+                *TINY])
     assert r.exit_code == 0, r.output
     doc = json.loads(r.output)
     assert doc == json.loads((tmp_path / "x.json").read_text())
@@ -66,7 +67,8 @@ def test_chain_stages_show_prefixes_and_marginal_costs_that_add_up(run_in, tmp_p
     (["compare", "--graph"], "--graph needs a CUDA device"),
 ])
 def test_bad_protocol_input_is_one_line(run_in, args, message):
-    r = run_in([*args, "--device", "cpu", "--observations", "1", "--rounds", args[2] if args[1:2] == ["--rounds"] else "1"])
+    r = run_in([*args, "--device", "cpu", "--observations", "1",
+                "--rounds", args[2] if args[1:2] == ["--rounds"] else "1"])
     assert r.exit_code == 1, r.output
     assert message in r.output
     assert "Traceback" not in r.output
@@ -155,7 +157,7 @@ def test_bad_observations_are_dropped_and_over_one_percent_fail_after_writing(ru
     with one line naming the rows, and the raw observations are on disk."""
     import numpy as np
 
-    from kprof import clocks
+    from kprof.measure import clocks
 
     real = clocks._HostRecorder.elapsed_us
     count = {"n": 0}
@@ -172,7 +174,7 @@ def test_bad_observations_are_dropped_and_over_one_percent_fail_after_writing(ru
     out = tmp_path / "r.json"
     r = run_in(["compare", "--method", "math", "--baseline", "math", "--out", str(out), "--rounds", "10",
                 "--observations", "10", "--warmup-pairs", "0", "--evict-mib", "1", "--device", "cpu"])
-    from kprof.results import load_result
+    from kprof.results.result import load_result
 
     res = load_result(out)
     assert sum(s.bad_observations for s in res.summaries.values()) == count["n"] // bad_every

@@ -1,14 +1,14 @@
 import pytest
 import torch
 
-from kprof.errors import ConfigError, KprofError, MethodUnavailable
-from kprof.methods import METHODS, get_method
-from kprof.methods.reference import dense_attention_fp64
-from kprof.validation import compare_outputs
+from kprof.core.errors import ConfigError, KprofError, MethodUnavailable
+from kprof.methods import get_method, registered
+from kprof.methods.dense_reference import dense_attention_fp64
+from kprof.methods.validation import compare_outputs
 
 
 def test_registry_has_the_dense_baselines():
-    assert {"flash", "cudnn", "math", "triton-dense"} <= set(METHODS)
+    assert {"flash", "cudnn", "math", "triton-dense", "santa", "fathom"} <= set(registered())
 
 
 def test_unknown_method_lists_the_known_ones():

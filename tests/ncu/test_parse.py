@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from kprof.errors import KprofError
+from kprof.core.errors import KprofError
 from kprof.ncu.parse import medians_over_captures, parse_number, read_ncu_csv, short_kernel_name, table14
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "ncu" / "h200_sdpa_flash_raw_base_units.csv"

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from kprof.cli.main import cli
-from kprof.errors import KprofError
+from kprof.core.errors import KprofError
 from kprof.ncu import run as ncu_run
 from kprof.ncu.metrics import TABLE14, resolve_metrics
 
@@ -21,7 +21,7 @@ def test_profile_command_is_assembled_as_specified(tmp_path):
                                   ["--method", "santa", "--workload", "w"])
     joined = " ".join(cmd)
     for part in ("--replay-mode kernel", "--cache-control all", "--clock-control none", "--nvtx",
-                 "--nvtx-include kprof/", "--export", "-m kprof.ncu.target --method santa --workload w"):
+                 "--nvtx-include kprof/", "--export", "-m kprof.commands.ncu_target --method santa --workload w"):
         assert part in joined
     metrics = cmd[cmd.index("--metrics") + 1].split(",")
     assert metrics[: len(TABLE14)] == list(TABLE14.values()) and "dram__bytes_read.sum" in metrics
@@ -161,9 +161,9 @@ def test_cli_import_rejects_non_ncu_file(tmp_path):
 
 def test_ncu_sum_is_shown_beside_the_event_timed_median(tmp_path):
     from kprof.cli import ncu_cmd
-    from kprof.compare import run_compare
-    from kprof.results import save_result
-    from kprof.session import MeasurementSession
+    from kprof.commands.compare import run_compare
+    from kprof.commands.session import MeasurementSession
+    from kprof.results.result import save_result
 
     session = MeasurementSession.open("cpu", "cpu-smoke", {"rounds": 2, "warmup_pairs": 0, "observations": 2,
                                                              "evict_mib": 1})

@@ -5,7 +5,7 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
-from kprof.errors import KprofError  # noqa: E402
+from kprof.core.errors import KprofError  # noqa: E402
 from kprof.workloads.capture import CaptureRequest, capture  # noqa: E402
 
 ARCHS = {

@@ -4,7 +4,7 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from kprof.errors import WorkloadError
+from kprof.core.errors import WorkloadError
 from kprof.workloads import load, save
 
 
@@ -121,7 +121,6 @@ def test_failed_save_leaves_existing_file_intact(tmp_path, make_workload, monkey
 
 def test_resolve_shape_names_a_spec_without_synthesising_it_and_reads_files(tmp_path, make_workload, monkeypatch):
     import kprof.workloads.resolve as resolve
-
     from kprof.workloads import SPECS, resolve_shape
 
     monkeypatch.setattr(resolve, "synthesize", lambda *a, **k: pytest.fail("a spec's shape must not synthesise it"))

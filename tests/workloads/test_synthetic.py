@@ -3,11 +3,11 @@ import math
 import pytest
 import torch
 
+from kprof.core.errors import WorkloadError
 from kprof.workloads import SPECS, get_spec, synthesize
 from kprof.workloads.rope import apply_rope
 from kprof.workloads.specs import WorkloadSpec
 from kprof.workloads.statistics import attention_profile
-from kprof.errors import WorkloadError
 
 
 def test_named_specs_have_the_documented_shapes():

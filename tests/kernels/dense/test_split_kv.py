@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from kprof.methods import get_method
-from kprof.methods.reference import dense_attention_fp64
-from kprof.validation import compare_outputs
+from kprof.methods.dense_reference import dense_attention_fp64
+from kprof.methods.validation import compare_outputs
 from kprof.workloads import synthesize
 
 
@@ -49,7 +49,8 @@ def test_a_wrong_kernel_would_be_caught(target, make_workload):
     """The check itself can fail: dropping the last key changes the output beyond tolerance."""
     w = make_workload(14, 2, 200, 64, seed=2, scale=3.0)
     method = get_method("triton-dense")
-    truncated = type(w)(q=w.q, k=w.k[:, :-1], v=w.v[:, :-1], positions=w.positions[:-1], query_position=w.query_position)
+    truncated = type(w)(q=w.q, k=w.k[:, :-1], v=w.v[:, :-1], positions=w.positions[:-1],
+                        query_position=w.query_position)
     out = method.prepare(truncated, target).run()
     assert not compare_outputs(out, dense_attention_fp64(w), 1e-5).passed
 

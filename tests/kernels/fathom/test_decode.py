@@ -5,10 +5,10 @@ import math
 import pytest
 import torch
 
-from kprof.config_space import resolve_method_config
-from kprof.kernels.fathom.decode import LAUNCH_SPACES, RECENT_TOKENS, SINK_TOKENS, FathomDecode
-from kprof.kernels.fathom.operator import water
+from kprof.core.config_space import resolve_method_config
 from kprof.kernels.fathom.reference import approximate_scores
+from kprof.kernels.fathom.scan import water
+from kprof.kernels.fathom.step import LAUNCH_SPACES, RECENT_TOKENS, SINK_TOKENS, FathomDecode
 from kprof.methods import get_method
 
 
@@ -120,7 +120,7 @@ def test_fathom_budget_bounds_the_bits(make_workload, target):
 
 
 def test_gather_option_picks_the_fused_scan_and_rejects_unknown_values(make_workload, target):
-    from kprof.errors import ConfigError
+    from kprof.core.errors import ConfigError
 
     w = make_workload(4, 2, 128, 128, seed=1)
     p = get_method("scan32:gather=fused,k=40").prepare(w, target)
@@ -135,7 +135,7 @@ def test_gather_option_picks_the_fused_scan_and_rejects_unknown_values(make_work
 def test_methods_on_one_workload_share_one_residency_while_a_step_holds_it(make_workload, target):
     import gc
 
-    from kprof.kernels.fathom.decode import FathomResidency
+    from kprof.kernels.fathom.step import FathomResidency
 
     w = make_workload(4, 2, 128, 32, seed=3).to(target.device)  # as a comparison loads it: once
     a = get_method("fathom:k=40").prepare(w, target).handle
@@ -156,7 +156,7 @@ def test_methods_on_one_workload_share_one_residency_while_a_step_holds_it(make_
 
 
 def test_rows_longer_than_the_triton_top_k_holds_take_the_torch_launches(make_workload, target, monkeypatch):
-    import kprof.kernels.fathom.decode as decode
+    import kprof.kernels.fathom.step as decode
 
     monkeypatch.setattr(decode, "MAX_TRITON_TOPK_ROW", 64)  # 4,100 tokens: 129 chunks > 64
     w, op = _decode(make_workload, target, n=4100, prune=2)
@@ -209,7 +209,7 @@ def test_a_step_pipelined_over_head_ranges_equals_the_unpipelined_step(make_work
 def test_the_pipelined_step_replays_from_a_graph_and_under_another_stream(make_workload):
     """The two-stream step captured in a CUDA graph (as ``--graph`` times it) and replayed twice,
     and run back to back under a non-default stream, gives the unpipelined step's output exactly."""
-    from kprof.harness import capture_graph as capture
+    from kprof.measure.harness import capture_graph as capture
 
     device = torch.device("cuda")
     w = make_workload(16, 8, 20000, 64, seed=13, scale=2.0).to(device)

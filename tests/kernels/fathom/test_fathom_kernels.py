@@ -3,9 +3,9 @@
 import pytest
 import torch
 
-from kprof.config_space import resolve_method_config
-from kprof.kernels.fathom.operator import LAUNCH_SPACES, FathomScan
+from kprof.core.config_space import resolve_method_config
 from kprof.kernels.fathom.reference import approximate_scores, importance, water_fill
+from kprof.kernels.fathom.scan import LAUNCH_SPACES, FathomScan
 from kprof.kernels.fathom.store import FathomStore
 
 
@@ -172,8 +172,8 @@ def test_full_budget_scan_approaches_exact_scores(make_workload, target):
 
 
 def test_fixed_channel_policies_pick_top_summed_abs_q(make_workload, target):
-    from kprof.kernels.fathom.operator import ALL_CHANNELS, top_q
     from kprof.kernels.fathom.reference import scan_bits
+    from kprof.kernels.fathom.scan import ALL_CHANNELS, top_q
 
     w = make_workload(4, 2, 128, 32, seed=7)
     w.q[0, 5] = w.q[1, 5] = 50.0  # channel 5 dominates the first group's |q|
@@ -196,7 +196,7 @@ def test_fixed_channel_policies_pick_top_summed_abs_q(make_workload, target):
 
 
 def test_sparq_tie_goes_to_the_lower_channel(target):
-    from kprof.kernels.fathom.operator import top_q
+    from kprof.kernels.fathom.scan import top_q
     from kprof.workloads import Workload
 
     # the worked example's grouped |q| = (4, 3, 3, 0.3): r = 2 keeps channels 0 and 1

@@ -4,8 +4,17 @@ import numpy as np
 import pytest
 import torch
 
-from kprof.kernels.fathom.reference import (approximate_scores, dequantize_prefix, depths_at, importance,
-                                            pack_planes, quantize, scan_bits, unpack_planes, water_fill)
+from kprof.kernels.fathom.reference import (
+    approximate_scores,
+    depths_at,
+    dequantize_prefix,
+    importance,
+    pack_planes,
+    quantize,
+    scan_bits,
+    unpack_planes,
+    water_fill,
+)
 
 # Appendix A: six keys, four channels, two query heads sharing the KV head
 K = torch.tensor([[1.8, 0.4, -0.2, 0.05], [-1.1, 0.9, 0.3, -0.02], [0.3, -1.2, 0.1, 0.04],

@@ -4,9 +4,9 @@ import pytest
 import torch
 import triton
 
-from kprof.kernels.fathom.decode import RECENT_TOKENS, SINK_TOKENS
-from kprof.kernels.fathom.operator import CHUNK
+from kprof.kernels.fathom.scan import CHUNK
 from kprof.kernels.fathom.selection import fathom_topk, fathom_union
+from kprof.kernels.fathom.step import RECENT_TOKENS, SINK_TOKENS
 
 
 def _topk(scores: torch.Tensor, k: int, device, **kw) -> torch.Tensor:
@@ -58,9 +58,9 @@ def _check_top_k(scores: torch.Tensor, got: torch.Tensor, k: int) -> None:
         assert torch.equal(torch.sort(s[row]).values, expected)
 
 
-@pytest.mark.parametrize("n,k,tile,radix_bits,search", [(4100, 48, 4096, 0, 0), (4100, 48, 64, 4, 0), (9000, 100, 128, 8, 0),
-                                                        (1300, 40, 32, 2, 0), (4100, 48, 4096, 0, 1),
-                                                        (9000, 100, 128, 0, 1)])
+@pytest.mark.parametrize("n,k,tile,radix_bits,search", [(4100, 48, 4096, 0, 0), (4100, 48, 64, 4, 0),
+                                                        (9000, 100, 128, 8, 0), (1300, 40, 32, 2, 0),
+                                                        (4100, 48, 4096, 0, 1), (9000, 100, 128, 0, 1)])
 def test_topk_is_exact_on_random_scores(target, n, k, tile, radix_bits, search):
     """4,100 tokens: a partial last chunk; small tiles carry the ranks across many prefix sums;
     bisection over the whole range or bracketed with an early stop, and radix select with 2-,

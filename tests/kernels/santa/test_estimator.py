@@ -6,9 +6,21 @@ import pytest
 import torch
 
 from kprof.kernels.santa.reference import (
-    Selection, Teams, build_teams, contiguous_parents, estimate_sums, gumbel, inclusion_probability,
-    kv_access, log_inclusion_probability, routing_logits, sample_teams, santa_attention, team_budget)
-from kprof.methods.reference import dense_attention_fp64
+    Selection,
+    Teams,
+    build_teams,
+    contiguous_parents,
+    estimate_sums,
+    gumbel,
+    inclusion_probability,
+    kv_access,
+    log_inclusion_probability,
+    routing_logits,
+    sample_teams,
+    santa_attention,
+    team_budget,
+)
+from kprof.methods.dense_reference import dense_attention_fp64
 from kprof.workloads import Workload
 
 

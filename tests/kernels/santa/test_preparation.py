@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from kprof.errors import ConfigError
+from kprof.core.errors import ConfigError
 from kprof.kernels.santa import SantaSettings, TeamLayout, build_layout, load_or_build, pack
 from kprof.kernels.santa.cache import cache_path
 from kprof.workloads import load, save

@@ -5,12 +5,17 @@ import math
 import pytest
 import torch
 
-from kprof.config_space import resolve_method_config
+from kprof.core.config_space import resolve_method_config
 from kprof.kernels.santa import SantaSettings, build_layout, pack
-from kprof.kernels.santa.operator import LAUNCH_SPACES, SantaDecode
-from kprof.kernels.santa.reference import (Selection, attention_with_selection, inclusion_probability,
-                                           routing_logits, sample_teams)
-from kprof.methods.reference import dense_attention_fp64
+from kprof.kernels.santa.reference import (
+    Selection,
+    attention_with_selection,
+    inclusion_probability,
+    routing_logits,
+    sample_teams,
+)
+from kprof.kernels.santa.step import LAUNCH_SPACES, SantaDecode
+from kprof.methods.dense_reference import dense_attention_fp64
 
 SMALL = {"score": {"BLOCK_M": 16}, "topk": {"BLOCK_T": 16}, "attend": {"BLOCK_R": 16, "NUM_SPLITS": 4}}
 
@@ -188,7 +193,7 @@ def test_gpu_dependent_launches_match_the_plain_chain(make_workload, target):
     selections and output must equal the plain chain's bit for bit, run after run (fresh noise
     each call, so every run depends on the previous merge's seed update), eagerly and replayed
     from a CUDA graph."""
-    from kprof.kernels.dependent_launch import pdl_supported
+    from kprof.kernels.common.dependent_launch import pdl_supported
 
     if not pdl_supported(target.device):
         pytest.skip("this GPU or Triton has no programmatic dependent launch")

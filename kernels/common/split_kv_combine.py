@@ -1,0 +1,33 @@
+"""The split-softmax combine: partials of several key ranges (running max ``m``, mass ``l``,
+weighted values ``acc`` per split) rescaled to a common max and normalised, one program per
+query head. Shared by the dense split-KV decode, SANTA++'s reducer and Fathom's attention."""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from kprof.kernels.common.dependent_launch import release_dependents, wait_for_predecessor
+
+
+@triton.jit
+def split_kv_combine(
+    M_in, L_in, Acc_in, Out,
+    num_splits,
+    stride_mh, stride_ah, stride_as, stride_oh,
+    BLOCK_S: tl.constexpr, HEAD_D: tl.constexpr, PDL: tl.constexpr = False,
+):
+    wait_for_predecessor(PDL)  # the partials come from the launch before
+    release_dependents(PDL)
+    h = tl.program_id(0)
+    offs_s = tl.arange(0, BLOCK_S)
+    offs_d = tl.arange(0, HEAD_D)
+    s_mask = offs_s < num_splits
+    m = tl.load(M_in + h * stride_mh + offs_s, mask=s_mask, other=float("-inf"))
+    mass = tl.load(L_in + h * stride_mh + offs_s, mask=s_mask, other=0.0)
+    acc = tl.load(Acc_in + h * stride_ah + offs_s[:, None] * stride_as + offs_d[None, :],
+                  mask=s_mask[:, None], other=0.0)
+    m_max = tl.max(m, axis=0)
+    w = tl.where(s_mask, tl.exp2(m - m_max), 0.0)
+    out = tl.sum(acc * w[:, None], axis=0) / tl.sum(mass * w, axis=0)
+    tl.store(Out + h * stride_oh + offs_d, out.to(Out.dtype.element_ty))

@@ -1,0 +1,146 @@
+"""``fathom`` and its channel-scan baselines (``scan32``, ``sparq16``, ``scan-full``).
+
+All four share the 4-bit bit-plane index, the gather, the scan, the top-k, the union and the
+exact attention; they differ only in how the plan picks channel depths. Options:
+``fathom:budget=48,k=512,index=host,rows=host,basis=raw,gather=fused,pages=default,pieces=4``
+(baselines take all but ``budget``). ``pages=huge`` / ``pages=wc`` pin the host-resident index and rows
+on transparent huge pages / write-combined memory (``kprof.core.host_memory``) instead of
+cudaHostAlloc's. ``gather=fused`` (default): the scan reads the active planes where the index
+lives, so its loads are the gather (same bytes, one pass); ``gather=copy``: the gather launch
+stages them in HBM and the scan reads the copy. ``pieces=4`` (default with the index in host
+memory, at most one per KV head): the step is pipelined over ranges of KV heads; one scan
+launch goes through the heads in order and counts the tiles it has done per head, and each
+range's top-k (which also builds the range's union), fetch and attention run on a second
+stream, the top-k waiting in the kernel for its heads' counts (``FathomDecode.run``). More
+ranges hide more of the scan, but every launch they add costs device time even when the host
+enqueues ahead. ``pieces=1`` (default with ``index=hbm``, whose short step the launches' host
+time would bound) runs the launches one after another. ``pages`` defaults to cudaHostAlloc's
+memory; the other kinds are there to compare against it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import ClassVar
+
+import torch
+
+from kprof.core.config_space import MethodConfig
+from kprof.core.errors import ConfigError
+from kprof.kernels.fathom.reference import scan_bits
+from kprof.kernels.fathom.scan import ALL_CHANNELS, top_q, water
+from kprof.kernels.fathom.step import LAUNCH_SPACES, FathomDecode, FathomResidency
+from kprof.methods.base import Method, Prepared, Stage
+from kprof.methods.registry import register
+from kprof.workloads.workload import Workload
+
+_CHOICES = {"index": ("host", "hbm"), "rows": ("host", "hbm"), "basis": ("raw", "klt"), "gather": ("copy", "fused"),
+            "pages": ("default", "huge", "wc")}
+
+
+class _FathomFamily(Method):
+    selection_dependent = True
+    pow2_head_dim = True
+    dtypes = (torch.float16, torch.bfloat16, torch.float32)
+    takes_budget: ClassVar[bool] = False
+
+    def __init__(self, budget: float = 48.0, k: int = 512, index: str = "host", rows: str = "host", basis: str = "raw",
+                 gather: str = "fused", pages: str = "default", pieces: int | None = None):
+        self.budget, self.k, self.index, self.rows, self.basis = float(budget), int(k), index, rows, basis
+        self.gather, self.pages = gather, pages
+        # the HBM-index step is shorter than the host time of a pipelined step's launches, so it
+        # runs unpipelined unless asked
+        self.pieces = pieces if pieces is not None else (4 if index == "host" else 1)
+
+    @classmethod
+    def from_options(cls, options: dict[str, str]) -> "Method":
+        kw: dict = {}
+        for key, value in options.items():
+            if key in _CHOICES:
+                if value not in _CHOICES[key]:
+                    raise ConfigError(f"{cls.name} option {key}={value!r}: choose {' or '.join(_CHOICES[key])}")
+                kw[key] = value
+            elif key in ("k", "pieces") or (key == "budget" and cls.takes_budget):
+                try:
+                    kw[key] = float(value) if key == "budget" else int(value)
+                except ValueError:
+                    raise ConfigError(f"{cls.name} option {key}={value!r} must be a number") from None
+                if key == "pieces" and kw[key] < 1:
+                    raise ConfigError(f"{cls.name} option pieces={value}: use 1 (no pipelining) or more")
+            else:
+                allowed = ["k", "pieces", *_CHOICES] + (["budget"] if cls.takes_budget else [])
+                raise ConfigError(f"unknown {cls.name} option {key!r}: use {', '.join(allowed)}")
+        return cls(**kw)
+
+    fixed_channels: ClassVar[int | None] = None  # baselines: channels read at 4 bits (None: all)
+
+    def policy(self):
+        """Water-filling for Fathom; the fixed-channel rule of the baselines otherwise."""
+
+        if self.takes_budget:
+            return water(self.budget)
+        return top_q(self.fixed_channels) if self.fixed_channels else ALL_CHANNELS
+
+    def config_space(self):
+
+        return LAUNCH_SPACES
+
+    def _prepare(self, workload: Workload, config: MethodConfig) -> Prepared:
+
+        residency = FathomResidency.shared(workload.k, workload.v, workload.q.device, self.index, self.rows, self.basis,
+                                           self.pages)
+        op = FathomDecode(workload.q, workload.k, workload.v, self.policy(), self.k, config, workload.q.device,
+                          residency=residency, gather=self.gather, pieces=self.pieces)
+        op.scan.launch_plan()  # one plan outside timing, only to report the bytes this query reads
+        bits = [scan_bits(op.scan.depth[h].cpu()) for h in range(op.hkv)]
+        return Prepared(
+            method=self.name, config=config, run=op.run,
+            stages=tuple(Stage(name, fn) for name, fn in op.stages()),
+            expected_kernels=(), output=op.out, handle=op, faults=op.faults,
+            details={"k": op.k_top, "index": self.index, "rows": self.rows, "basis": self.basis, "gather": self.gather,
+                     "pages": self.pages, "pieces": len(op.pieces) if op.side is not None else 1,
+                     "scan_bits_per_token": bits, "index_bytes": op.store.nbytes(),
+                     "scan_bytes_per_step": sum(b * workload.shape.n / 8 for b in bits)},
+        )
+
+    def reference_for(self, workload: Workload, prepared: Prepared) -> torch.Tensor:
+        """fp64 exact attention of each head over its own selected tokens (the kernel's winners)."""
+        winners = prepared.handle.winners()
+        q = workload.q.detach().cpu().double()
+        group = q.shape[0] // workload.k.shape[0]
+        out = torch.empty_like(q)
+        for h in range(q.shape[0]):
+            # only the winner rows leave the device: the whole cache in fp64 is 16 GB at 1M tokens
+            rows = winners[h].to(workload.k.device)
+            k = workload.k[h // group].index_select(0, rows).cpu().double()
+            v = workload.v[h // group].index_select(0, rows).cpu().double()
+            p = torch.softmax(k @ q[h] / math.sqrt(q.shape[1]), dim=0)
+            out[h] = p @ v
+        return out
+
+
+@register
+class Fathom(_FathomFamily):
+    name = "fathom"
+    summary = "Fathom: per-query water-filled read depth over 4-bit bit planes (budget = code bits/token)"
+    takes_budget = True
+
+
+@register
+class Scan32(_FathomFamily):
+    name = "scan32"
+    summary = "32 channels by group |q| at 4 bits (SparQ r=32 / Double Sparsity / Loki byte count, 136 bits)"
+    fixed_channels = 32
+
+
+@register
+class Sparq16(_FathomFamily):
+    name = "sparq16"
+    summary = "SparQ r=16: 16 channels by group |q| at 4 bits (68 bits)"
+    fixed_channels = 16
+
+
+@register
+class ScanFull(_FathomFamily):
+    name = "scan-full"
+    summary = "every channel at 4 bits (544 bits)"

@@ -1,0 +1,109 @@
+"""``santa``: SANTA++ (representative-key team sampling) as five Triton launches.
+
+Options are given with the method name: ``santa:p=16,r=4,s=124,parents=kmeans,seed=0`` (or
+``k=`` instead of ``s=``; ``seed`` seeds k-means, ``noise_seed`` the Gumbel noise, ``fresh=1``
+draws new noise on every call, and ``out=fp32`` keeps P.V and the output in fp32 so validation
+sees the accumulation error without the final fp16/bf16 rounding; ``pdl=0|1`` turns programmatic
+dependent launch of launches 2-5 off or on, default on where the GPU supports it). Preparation (teams,
+packing, workspaces) happens in ``prepare``; ``run`` is the five launches.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+from kprof.core.config_space import MethodConfig
+from kprof.core.errors import ConfigError, MethodUnavailable
+from kprof.core.target import ExecutionTarget
+from kprof.kernels.santa import SantaSettings, load_or_build, pack
+from kprof.kernels.santa.reference import Selection, attention_with_selection
+from kprof.kernels.santa.step import KERNEL_NAMES, LAUNCH_SPACES, SantaDecode
+from kprof.methods.base import Method, Prepared, Stage
+from kprof.methods.registry import register
+from kprof.workloads.workload import Workload
+
+_INT_OPTIONS = ("p", "r", "s", "k", "seed", "noise_seed", "fresh", "pdl")
+
+
+@register
+class Santa(Method):
+    name = "santa"
+    summary = "SANTA++: score representatives, Gumbel top-(K+1), merge + GQA union, selected attention, reduce"
+    dtypes = (torch.float16, torch.bfloat16, torch.float32)
+    sampled = True
+    selection_dependent = True
+    pow2_head_dim = True
+
+    def __init__(self, p: int = 16, r: int = 4, s: int = 124, k: int | None = None, parents: str = "kmeans",
+                 seed: int = 0, noise_seed: int = 0, fresh: int = 0, out: str = "native", pdl: int | None = None):
+
+        self.settings = SantaSettings(p=p, r=r, s=s, parents=parents, seed=seed)
+        self.k_override = k
+        self.noise_seed = noise_seed
+        self.fresh = bool(fresh)
+        if out not in ("native", "fp32"):
+            raise ConfigError(f"santa option out={out!r}: use out=native (the input dtype) or out=fp32")
+        self.out = out
+        if pdl not in (None, 0, 1):
+            raise ConfigError(f"santa option pdl={pdl}: use pdl=1 (programmatic dependent launch) or pdl=0")
+        self.pdl = None if pdl is None else bool(pdl)
+
+    @classmethod
+    def from_options(cls, options: dict[str, str]) -> "Santa":
+        kw = {}
+        for key, value in options.items():
+            if key in ("parents", "out"):
+                kw[key] = value
+            elif key in _INT_OPTIONS:
+                try:
+                    kw[key] = int(value)
+                except ValueError:
+                    raise ConfigError(f"santa option {key}={value!r} must be an integer") from None
+            else:
+                raise ConfigError(f"unknown santa option {key!r}: use {', '.join(_INT_OPTIONS + ('parents', 'out'))}")
+        return cls(**kw)
+
+    def config_space(self):
+
+        return LAUNCH_SPACES
+
+    def check_available(self, workload: Workload, target: ExecutionTarget) -> None:
+        super().check_available(workload, target)
+        if workload.shape.group > 8:
+            raise MethodUnavailable(f"santa supports GQA groups up to 8, this workload has {workload.shape.group}")
+
+    def _prepare(self, workload: Workload, config: MethodConfig) -> Prepared:
+
+        t0 = time.perf_counter()
+        layout, outcome = load_or_build(workload, self.settings)
+        arts = pack(workload.k, workload.v, layout)
+        m_min, m_max = int(layout.num_teams.min()), int(layout.num_teams.max())
+        k = self.k_override if self.k_override is not None else self.settings.budget(m_min)
+        op = SantaDecode(workload.q, arts, k, config, seed=self.noise_seed, fresh=self.fresh,
+                         out_dtype=torch.float32 if self.out == "fp32" else None, pdl=self.pdl)
+        mem = arts.memory()
+        return Prepared(
+            method=self.name,
+            config=config,
+            run=op.run,
+            stages=tuple(Stage(name, fn) for name, fn in op.stages()),
+            expected_kernels=KERNEL_NAMES,
+            output=op.out,
+            details={
+                "settings": self.settings.__dict__, "noise_seed": self.noise_seed, "out": self.out, "k": op.k,
+                "all_teams": op.all_teams, "pdl": op.pdl,
+                "teams_per_kv_head": layout.num_teams.tolist(), "teams_min_max": [m_min, m_max],
+                "memory_bytes": mem, "team_cache": outcome.status, "prepare_seconds": time.perf_counter() - t0,
+            },
+            handle=op,
+        )
+
+    def reference_for(self, workload: Workload, prepared: Prepared) -> torch.Tensor:
+        """fp64 output with the kernels' own selected teams and corrections (Appendix E)."""
+
+        op = prepared.handle
+        teams, corrections = op.selections()
+        return attention_with_selection(workload.q, workload.k, workload.v, op.arts.layout.teams(),
+                                        [Selection(t, c) for t, c in zip(teams, corrections)])

@@ -1,0 +1,240 @@
+"""SantaDecode: workspaces and the five launches of one SANTA++ decode step.
+
+All buffers are allocated in ``__init__``; ``run()`` only launches (no host sync, no allocation,
+no Python loop over heads or teams), so it can be captured in a CUDA graph.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import triton
+
+from kprof.core.config_space import Constraint, LaunchConfig, LaunchSpace, Param
+from kprof.core.errors import ConfigError
+from kprof.kernels.common.dependent_launch import resolve_pdl
+from kprof.kernels.common.split_kv_combine import split_kv_combine
+from kprof.kernels.santa import triton_kernels
+from kprof.kernels.santa.preparation import SantaArtifacts
+from kprof.kernels.santa.triton_kernels import (
+    LOG2E,
+    santa_attend,
+    santa_block_topk,
+    santa_gumbel_dump,
+    santa_merge_union,
+    santa_score,
+)
+
+SELECT_HELP = "0: full bitonic sort; 1: tl.topk (Triton 3.6+); 2: radix select (RADIX_BITS per pass)"
+TOPK_SELECT_HELP = SELECT_HELP + "; 3: tl.topk on the 32-bit score word, then a threshold (Triton 3.6+)"
+MERGE_SELECT_HELP = SELECT_HELP + "; 3: tl.topk on the 32-bit score words, selection by threshold (Triton 3.6+)"
+RADIX_HELP = "bits decided per radix-select pass (SELECT=2): 32/RADIX_BITS reductions of 2^RADIX_BITS counts"
+_TOPK_AVAILABLE = Constraint("SELECT=1 and 3 need tl.topk, which this Triton lacks",
+                             lambda c, s: c["SELECT"] not in (1, 3) or triton_kernels.HAS_TOPK)
+
+_GATHER_AVAILABLE = Constraint("merge.GATHER=1 needs tl.gather (Triton 3.2+)",
+                               lambda c, s: not c.get("GATHER") or triton_kernels.HAS_GATHER)
+
+# Selection defaults are the fastest choices at the 32K workload: merge uses tl.topk where Triton
+# has it, else the full sort; topk the 32-bit-word threshold (SELECT=3) over BLOCK_T 2048, 16 warps.
+_BEST_SELECT = 1 if triton_kernels.HAS_TOPK else 0
+_BEST_TOPK_SELECT = 3 if triton_kernels.HAS_TOPK else 0
+LAUNCH_SPACES = {
+    "score": LaunchSpace("score", (
+        Param("BLOCK_M", (16, 32, 64, 128, 256), 64, "representatives per program"),
+        Param("num_warps", (1, 2, 4, 8), 4),
+        Param("num_stages", (1, 2, 3), 2),
+    )),
+    "topk": LaunchSpace("topk", (
+        Param("BLOCK_T", (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192), 2048, "teams per block (>= K+1)"),
+        Param("SELECT", (0, 1, 2, 3), _BEST_TOPK_SELECT, TOPK_SELECT_HELP),
+        Param("RADIX_BITS", (1, 2, 4), 2, RADIX_HELP),
+        Param("num_warps", (1, 2, 4, 8, 16), 16),
+    ), (_TOPK_AVAILABLE,)),
+    "merge": LaunchSpace("merge", (
+        Param("SELECT", (0, 1, 2, 3), _BEST_SELECT, MERGE_SELECT_HELP),
+        Param("RADIX_BITS", (1, 2, 4), 2, RADIX_HELP),
+        Param("GATHER", (0, 1), 0,
+              "union position of a repeated team: 0 reads it back from a table in memory (measured as "
+              "fast or faster on the H200), 1 gathers it from registers (tl.gather, Triton 3.2+)"),
+        Param("num_warps", (1, 2, 4, 8, 16), 8),
+    ), (_TOPK_AVAILABLE, _GATHER_AVAILABLE)),
+    "attend": LaunchSpace("attend", (
+        # 64 rows per tile: one tile per split at the 32K workload instead of two dependent ones
+        Param("BLOCK_R", (16, 32, 64), 64, "virtual rows per tile"),
+        Param("NUM_SPLITS", (1, 2, 4, 8, 16, 32, 64, 128), 64, "row ranges per KV head"),
+        Param("SEARCH", (0, 1, 2), 2, "union entry of each row: 0 compares it with every entry's end, "
+              "1 binary-searches the tile's first entry, then compares with BLOCK_R ends; 2 finds "
+              "that first entry by counting all ends (one load) instead"),
+        Param("num_warps", (1, 2, 4, 8), 4),
+        Param("num_stages", (1, 2, 3), 1),
+    )),
+    "reduce": LaunchSpace("reduce", (Param("num_warps", (1, 2, 4, 8), 2),)),
+}
+
+KERNEL_NAMES = ("santa_score", "santa_block_topk", "santa_merge_union", "santa_attend", "split_kv_combine")
+
+
+class SantaDecode:
+    """One SANTA++ decode operator bound to a prepared workload."""
+
+    def __init__(self, q: torch.Tensor, arts: SantaArtifacts, k_teams: int, config: dict[str, LaunchConfig],
+                 seed: int = 0, fresh: bool = False, suffix_k: torch.Tensor | None = None,
+                 suffix_v: torch.Tensor | None = None, out_dtype: torch.dtype | None = None,
+                 pdl: bool | None = None):
+        dev = q.device
+        # launches 2-5 with programmatic dependent launch (None: where the GPU and Triton support it)
+        self.pdl = resolve_pdl(pdl, dev)
+        self._dependent = {"launch_pdl": True} if self.pdl else {}
+        hq, d = q.shape
+        hkv, n, _ = arts.packed_k.shape
+        self.q = q.contiguous()
+        self.arts = arts
+        self.group = hq // hkv
+        if self.group > 8:
+            raise ConfigError(f"GQA group {self.group} > 8 is not supported by the SANTA++ kernels")
+        self.hq, self.hkv, self.n, self.d = hq, hkv, n, d
+        self.m_max = arts.rep_keys.shape[1]
+        self.m_min = int(arts.layout.num_teams.min())
+        self.all_teams = k_teams >= int(arts.layout.num_teams.max())
+        # K = M: launches 2-3 still run (five launches) on a token K = 1 whose result attend ignores
+        self.k = 1 if self.all_teams else min(k_teams, self.m_min)
+        if not self.all_teams and self.k >= self.m_min:
+            raise ConfigError(f"K={k_teams} leaves no (K+1)-th team on a KV head with {self.m_min} teams: "
+                              "use K < min teams or K >= max teams (dense path)")
+        self.cfg = {name: dict(c) for name, c in config.items()}
+        self.kpad = max(2, triton.next_power_of_2(self.k + 1))
+        if self.cfg["topk"]["BLOCK_T"] < self.kpad:
+            raise ConfigError(f"topk.BLOCK_T={self.cfg['topk']['BLOCK_T']} cannot hold the K+1={self.k + 1} "
+                              f"working set: use BLOCK_T >= {self.kpad}")
+        self.block_g = max(16, triton.next_power_of_2(self.group))  # tl.dot needs >= 16 rows
+        self.merge_g = max(2, triton.next_power_of_2(self.group))
+        self.n_blocks = triton.cdiv(self.m_max, self.cfg["topk"]["BLOCK_T"])
+        self.ncand = self.n_blocks * self.kpad
+        self.ncp = max(triton.next_power_of_2(self.ncand), self.kpad)
+        self.umax = triton.next_power_of_2(max(2, self.group * self.k))
+        self.splits = self.cfg["attend"]["NUM_SPLITS"]
+        self.inv_sqrt_d = 1.0 / math.sqrt(d)
+        self.precision = "ieee" if q.dtype == torch.float32 else "tf32"
+        i32, f32 = torch.int32, torch.float32
+        self.seed = torch.tensor([seed], dtype=torch.int64, device=dev)
+        self.fresh = fresh
+        self.scores = torch.empty(hq, self.m_max, dtype=f32, device=dev)
+        self.cand = torch.empty(hq, self.n_blocks, self.kpad, dtype=torch.int64, device=dev)
+        self.sel_team = torch.empty(hq, self.kpad, dtype=i32, device=dev)
+        self.sel_logc = torch.empty(hq, self.kpad, dtype=f32, device=dev)
+        self.sel_key = torch.empty(hq, self.kpad, dtype=torch.int64, device=dev)  # merge's SELECT=2 scratch
+        self.u_team = torch.empty(hkv, self.umax, dtype=i32, device=dev)
+        self.u_start = torch.empty(hkv, self.umax, dtype=i32, device=dev)
+        self.u_rowpre = torch.empty(hkv, self.umax + 1, dtype=i32, device=dev)
+        self.u_count = torch.empty(hkv, dtype=i32, device=dev)
+        self.u_mask = torch.empty(hkv, self.umax, self.block_g, dtype=torch.int8, device=dev)
+        self.u_logc = torch.empty(hkv, self.umax, self.block_g, dtype=f32, device=dev)
+        # union bookkeeping per team slot; Owner must hold INT_MAX between calls (merge restores it)
+        self.owner = torch.full((hkv, self.m_max), 2**31 - 1, dtype=i32, device=dev)
+        self.pos = torch.empty(hkv, self.m_max, dtype=i32, device=dev)
+        self.m_part = torch.empty(hq, self.splits, dtype=f32, device=dev)
+        self.l_part = torch.empty_like(self.m_part)
+        self.acc = torch.empty(hq, self.splits, d, dtype=f32, device=dev)
+        # out_dtype=float32 keeps P.V and the output in fp32: the accumulation error on its own
+        self.out = torch.empty(hq, d, dtype=out_dtype or q.dtype, device=dev)
+        self.pv_fp32 = self.out.dtype == torch.float32 and q.dtype != torch.float32
+        e = 0 if suffix_k is None else suffix_k.shape[1]
+        self.n_suffix = e
+        self.suffix_k = (suffix_k if e else torch.zeros(hkv, 1, d, dtype=q.dtype, device=dev)).contiguous()
+        self.suffix_v = (suffix_v if e else torch.zeros(hkv, 1, d, dtype=q.dtype, device=dev)).contiguous()
+
+    # ------------------------------------------------------------------ the five launches
+
+    def launch_score(self) -> None:
+        c = self.cfg["score"]
+        a = self.arts
+        santa_score[(self.hkv, triton.cdiv(self.m_max, c["BLOCK_M"]))](
+            self.q, a.rep_keys, self.scores, self.m_max,
+            self.q.stride(0), a.rep_keys.stride(0), a.rep_keys.stride(1), self.scores.stride(0),
+            GROUP=self.group, BLOCK_G=self.block_g, BLOCK_M=c["BLOCK_M"], HEAD_D=self.d,
+            DOT_PRECISION=self.precision, PDL=self.pdl, num_warps=c["num_warps"], num_stages=c["num_stages"],
+        )
+
+    def launch_topk(self) -> None:
+        c = self.cfg["topk"]
+        a = self.arts
+        santa_block_topk[(self.hq, self.n_blocks)](
+            self.scores, a.team_len, a.num_teams, self.seed, self.cand,
+            self.m_max, self.inv_sqrt_d,
+            self.scores.stride(0), a.team_len.stride(0), self.cand.stride(0), self.cand.stride(1),
+            GROUP=self.group, BLOCK_T=c["BLOCK_T"], KPAD=self.kpad, NOISE=not self.all_teams,
+            SELECT=c["SELECT"], RADIX_BITS=c["RADIX_BITS"], PDL=self.pdl,
+            num_warps=c["num_warps"], **self._dependent,
+        )
+
+    def launch_merge(self) -> None:
+        a = self.arts
+        santa_merge_union[(self.hkv,)](
+            self.cand, self.scores, a.team_len, a.team_start, self.sel_team, self.sel_logc, self.sel_key,
+            self.u_team, self.u_start, self.u_rowpre, self.u_count, self.u_mask, self.u_logc,
+            self.owner, self.pos, self.seed,
+            self.inv_sqrt_d, self.k, self.m_max,
+            self.cand.stride(0), self.scores.stride(0), a.team_len.stride(0), self.sel_team.stride(0),
+            self.u_mask.stride(0), self.u_mask.stride(1),
+            GROUP=self.group, BLOCK_G=self.merge_g, NCP=self.ncp, NCAND=self.ncand, KPAD=self.kpad,
+            UMAX=self.umax, FRESH=self.fresh, SELECT=self.cfg["merge"]["SELECT"],
+            RADIX_BITS=self.cfg["merge"]["RADIX_BITS"], GATHER=bool(self.cfg["merge"]["GATHER"]), PDL=self.pdl,
+            num_warps=self.cfg["merge"]["num_warps"], **self._dependent,
+        )
+
+    def launch_attend(self) -> None:
+        c = self.cfg["attend"]
+        a = self.arts
+        santa_attend[(self.hkv, self.splits)](
+            self.q, a.packed_k, a.packed_v, self.suffix_k, self.suffix_v,
+            self.u_start, self.u_rowpre, self.u_logc,
+            self.m_part, self.l_part, self.acc,
+            self.n, self.n_suffix, self.inv_sqrt_d * LOG2E,
+            self.q.stride(0), a.packed_k.stride(0), a.packed_k.stride(1),
+            self.suffix_k.stride(0), self.suffix_k.stride(1), self.u_mask.stride(0), self.u_mask.stride(1),
+            self.m_part.stride(0), self.acc.stride(0), self.acc.stride(1),
+            GROUP=self.group, BLOCK_G=self.block_g, BLOCK_R=c["BLOCK_R"], HEAD_D=self.d, UMAX=self.umax,
+            NUM_SPLITS=self.splits, ALL_TEAMS=self.all_teams, DOT_PRECISION=self.precision, PV_FP32=self.pv_fp32,
+            SEARCH=c["SEARCH"], LOG2_UMAX=self.umax.bit_length() - 1, SUFFIX=self.n_suffix > 0,
+            PDL=self.pdl, num_warps=c["num_warps"], num_stages=c["num_stages"], **self._dependent,
+        )
+
+    def launch_reduce(self) -> None:
+        split_kv_combine[(self.hq,)](
+            self.m_part, self.l_part, self.acc, self.out, self.splits,
+            self.m_part.stride(0), self.acc.stride(0), self.acc.stride(1), self.out.stride(0),
+            BLOCK_S=max(2, triton.next_power_of_2(self.splits)), HEAD_D=self.d, PDL=self.pdl,
+            num_warps=self.cfg["reduce"]["num_warps"], **self._dependent,
+        )
+
+    def stages(self):
+        return (("score", self.launch_score), ("topk", self.launch_topk), ("merge", self.launch_merge),
+                ("attend", self.launch_attend), ("reduce", self.launch_reduce))
+
+    def run(self) -> torch.Tensor:
+        self.launch_score()
+        self.launch_topk()
+        self.launch_merge()
+        self.launch_attend()
+        self.launch_reduce()
+        return self.out
+
+    # ------------------------------------------------------------------ validation access
+
+    def gumbel_noise(self) -> torch.Tensor:
+        """``[Hq, M_max]`` Gumbel noise launch 2 adds with the current seed (not timed)."""
+        out = torch.empty(self.hq, self.m_max, dtype=torch.float32, device=self.q.device)
+        santa_gumbel_dump[(self.hq, triton.cdiv(self.m_max, 256))](self.seed, out, self.m_max, out.stride(0), BLOCK=256)
+        return out
+
+    def selections(self) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+        """Per query head: selected team ids and c_g of the last run (host copies)."""
+        if self.all_teams:
+            m = self.arts.layout.num_teams.tolist()
+            ids = [torch.arange(m[h // self.group]) for h in range(self.hq)]
+            return ids, [torch.ones(len(t), dtype=torch.float64) for t in ids]
+        teams = self.sel_team[:, : self.k].cpu().to(torch.int64)
+        logc = self.sel_logc[:, : self.k].cpu().to(torch.float64)
+        return list(teams), list(torch.exp(logc))

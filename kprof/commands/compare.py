@@ -1,0 +1,110 @@
+"""``kprof compare``: methods timed in the same rounds of a balanced design, speedups per pair."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+from kprof.commands.session import MeasurementSession
+from kprof.core.errors import KprofError
+from kprof.measure.design import pair_cycles, precedes
+from kprof.measure.harness import Measurement, Progress, TimedOp
+from kprof.measure.stats import cycle_values, log_ratios, position_effect, speedup_from_cycles
+from kprof.methods import get_method
+from kprof.methods.validation import compare_outputs
+from kprof.results.result import Result, Speedup
+
+CPU_BASELINE_SUBSTITUTE = "math"
+POSITION_NOTE = 0.01  # name a position effect above 1%
+
+
+def unique_labels(names: list[str]) -> list[str]:
+    """Method specs as row labels; a repeated spec gets ``#2``, ``#3``..."""
+    seen: dict[str, int] = {}
+    out = []
+    for n in names:
+        seen[n] = seen.get(n, 0) + 1
+        out.append(n if seen[n] == 1 else f"{n}#{seen[n]}")
+    return out
+
+
+def pair_speedup(m: Measurement, baseline: int, candidate: int, level: float) -> Speedup:
+    """Speedup of row ``candidate`` over row ``baseline`` from one paired measurement."""
+    obs = m.observations
+    values = cycle_values(log_ratios(obs[baseline], obs[candidate]),
+                          pair_cycles(m.orders, baseline, candidate, m.cycle))
+    first = np.array([precedes(o, baseline, candidate) for o in m.orders])
+    return Speedup(candidate=m.labels[candidate], baseline=m.labels[baseline],
+                   interval=speedup_from_cycles(values, level),
+                   position_effect=position_effect(obs[baseline], obs[candidate], first),
+                   cycle_log_ratios=[float(v) for v in values])
+
+
+def same_copy(prepared: list, labels: list[str], ref: str, label: str, role: str):
+    """Row ``=REF``: the already prepared (and validated) row REF, timed again as another row. Two
+    rows of one prepared copy differ only by where they sit in the rounds: an A/A check that
+    separates measurement effects from placement of the method's buffers."""
+    if ref not in labels:
+        raise KprofError(f"--method ={ref} names no earlier row: put --method {ref} (or the baseline) before it")
+    original = prepared[labels.index(ref)]
+    record = copy.deepcopy(original.record)
+    record.label, record.role = label, role
+    return type(original)(record, original.prepared, original.output)
+
+
+def run_pairs(session: MeasurementSession, names: list[str], pairs: list[tuple[int, int]],
+              progress: Progress | None = None, labels: list[str] | None = None) -> Result:
+    """Prepare and validate every method, time them all in one paired run, and give the speedup
+    of each ``(baseline index, candidate index)`` pair."""
+    progress = progress or Progress()
+    labels = labels or unique_labels(names)
+    baselines = {b for b, _ in pairs}
+    prepared = []
+    for i, (name, label) in enumerate(zip(names, labels)):
+        role = "baseline" if i in baselines else "candidate"
+        if name.startswith("="):  # the prepared copy of an earlier row, timed again as its own row
+            prepared.append(same_copy(prepared, labels[:i], name[1:], label, role))
+            continue
+        progress.status(f"preparing and validating {label}")
+        prepared.append(session.prepare(name, label, role))
+    for b, c in pairs:
+        prepared[c].record.validation.error_vs_baseline = compare_outputs(
+            prepared[c].output, prepared[b].output.double()).rel_error
+    harness = session.harness(progress)
+    ops = []
+    for name, pm in zip(names, prepared):  # a =LABEL row replays its original's op (and CUDA graph)
+        same = name.startswith("=")
+        ops.append(TimedOp(pm.record.label, ops[labels.index(name[1:])].invoke) if same
+                   else harness.op(pm.record.label, pm.prepared.run))
+    p = session.protocol
+    progress.status(f"timing {len(ops)} methods in a balanced design: ({p.warmup_pairs} warm-up + {p.observations} "
+                    f"timed) per method per round, {session.mode}")
+    m = harness.paired(ops)
+    session.collect_faults(prepared)
+    speedups = [pair_speedup(m, b, c, p.level) for b, c in pairs]
+    notes = [f"{sp.candidate}: the order within a round moves its ratio to {sp.baseline} by "
+             f"{100 * sp.position_effect:+.1f}%; the balanced design cancels that in the estimate"
+             for sp in speedups if abs(sp.position_effect) > POSITION_NOTE]
+    return session.result("compare", [pm.record for pm in prepared], m, session.notes + notes, speedups)
+
+
+def run_compare(session: MeasurementSession, baseline: str, candidates: list[str],
+                progress: Progress | None = None) -> Result:
+    """Candidates against one baseline (on the CPU a GPU-only baseline becomes SDPA math)."""
+    if not candidates:
+        raise KprofError("no candidate method: pass --method M (repeatable)")
+    notes = []
+    if get_method(baseline).needs_cuda and not session.target.is_gpu:
+        notes.append(f"baseline {baseline!r} needs a GPU; "
+                     f"substituted {CPU_BASELINE_SUBSTITUTE!r} (SDPA math) on the CPU")
+        baseline = CPU_BASELINE_SUBSTITUTE
+    names = [baseline] + list(candidates)
+    labels = unique_labels(names)
+    pairs = [(0, k) for k in range(1, len(names))]
+    # a repeated spec is an A/A check: also its speedup against the spec's first row
+    pairs += [(labels.index(label.split("#")[0]), k) for k, label in enumerate(labels)
+              if "#" in label and labels.index(label.split("#")[0]) != 0]
+    result = run_pairs(session, names, pairs, progress, labels)
+    result.notes = notes + result.notes
+    return result

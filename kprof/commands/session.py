@@ -1,0 +1,173 @@
+"""What every measurement command sets up the same way: target, workload, prepared methods.
+
+A :class:`MeasurementSession` resolves the device and workload once, prepares each method
+outside timing, validates its output against the fp64 reference (output poisoned first) and
+records its launch catalog with the profiler, all before any timed round.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+
+from kprof.core.target import ExecutionTarget, resolve_target
+from kprof.measure.catalog import record_catalog
+from kprof.measure.fingerprint import Environment, collect_environment
+from kprof.measure.harness import Harness, Measurement, Progress
+from kprof.measure.protocol import TimingProtocol, default_protocol
+from kprof.measure.stats import BAD_LIMIT
+from kprof.methods import Prepared, get_method
+from kprof.methods.validation import compare_outputs
+from kprof.results.result import MethodRecord, Result, Speedup, Summary, Validation
+from kprof.tuning.lookup import file_overrides, tuned_overrides
+from kprof.workloads import Workload, resolve_workload
+
+GPU_DEFAULT_WORKLOAD = "qwen2.5-7b-l14-32k"
+CPU_DEFAULT_WORKLOAD = "cpu-smoke"
+
+
+@dataclass
+class ValidatedMethod:
+    """A prepared method after its validation run: its Result record, the prepared call, and the
+    output that run produced (compared across methods)."""
+
+    record: MethodRecord
+    prepared: Prepared
+    output: torch.Tensor  # validated output of one run (kept for cross-method error)
+
+
+@dataclass
+class MeasurementSession:
+    target: ExecutionTarget
+    workload: Workload
+    protocol: TimingProtocol
+    environment: Environment
+    notes: list[str] = field(default_factory=list)
+    config_mode: str = "auto"  # "auto" (tuned when the cache matches) | "default" | a JSON file
+    _references: dict = field(default_factory=dict)
+
+    @classmethod
+    def open(cls, device: str, workload: str | None, overrides: dict, status: Callable[[str], None] = lambda s: None,
+             config_mode: str = "auto"):
+        target = resolve_target(device)
+        notes = []
+        if not target.is_gpu:
+            notes.append("CPU embedded default: Triton interpreter and host clock; these are not GPU numbers")
+        protocol = default_protocol(target.is_gpu).with_overrides(**overrides)
+        name = workload or (GPU_DEFAULT_WORKLOAD if target.is_gpu else CPU_DEFAULT_WORKLOAD)
+        status(f"loading workload {name}")
+        w = resolve_workload(name, device=target.device)
+        return cls(target, w, protocol, collect_environment(with_ncu=False), notes, config_mode)
+
+    def workload_doc(self) -> dict:
+        from dataclasses import asdict
+
+        return {"name": self.workload.name, "content_hash": self.workload.content_hash(),
+                "shape": asdict(self.workload.shape), "metadata": self.workload.metadata}
+
+    def reference(self, method) -> torch.Tensor:
+        key = type(method).reference
+        if key not in self._references:
+            self._references[key] = method.reference(self.workload)
+        return self._references[key]
+
+    def launch_config(self, method_name: str) -> dict:
+        """Launch overrides for a method under this session's --config mode (notes say which)."""
+        if self.config_mode == "default":
+            return {}
+        if self.config_mode == "auto":
+            overrides, notes = tuned_overrides(method_name, self.workload.shape, env=self.environment)
+            self.notes.extend(notes)
+            return overrides
+        return file_overrides(self.config_mode, method_name)
+
+    def prepare(self, method_name: str, label: str, role: str, overrides=None, method=None) -> ValidatedMethod:
+        """Prepare and validate ``method_name`` (or the given ``method`` instance, which keeps
+        whatever it caches between prepares, such as Fathom's pinned index, across variants)."""
+        method = method or get_method(method_name)
+        if overrides is None:
+            overrides = self.launch_config(method_name)
+        prepared = method.prepare(self.workload, self.target, overrides)
+        if prepared.output is not None:
+            prepared.output.fill_(float("nan"))
+        out = prepared.run().clone()
+        reference = (method.reference_for(self.workload, prepared) if method.selection_dependent
+                     else self.reference(method))
+        report = compare_outputs(out, reference)
+        catalog = record_catalog(prepared.run, prepared.expected_kernels, self.target.device)
+        record = MethodRecord(
+            label=label, method=method_name, role=role, config=prepared.config, details=prepared.details,
+            catalog=catalog,
+            revision=getattr(type(method), "revision", None),
+            validation=Validation(report.rel_error, report.max_abs_error, report.non_finite, report.tolerance,
+                                  report.passed),
+        )
+        pm = ValidatedMethod(record, prepared, out)
+        self.collect_faults([pm])
+        return pm
+
+    @staticmethod
+    def collect_faults(prepared: list[ValidatedMethod]) -> None:
+        """Ask each method for faults its runs reported so far (after validation, after timing)."""
+        for pm in prepared:
+            if pm.prepared.faults is not None:
+                pm.record.faults = list(pm.prepared.faults())
+
+    def harness(self, progress: Progress | None = None) -> Harness:
+        """The timing harness for this session's device and protocol."""
+        return Harness(self.target.device, self.protocol, progress=progress)
+
+    @property
+    def mode(self) -> str:
+        """What the numbers measure; on the CPU they are host-clock times of interpreted kernels."""
+        if self.target.is_gpu:
+            return self.protocol.mode
+        return "CPU interpreter, host clock" + (
+            "" if self.protocol.host_bound else f", eviction {self.protocol.evict_mib} MiB")
+
+    def result(self, kind: str, methods: list[MethodRecord], measurement: Measurement, notes: list[str],
+               speedups: list[Speedup] = ()) -> Result:
+        """A Result of this session: fingerprint, workload, protocol, summaries of every row."""
+        observations = measurement.rows()
+        summaries = {label: Summary.of(o, self.protocol.level) for label, o in observations.items()}
+        notes = list(notes) + measurement.notes
+        notes += [f"{label}: {s.drift.note} (all rounds retained)" for label, s in summaries.items() if s.drift.flagged]
+        notes += [f"{label}: {s.bad_observations} of {s.observations} observations were not finite or not positive "
+                  "and were left out" for label, s in summaries.items() if s.bad_observations]
+        telemetry = measurement.telemetry
+        if telemetry is not None and telemetry.throttled_rounds:
+            notes.append(f"throttled rounds: {telemetry.throttled_rounds}")
+        design = {}
+        if measurement.orders:
+            design = {"kind": "williams", "cycle": measurement.cycle,
+                      "orders": [[measurement.labels[i] for i in order] for order in measurement.orders]}
+        protocol = self.protocol.to_dict() | {"rounds": measurement.observations.shape[1]}
+        return Result(
+            kind=kind,
+            environment=self.environment.to_dict(),
+            workload=self.workload_doc(),
+            protocol=protocol,
+            clock="cuda-events" if self.target.is_gpu else "host-clock",
+            mode=self.mode,
+            methods=methods,
+            summaries=summaries,
+            speedups=list(speedups),
+            design=design,
+            telemetry=telemetry.to_dict() if telemetry is not None else {},
+            notes=notes,
+            kprof_version=self.environment.kprof,
+            git_revision=self.environment.git_revision,
+            observations=observations,
+        )
+
+
+def bad_observation_error(result: Result) -> str | None:
+    """The one-line failure when a row has more than 1% bad observations, else None."""
+    over = result.over_bad_limit(BAD_LIMIT)
+    if not over:
+        return None
+    rows = ", ".join(f"{label} {100 * share:.1f}%" for label, share in over.items())
+    return (f"too many bad observations (not finite, zero or negative; limit {100 * BAD_LIMIT:g}% of a row): {rows}. "
+            "The timer or the method misbehaved: check `kprof env`, then re-run")

@@ -1,0 +1,179 @@
+"""Benchmark suites: a TOML file of kprof commands (and other programs) run in order, one log
+each, in one folder.
+
+A suite replaces hand-written GPU check scripts: the same file runs the project's H200 checks
+(``profiles/suites/h200.toml``) and a user's own. Each step is a fresh process with a time
+limit; a failing or hung step is recorded and the suite goes on. ``suite.json`` in the output
+folder is rewritten atomically after every step, so ``--resume`` skips the steps that passed.
+
+::
+
+    [suite]
+    description = "what this suite checks"
+    timeout_s = 300                      # default limit of a step
+
+    [[step]]
+    name = "compare"                     # the log is OUT/compare.log
+    kprof = ["compare", "--baseline", "flash", "--out", "{out}/compare.json"]
+    requires = "gpu"                     # skipped, and said so, without CUDA
+
+    [[step]]
+    name = "gpu-tests"
+    run = ["{python}", "-m", "pytest", "-m", "gpu", "-q", "tests"]
+    timeout_s = 600
+    ok_exit = [0]                        # exit codes that count as passing
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+import tomllib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from kprof.core.atomic import atomic_write_text
+from kprof.core.errors import KprofError
+
+SUMMARY = "suite.json"
+_STEP_KEYS = {"name", "kprof", "run", "timeout_s", "requires", "ok_exit", "env"}
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    argv: tuple[str, ...]
+    timeout_s: float
+    requires_gpu: bool = False
+    ok_exit: tuple[int, ...] = (0,)
+    env: dict = field(default_factory=dict)
+
+
+@dataclass
+class StepOutcome:
+    name: str
+    command: str
+    status: str  # "passed" | "failed" | "timeout" | "skipped"
+    exit_code: int | None
+    seconds: float
+    log: str
+    note: str = ""
+
+
+@dataclass
+class Suite:
+    path: Path
+    description: str
+    steps: list[Step]
+
+
+def load_suite(path: str | Path) -> Suite:
+    """Read and check a suite file; every mistake is one line naming the step and the fix."""
+    path = Path(path)
+    try:
+        doc = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise KprofError(f"suite file {path} does not exist: pass a TOML suite file (see profiles/suites/)") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise KprofError(f"suite file {path} is not valid TOML ({exc}): fix the file") from None
+    head = doc.get("suite", {})
+    default_timeout = float(head.get("timeout_s", 300))
+    steps, names = [], set()
+    for i, raw in enumerate(doc.get("step", []), start=1):
+        where = f"{path.name}, step {i}"
+        if not isinstance(raw, dict):
+            raise KprofError(f"{where} is not a table: write [[step]] with name and kprof or run")
+        unknown = set(raw) - _STEP_KEYS
+        if unknown:
+            raise KprofError(f"{where} has unknown keys {', '.join(sorted(unknown))}: "
+                             f"use {', '.join(sorted(_STEP_KEYS))}")
+        name = raw.get("name")
+        if not isinstance(name, str) or not name or not all(c.isalnum() or c in "-_." for c in name):
+            raise KprofError(f"{where} needs a name of letters, digits, '-', '_' or '.' (its log file's name)")
+        if name in names:
+            raise KprofError(f"{where}: the name {name!r} is used twice: names must be unique")
+        names.add(name)
+        if ("kprof" in raw) == ("run" in raw):
+            raise KprofError(f"{where} ({name}) needs exactly one of kprof = [...] or run = [...]")
+        argv = raw.get("kprof") or raw.get("run")
+        if not isinstance(argv, list) or not argv or not all(isinstance(a, (str, int, float)) for a in argv):
+            raise KprofError(f"{where} ({name}): the command must be a non-empty list of strings")
+        argv = [str(a) for a in argv]
+        if "kprof" in raw:
+            argv = ["{python}", "-m", "kprof", *argv]
+        requires = raw.get("requires")
+        if requires not in (None, "gpu"):
+            raise KprofError(f"{where} ({name}): requires = {requires!r}: the only requirement is \"gpu\"")
+        ok_exit = raw.get("ok_exit", [0])
+        if not isinstance(ok_exit, list) or not all(isinstance(x, int) for x in ok_exit):
+            raise KprofError(f"{where} ({name}): ok_exit must be a list of exit codes, e.g. [0, 1]")
+        steps.append(Step(name, tuple(argv), float(raw.get("timeout_s", default_timeout)), requires == "gpu",
+                          tuple(ok_exit), {str(k): str(v) for k, v in (raw.get("env") or {}).items()}))
+    if not steps:
+        raise KprofError(f"suite file {path} has no [[step]]: add at least one")
+    return Suite(path, str(head.get("description", "")), steps)
+
+
+def _expand(argv: tuple[str, ...], out: Path) -> list[str]:
+    return [a.replace("{out}", str(out)).replace("{python}", sys.executable) for a in argv]
+
+
+def _previous(out: Path) -> dict[str, dict]:
+    try:
+        return {s["name"]: s for s in json.loads((out / SUMMARY).read_text())["steps"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+
+
+def run_suite(suite: Suite, out: Path, *, has_gpu: bool, only: set[str] | None = None, resume: bool = False,
+              say: Callable[[str], None] = print, env: dict | None = None) -> list[StepOutcome]:
+    """Run the suite's steps into ``out``; the summary is on disk after every step."""
+    out.mkdir(parents=True, exist_ok=True)
+    done = _previous(out) if resume else {}
+    outcomes: list[StepOutcome] = []
+    selected = [s for s in suite.steps if not only or s.name in only]
+    if only and (missing := only - {s.name for s in suite.steps}):
+        raise KprofError(f"--only names steps the suite does not have: {', '.join(sorted(missing))}")
+    for k, step in enumerate(selected, start=1):
+        argv = _expand(step.argv, out)
+        command = shlex.join(argv)
+        log = out / f"{step.name}.log"
+        if resume and done.get(step.name, {}).get("status") == "passed":
+            outcomes.append(StepOutcome(**done[step.name]))
+            say(f"[{k}/{len(selected)}] {step.name}: passed before, skipped (--resume)")
+            continue
+        if step.requires_gpu and not has_gpu:
+            outcomes.append(StepOutcome(step.name, command, "skipped", None, 0.0, str(log), "needs a GPU"))
+            say(f"[{k}/{len(selected)}] {step.name}: skipped (needs a GPU)")
+            _write_summary(suite, out, outcomes)
+            continue
+        say(f"[{k}/{len(selected)}] {step.name}: {command}")
+        t0 = time.monotonic()
+        with open(log, "w") as fh:
+            try:
+                proc = subprocess.run(argv, stdout=fh, stderr=subprocess.STDOUT, timeout=step.timeout_s,
+                                      env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {}), **step.env})
+                code = proc.returncode
+                status = "passed" if code in step.ok_exit else "failed"
+            except subprocess.TimeoutExpired:
+                code, status = None, "timeout"
+            except OSError as exc:
+                fh.write(f"could not start: {exc}\n")
+                code, status = None, "failed"
+        seconds = time.monotonic() - t0
+        note = f"after {step.timeout_s:.0f} s" if status == "timeout" else ""
+        outcomes.append(StepOutcome(step.name, command, status, code, round(seconds, 1), str(log), note))
+        say(f"[{k}/{len(selected)}] {step.name}: {status}" + (f" (exit {code})" if code is not None else "")
+            + f" in {seconds:.0f} s")
+        _write_summary(suite, out, outcomes)
+    return outcomes
+
+
+def _write_summary(suite: Suite, out: Path, outcomes: list[StepOutcome]) -> None:
+    doc = {"suite": str(suite.path), "description": suite.description, "steps": [asdict(o) for o in outcomes]}
+    atomic_write_text(out / SUMMARY, json.dumps(doc, indent=2))

@@ -1,0 +1,277 @@
+"""Harness: the one place that builds the timing machinery and runs rounds.
+
+It builds the clock (CUDA events on a GPU, the host clock on the CPU), the L2 eviction buffer,
+the host gate and the NVML telemetry sampler from a :class:`TimingProtocol`, and runs rounds of
+them for every way kprof times things: paired comparisons in a balanced design, isolated stages,
+chain prefixes, one launch of a tuning candidate, or one callable. It never knows what it times.
+
+Within a round every op is invoked in the round's order, first ``warmup_pairs`` times untimed,
+then ``observations`` times timed (A, B, C, A, B, C, ...). Before each invocation the eviction
+buffer is read and written outside the timed interval; the interval covers exactly one
+invocation. The host synchronises once per round, after all intervals were recorded. On a GPU
+each timed region is enqueued behind the host gate (:mod:`kprof.measure.host_gate`).
+
+A call can run at one of two speeds depending on the parity of its first kernel's position in
+the stream's launch sequence. Interleaving fixes each row's parity for a whole round, so a row
+would be measured in one state only. With ``protocol.launch_phase`` a one-element kernel runs,
+untimed, before every observation cycle j with j % 2 == 1: the pads so far then run 0, 1, 1, 0, 0, 1, ...
+(period 4), so whatever parity a row's regions have by themselves (fixed, or alternating with j
+when a cycle launches an odd number of kernels) each row meets each parity in exactly half of
+its observations of every round (with observations a multiple of 4).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+
+from kprof.core.errors import KprofError
+from kprof.measure.clocks import Clock, CudaEventClock, IntervalRecorder, clock_for
+from kprof.measure.design import BalancedDesign
+from kprof.measure.eviction import EvictionBuffer
+from kprof.measure.host_gate import MAX_WAIT_NS, gate_for
+from kprof.measure.protocol import TimingProtocol
+from kprof.measure.telemetry import TelemetryReport, TelemetrySampler
+
+AUTO = "auto"
+
+
+@dataclass
+class Progress:
+    """Observer of a long measurement: status lines, the rounds to come, each round done (the CLI
+    renders them; the default is silent)."""
+
+    status: Callable[[str], None] = lambda msg: None
+    start_rounds: Callable[[int], None] = lambda total: None
+    round_done: Callable[[int], None] = lambda r: None
+
+
+@dataclass(frozen=True)
+class TimedOp:
+    """One thing to time: a label and a callable that issues one complete invocation."""
+
+    label: str
+    invoke: Callable[[], object]
+
+
+@dataclass
+class Measurement:
+    """What a run of rounds produced. ``observations[i, r, j]`` is row i's j-th interval of
+    round r in microseconds, raw (bad values included: :func:`kprof.measure.stats.clean` drops them)."""
+
+    labels: list[str]
+    observations: np.ndarray
+    orders: list[tuple[int, ...]] = field(default_factory=list)  # paired runs: each round's order
+    cycle: int = 0  # paired runs: rounds in one cycle of the design
+    telemetry: TelemetryReport | None = None
+    gate_expiries: int = 0
+    eviction_mib: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    def rows(self) -> dict[str, np.ndarray]:
+        return {label: self.observations[i] for i, label in enumerate(self.labels)}
+
+
+def capture_graph(invoke: Callable[[], object], device: torch.device, warmup: int = 3) -> Callable[[], None]:
+    """Capture ``invoke`` into a CUDA graph and return its ``replay``; the op must be capturable."""
+    if device.type != "cuda":
+        raise KprofError("--graph needs a CUDA device: drop --graph on the CPU")
+    stream = torch.cuda.Stream(device)
+    stream.wait_stream(torch.cuda.current_stream(device))
+    with torch.cuda.stream(stream):
+        for _ in range(warmup):
+            invoke()
+    torch.cuda.current_stream(device).wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(graph):
+            invoke()
+    except RuntimeError as exc:
+        raise KprofError(f"this method cannot be captured in a CUDA graph ({str(exc).splitlines()[0]}): "
+                         "drop --graph") from None
+    return graph.replay
+
+
+def rotation(n: int, shift: int) -> list[int]:
+    """Indices ``0..n-1`` rotated so that ``shift % n`` goes first (stage and chain rows)."""
+    shift = shift % n
+    return list(range(shift, n)) + list(range(shift))
+
+
+class Harness:
+    """``Harness(device, protocol)`` then ``paired(ops)``, ``stages(...)``, ``chain(...)``,
+    ``launch(...)`` or ``time(fn)``; each returns a :class:`Measurement`.
+
+    ``clock``, ``eviction`` and ``gate`` are built from the device and protocol unless given
+    (tests pass recording fakes). ``progress`` hears how many rounds start and each that ends.
+    """
+
+    def __init__(self, device: torch.device | str, protocol: TimingProtocol, *, telemetry: bool = True,
+                 progress: Progress | None = None, clock: Clock | None = None,
+                 eviction: EvictionBuffer | None | str = AUTO, gate=AUTO):
+        self.device = torch.device(device)
+        self.protocol = protocol
+        self.clock = clock or clock_for(self.device)
+        if isinstance(eviction, str):
+            eviction = (None if protocol.host_bound or protocol.evict_mib == 0
+                        else EvictionBuffer(self.device, protocol.evict_mib))
+        if eviction is None and not protocol.host_bound and protocol.evict_mib > 0:
+            raise ValueError("an eviction buffer is required unless the protocol is host-bound")
+        self.eviction = None if protocol.host_bound else eviction
+        if isinstance(gate, str):
+            event_device = self.device if isinstance(self.clock, CudaEventClock) else None
+            gate = gate_for(event_device, protocol.host_bound)
+        self.gate = gate
+        self.telemetry = telemetry and self.device.type == "cuda"
+        self.progress = progress or Progress()
+        self._pad = (torch.zeros(1, dtype=torch.int32, device=self.device)
+                     if protocol.launch_phase and self.device.type == "cuda" else None)
+
+    # ------------------------------------------------------------------ what callers time
+
+    def op(self, label: str, invoke: Callable[[], object]) -> TimedOp:
+        """A timed op; with ``protocol.graph`` its invocation is the replay of a captured graph."""
+        return TimedOp(label, capture_graph(invoke, self.device) if self.protocol.graph else invoke)
+
+    def rounds_for(self, design: BalancedDesign) -> int:
+        """The protocol's rounds, or the design's default, rounded up to whole design cycles."""
+        if self.protocol.rounds is None:
+            return design.default_rounds(self.protocol.min_rounds, self.protocol.min_pair_cycles)
+        return design.whole_cycles(self.protocol.rounds)
+
+    def paired(self, ops: Sequence[TimedOp], design: BalancedDesign | None = None) -> Measurement:
+        """Ops interleaved within each round, rounds ordered by a balanced design."""
+        p = self.protocol
+        design = design or BalancedDesign.williams(len(ops))
+        rounds = self.rounds_for(design)
+        orders = design.orders(rounds)
+        notes = []
+        if p.rounds is not None and rounds != p.rounds:
+            notes.append(f"rounds rounded up from {p.rounds} to {rounds}: whole cycles of the balanced "
+                         f"{design.cycle}-round design for {len(ops)} methods")
+
+        def one_round(r: int, recorders: list[IntervalRecorder]) -> None:
+            order = orders[r]
+            for _ in range(p.warmup_pairs):
+                for i in order:
+                    self._evict()
+                    ops[i].invoke()
+            for j in range(p.observations):
+                self._phase(j)
+                for i in order:
+                    self._timed(recorders[i], j, ops[i])
+
+        m = self._run([op.label for op in ops], rounds, p.observations, one_round)
+        m.orders, m.cycle, m.notes = orders, design.cycle, notes + m.notes
+        return m
+
+    def time(self, fn: Callable[[], object], label: str = "op") -> Measurement:
+        """One callable under the protocol (rounds of warm-up, then timed calls)."""
+        return self.paired([self.op(label, fn)])
+
+    def stages(self, stages: Sequence[TimedOp], complete: TimedOp) -> Measurement:
+        """Each stage timed alone after its upstream stages ran untimed, then the eviction; the
+        complete operator the same way as the last row. The order rotates every observation."""
+        p = self.protocol
+        items = list(stages) + [complete]
+        n = len(items)
+
+        def one_round(r: int, recorders: list[IntervalRecorder]) -> None:
+            for _ in range(min(p.warmup_pairs, p.stage_observations)):
+                complete.invoke()
+            for j in range(p.stage_observations):
+                self._phase(j)
+                for k in rotation(n, r * p.stage_observations + j):
+                    for upstream in stages[:k] if k < len(stages) else ():
+                        upstream.invoke()
+                    self._timed(recorders[k], j, items[k])
+
+        return self._run([it.label for it in items], self._plain_rounds(), p.stage_observations, one_round)
+
+    def chain(self, prefixes: Sequence[TimedOp]) -> Measurement:
+        """Prefixes of a launch chain, each timed whole after the eviction with nothing untimed
+        before it: consecutive differences are each launch's marginal cost inside the chain."""
+        p = self.protocol
+        n = len(prefixes)
+
+        def one_round(r: int, recorders: list[IntervalRecorder]) -> None:
+            for _ in range(min(p.warmup_pairs, p.stage_observations)):
+                prefixes[-1].invoke()
+            for j in range(p.stage_observations):
+                self._phase(j)
+                for k in rotation(n, r * p.stage_observations + j):
+                    self._timed(recorders[k], j, prefixes[k])
+
+        return self._run([op.label for op in prefixes], self._plain_rounds(), p.stage_observations, one_round)
+
+    def launch(self, stages: Sequence[TimedOp], index: int, per_round: int) -> Measurement:
+        """``stages[index]`` timed alone: upstream stages untimed, eviction, the timed launch."""
+
+        def one_round(r: int, recorders: list[IntervalRecorder]) -> None:
+            for j in range(per_round):
+                self._phase(j)
+                for upstream in stages[:index]:
+                    upstream.invoke()
+                self._timed(recorders[0], j, stages[index])
+
+        return self._run([stages[index].label], self._plain_rounds(), per_round, one_round)
+
+    # ------------------------------------------------------------------ the round loop
+
+    def _plain_rounds(self) -> int:
+        return self.protocol.rounds or self.protocol.min_rounds
+
+    def _phase(self, j: int) -> None:
+        """Before observation cycle j: the untimed pad launch that balances launch parity."""
+        if self._pad is not None and j % 2 == 1:
+            self._pad.add_(1)
+
+    def _evict(self) -> None:
+        if self.eviction is not None:
+            self.eviction.evict()
+
+    def _timed(self, recorder: IntervalRecorder, slot: int, op: TimedOp) -> None:
+        """Evict, then one interval around exactly one invocation; all enqueued before the gate opens."""
+        if self.gate is not None:
+            self.gate.hold()
+        try:
+            self._evict()
+            recorder.start(slot)
+            op.invoke()
+            recorder.stop(slot)
+        finally:
+            if self.gate is not None:
+                self.gate.release()
+
+    def _run(self, labels: list[str], rounds: int, per_round: int,
+             body: Callable[[int, list[IntervalRecorder]], None]) -> Measurement:
+        out = np.empty((len(labels), rounds, per_round), dtype=np.float64)
+        recorders = [self.clock.recorder(per_round) for _ in labels]
+        sampler = TelemetrySampler((self.device.index or 0) if self.telemetry else None)
+        expired_total = 0
+        self.progress.start_rounds(rounds)
+        with sampler:
+            for r in range(rounds):
+                sampler.begin_round(r)
+                body(r, recorders)
+                self.clock.synchronize()
+                if self.gate is not None and (expired := self.gate.new_expiries()):
+                    expired_total += expired
+                    warnings.warn(f"round {r}: the host gate gave up on {expired} timed region(s) after "
+                                  f"{MAX_WAIT_NS / 1e9:g} s: the timed call synchronises with the device, launches "
+                                  "a kernel for the first time (its module load waits for the held stream) or "
+                                  "takes that long to enqueue, so those times include host time", stacklevel=3)
+                sampler.end_round()
+                for i, rec in enumerate(recorders):
+                    out[i, r] = rec.elapsed_us(per_round)
+                self.progress.round_done(r)
+        notes = []
+        if self.eviction is not None and self.eviction.nbytes < self.eviction.requested_bytes:
+            notes.append(f"eviction buffer reduced to {self.eviction.nbytes / 2**20:.0f} MiB (low memory)")
+        return Measurement(labels, out, telemetry=sampler.report(), gate_expiries=expired_total,
+                           eviction_mib=self.eviction.nbytes / 2**20 if self.eviction is not None else 0.0,
+                           notes=notes)

@@ -1,0 +1,68 @@
+"""The timing protocol's parameters (SANTA++ Appendix E) as one explicit, recorded value."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+
+from kprof.core.errors import KprofError
+
+
+@dataclass(frozen=True)
+class TimingProtocol:
+    """Every choice that changes the numbers, stored with each Result.
+
+    ``rounds`` paired rounds (``None``: the balanced design's default, at least ``min_rounds``
+    and ``min_pair_cycles`` for every pair; a given number is rounded up to whole design
+    cycles); each has
+    ``warmup_pairs`` untimed interleaved invocations of every method, then ``observations``
+    timed ones per method, interleaved in the round's order (:mod:`kprof.measure.design`).
+    ``evict_mib`` of eviction buffer is read and written before every measured invocation
+    unless ``host_bound``. ``graph`` times CUDA-graph replays. ``launch_phase`` balances the
+    parity of each timed call's position in the launch stream (:mod:`kprof.measure.harness`).
+    """
+
+    rounds: int | None = None
+    min_rounds: int = 20
+    min_pair_cycles: int = 10
+    warmup_pairs: int = 300
+    observations: int = 1000
+    stage_observations: int = 500
+    evict_mib: int = 512
+    graph: bool = False
+    host_bound: bool = False
+    launch_phase: bool = True
+    level: float = 0.95
+
+    def __post_init__(self) -> None:
+        for name in ("rounds", "min_rounds", "min_pair_cycles", "observations", "stage_observations"):
+            if getattr(self, name) is not None and getattr(self, name) < 1:
+                raise KprofError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
+        if self.warmup_pairs < 0 or self.evict_mib < 0:
+            raise KprofError("--warmup-pairs and --evict-mib must not be negative")
+        if not 0.5 < self.level < 1:
+            raise KprofError(f"confidence level must be in (0.5, 1), got {self.level}")
+
+    @property
+    def mode(self) -> str:
+        """A label that says what the numbers measure."""
+        if self.host_bound:
+            return "host-bound (no eviction; host launch overhead included)"
+        return (("CUDA-graph replay" if self.graph else "device-bound")
+                + f" (eviction {self.evict_mib} MiB before each call)")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def with_overrides(self, **kw) -> "TimingProtocol":
+        return replace(self, **{k: v for k, v in kw.items() if v is not None})
+
+
+PAPER = TimingProtocol()
+# The Triton interpreter is slow, so the CPU embedded default keeps the structure of the
+# protocol (rounds, interleaving, alternation, eviction) with tiny counts.
+CPU_EMBEDDED = TimingProtocol(min_rounds=10, min_pair_cycles=5, warmup_pairs=1, observations=3, stage_observations=3,
+                              evict_mib=8)
+
+
+def default_protocol(on_gpu: bool) -> TimingProtocol:
+    return PAPER if on_gpu else CPU_EMBEDDED

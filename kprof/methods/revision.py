@@ -1,0 +1,243 @@
+"""A method as it was at a git revision, loaded beside the working tree's (``--method NAME@REV``).
+
+Timing a method against its own earlier version in the same rounds is the sound way to ask
+whether a commit made it slower: runs on different days differ by more than their intervals.
+The revision's kernel tree (``kernels/``, which imports as ``kprof.kernels``) and the method's
+adapter module are read from the git objects, never from the checkout, written to a cache
+folder with their ``kprof.kernels`` (and adapter) references renamed to an isolated package
+``kprof_at_<sha>``, and imported from there. Everything else (the Method interface, the harness,
+workloads) is the working tree's, so the revision's adapter must still fit today's interface.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import types
+from pathlib import Path
+
+from kprof.core.errors import KprofError
+
+KERNELS_DIR = "kernels"  # the folder that installs as kprof.kernels (pyproject package-dir)
+REWRITE = 2  # version of the source rewrite below
+
+
+class RevisionError(KprofError):
+    """A revision that cannot be read or whose method cannot be loaded."""
+
+
+def _git(repo: Path, *args: str, binary: bool = False):
+    try:
+        out = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, check=True, timeout=60)
+    except FileNotFoundError:
+        raise RevisionError("NAME@REV needs git on PATH: install git, or drop @REV") from None
+    except subprocess.CalledProcessError as exc:
+        raise RevisionError(exc.stderr.decode(errors="replace").strip().splitlines()[-1] if exc.stderr else str(exc)) \
+            from None
+    return out.stdout if binary else out.stdout.decode()
+
+
+def source_repo(here: Path | None = None) -> Path:
+    """The git checkout kprof's own source lives in (where revisions are read from)."""
+    here = here or Path(__file__).resolve().parent
+    try:
+        return Path(_git(here, "rev-parse", "--show-toplevel").strip())
+    except RevisionError as exc:
+        raise RevisionError(f"NAME@REV needs kprof installed from a git checkout (pip install -e .), and {here} is "
+                            f"not inside one that git will read (git: {exc}): drop @REV, or install kprof from its "
+                            "repository") from None
+
+
+def resolve(rev: str, repo: Path | None = None) -> str:
+    """The full commit id of ``rev`` in kprof's checkout."""
+    repo = repo or source_repo()
+    try:
+        return _git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}").strip()
+    except RevisionError:
+        raise RevisionError(f"unknown git revision {rev!r} in {repo}: use a commit, tag or branch that "
+                            "`git rev-parse` knows (e.g. HEAD~1)") from None
+
+
+def cache_root() -> Path:
+    base = os.environ.get("KPROF_HOME")
+    if base:
+        return Path(base) / "revisions"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kprof" / "revisions"
+
+
+def package_name(sha: str) -> str:
+    return f"kprof_at_{sha[:12]}"
+
+
+# kprof modules that moved since older revisions were written (the re-layer of 2026-12): their
+# code imports the old names, which resolve to today's modules of the same interface
+MOVED = {
+    "kprof.errors": "kprof.core.errors", "kprof.atomic": "kprof.core.atomic",
+    "kprof.execution": "kprof.core.target", "kprof.host_memory": "kprof.core.host_memory",
+    "kprof.config_space": "kprof.core.config_space", "kprof.methods.reference": "kprof.methods.dense_reference",
+    "kprof.validation": "kprof.methods.validation",
+}
+_MOVED = re.compile(r"\b(" + "|".join(re.escape(k) for k in MOVED) + r")\b(?![\w.])")
+
+
+def _rewrite(text: str, pkg: str) -> str:
+    """Point the revision's references to its own kernels at the isolated package, and its
+    imports of kprof modules that moved since to where they are now."""
+    text = _MOVED.sub(lambda m: MOVED[m.group(1)], text)
+    return re.sub(r"\bkprof\.kernels\b", f"{pkg}.kernels", text)
+
+
+def _adapter_path(repo: Path, sha: str, cls: type) -> str:
+    """The revision's file holding the method's adapter class: the same path as today's, or the
+    file that defines a class of the same name."""
+    module = sys.modules[cls.__module__]
+    today = Path(module.__file__).resolve()
+    try:
+        rel = today.relative_to(repo).as_posix()
+    except ValueError:
+        rel = None
+    listed = set(_git(repo, "ls-tree", "-r", "--name-only", sha).split())
+    if rel and rel in listed:
+        return rel
+    hits = [line.split(":", 2)[1] for line in
+            _git_grep(repo, sha, rf"^class {re.escape(cls.__name__)}\b") if line.count(":") >= 2]
+    if not hits:
+        raise RevisionError(f"revision {sha[:12]} has no {cls.__name__} (the {cls.name!r} adapter): the method did "
+                            "not exist then; pick a later revision")
+    return hits[0]
+
+
+def _git_grep(repo: Path, sha: str, pattern: str) -> list[str]:
+    try:
+        return _git(repo, "grep", "-E", pattern, sha, "--", "*.py").splitlines()
+    except RevisionError:
+        return []  # git grep exits 1 when nothing matches
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def materialise(sha: str, adapter_rel: str, repo: Path) -> Path:
+    """The revision's kernel tree (built once, atomically) and the adapter file, rewritten, in the
+    cache folder of that revision."""
+    pkg = package_name(sha)
+    root = cache_root() / f"{pkg}.rewrite{REWRITE}"  # a new rewrite rule never reuses old copies
+    if not (root / ".complete").exists():
+        root.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{pkg}-", dir=root.parent))
+        try:
+            names = [n for n in _git(repo, "ls-tree", "-r", "--name-only", sha, "--", KERNELS_DIR).split()
+                     if n.endswith(".py")]
+            if not names:
+                raise RevisionError(f"revision {sha[:12]} has no {KERNELS_DIR}/ folder: pick a later revision")
+            for name in names:
+                dest = tmp / _dest_rel(name)
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                dest.write_text(_rewrite(_git(repo, "show", f"{sha}:{name}", binary=True).decode(), pkg))
+            (tmp / ".complete").write_text(sha + "\n")
+            try:
+                os.replace(tmp, root)
+            except OSError:  # another process won the race: its copy is the same
+                shutil.rmtree(tmp, ignore_errors=True)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+    dest = root / _dest_rel(adapter_rel)
+    if not dest.exists():
+        _write_atomic(dest, _rewrite(_git(repo, "show", f"{sha}:{adapter_rel}", binary=True).decode(), pkg))
+    folder = dest.parent
+    while folder != root:  # every folder on the way a regular package
+        if not (folder / "__init__.py").exists():
+            _write_atomic(folder / "__init__.py", "")
+        folder = folder.parent
+    return root
+
+
+def _dest_rel(repo_path: str) -> str:
+    """Where a revision file goes under the isolated package: kernels/x -> kernels/x, kprof/y -> y."""
+    return repo_path if repo_path.startswith(KERNELS_DIR + "/") else repo_path.removeprefix("kprof/")
+
+
+def _module_of(repo_path: str) -> str:
+    """The module name a repository path imports as today (kernels/ -> kprof.kernels)."""
+    stem = repo_path.removesuffix(".py").removesuffix("/__init__")
+    if stem.startswith(KERNELS_DIR + "/"):
+        stem = "kprof/" + stem
+    return stem.replace("/", ".")
+
+
+def _family_modules(cls: type) -> list[str]:
+    """The modules a revision's method runs: its kernel family's package and ``kernels.common``
+    (``<pkg>.kernels.<family>.method``), or the ``kernel_modules`` older adapters listed."""
+    parts = cls.__module__.split(".")
+    names = list(getattr(cls, "kernel_modules", ()))
+    if "kernels" in parts[:-1]:
+        k = parts.index("kernels")
+        kernels = sys.modules[".".join(parts[: k + 1])]
+        for sub in ([parts[k + 1]] if len(parts) > k + 2 else []) + ["common"]:
+            folder = Path(kernels.__path__[0]) / sub
+            names += [f"{kernels.__name__}.{sub}.{f.stem}" for f in sorted(folder.glob("*.py")) if f.stem != "__init__"]
+    return names
+
+
+def _home(value) -> str:
+    """The module a global of the revision's code comes from ('' for plain data)."""
+    if isinstance(value, types.ModuleType):
+        return value.__name__
+    return getattr(value, "__module__", None) or "" if callable(value) else ""
+
+
+def load_method_class(name: str, cls: type, rev: str, capturing, repo: Path | None = None) -> type:
+    """The revision's class for method ``name`` (today's class ``cls``), renamed ``name@<sha>``.
+
+    ``capturing()`` is the registry's context that collects, instead of registering, the
+    classes the revision's adapter registers; ``repo`` defaults to kprof's own checkout."""
+    repo = repo or source_repo()
+    sha = resolve(rev, repo)
+    adapter_rel = _adapter_path(repo, sha, cls)
+    root = materialise(sha, adapter_rel, repo)
+    pkg = package_name(sha)
+    module_name = f"{pkg}.{_dest_rel(adapter_rel).removesuffix('.py').replace('/', '.')}"
+    if pkg not in sys.modules:
+        root_module = types.ModuleType(pkg, f"kprof kernels at {sha}")
+        root_module.__path__ = [str(root)]
+        sys.modules[pkg] = root_module
+    before = {m for m in sys.modules if m == "kprof.kernels" or m.startswith("kprof.kernels.")}
+    with capturing() as registered:
+        try:
+            module = importlib.import_module(module_name)
+            found = [c for c in registered if getattr(c, "name", None) == name]
+            found = found or [c for c in vars(module).values()
+                              if isinstance(c, type) and getattr(c, "name", None) == name]
+            if not found:
+                raise RevisionError(f"{name}@{rev}: the revision's {adapter_rel} defines no method named {name!r}")
+            old = found[0]
+            for kernel_module in _family_modules(old):  # adapters import their kernels lazily
+                importlib.import_module(kernel_module)
+            old().config_space()
+        except RevisionError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - whatever the old code raises, say it in one line
+            first = (str(exc).strip().splitlines() or [""])[0]
+            raise RevisionError(f"{name}@{rev}: the revision's method cannot be loaded into this kprof "
+                                f"({type(exc).__name__}: {first[:200]}): its Method interface differs from "
+                                "today's; compare against a later revision") from None
+    leaked = sorted({m for m in sys.modules if m == "kprof.kernels" or m.startswith("kprof.kernels.")} - before)
+    stray = [m for m in getattr(old, "kernel_modules", ()) if not m.startswith(pkg + ".")]
+    for loaded in [module] + [sys.modules[m] for m in _family_modules(old) if m in sys.modules]:
+        stray += sorted({_home(v) for v in vars(loaded).values() if _home(v).startswith("kprof.kernels")})
+    if leaked or stray:
+        raise RevisionError(f"{name}@{rev}: the revision's code reaches today's kernels ({', '.join(leaked + stray)}), "
+                            "so the comparison would time today's code against itself: compare against another "
+                            "revision")
+    return type(old.__name__, (old,), {"name": f"{name}@{sha[:12]}", "revision": sha, "__module__": old.__module__})

@@ -1,0 +1,301 @@
+"""Performance regression gates, from the same run or across runs.
+
+Same run (sound): ``kprof gate --against REV`` times each method as it is now and as it was at
+REV in the same rounds of a balanced design; the verdict rests on the paired interval of
+``now / then`` latency.
+
+Across runs: a candidate Result against a history of Results of the same setup. Each run's
+speedup is anchor-normalised (candidate against that run's own baseline method), so a machine
+that runs everything 2% slower does not look like a regression. Runs differ by more than their
+within-run intervals say (buffer placement, clocks, the machine), so the history's spread of
+log speedups is that run-to-run variance; a new run is judged by the prediction interval
+``mean +- t(h-1) * s * sqrt(1 + 1/h)``. Fewer than three history runs: warned.
+
+A ratio above 1 is a regression. With threshold ``t``:
+
+- SLOWER: the interval lies above 1 and the estimate above ``1 + t``;
+- FASTER: the interval lies below 1 and the estimate below ``1 - t``;
+- SAME: the interval lies within ``[1 - t, 1 + t]``;
+- UNCERTAIN: anything else (too wide, or a change that is real but may be within the threshold).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from scipy import stats as sps
+
+from kprof.core.atomic import atomic_path
+from kprof.core.errors import KprofError
+from kprof.measure.stats import BAD_LIMIT, Interval
+from kprof.results.result import Result, load_result
+
+EXIT = {"FASTER": 0, "SAME": 0, "SLOWER": 1, "UNCERTAIN": 3, "INCOMPARABLE": 4}
+EXIT_USAGE, EXIT_ERROR = 2, 5
+WORST_FIRST = ["INCOMPARABLE", "SLOWER", "UNCERTAIN", "SAME", "FASTER"]
+MIN_HISTORY = 3
+POWER = 0.90
+_PROTOCOL_KEYS = ("rounds", "warmup_pairs", "observations", "evict_mib", "graph", "host_bound", "launch_phase")
+CROSS_RUN = "prediction interval over the history's run-to-run spread (t, h-1 df)"
+SAME_RUN = "same-run paired interval"
+
+
+class GateInputError(KprofError):
+    """An unreadable or invalid Result or history: exit 5."""
+
+    exit_code = EXIT_ERROR
+
+
+@dataclass(frozen=True)
+class GateRow:
+    method: str
+    verdict: str
+    ratio: Interval | None  # now / then latency (>1: slower)
+    baseline_value: float | None  # the history's (or REV's) speedup, or latency in us
+    candidate_value: float | None
+    mde: float | None = None  # smallest regression flagged SLOWER with 90% probability (0.04 = 4%)
+    note: str = ""
+
+
+@dataclass
+class GateReport:
+    verdict: str
+    rows: list[GateRow]
+    reasons: list[str]  # why the runs are incomparable
+    warnings: list[str]
+    metric: str
+    threshold: float
+    method: str  # how the intervals were made
+
+
+def verdict(iv: Interval | None, threshold: float) -> str:
+    if iv is None or not iv.has_interval:
+        return "UNCERTAIN"
+    if iv.low > 1 and iv.estimate > 1 + threshold:
+        return "SLOWER"
+    if iv.high < 1 and iv.estimate < 1 - threshold:
+        return "FASTER"
+    if iv.low >= 1 - threshold and iv.high <= 1 + threshold:
+        return "SAME"
+    return "UNCERTAIN"
+
+
+def overall(rows: list[GateRow]) -> str:
+    return min((r.verdict for r in rows), key=WORST_FIRST.index) if rows else "INCOMPARABLE"
+
+
+# ---------------------------------------------------------------- numbers: a run against its history
+
+
+def within_run_sd(iv: Interval) -> float:
+    """A run's own standard error of its log estimate, read back from its interval."""
+    if not iv.has_interval or iv.low <= 0:
+        return 0.0
+    z = sps.norm.ppf(1 - (1 - (iv.coverage or iv.level)) / 2)
+    return (math.log(iv.high) - math.log(iv.low)) / (2 * z)
+
+
+def prediction_ratio(history: np.ndarray, history_sd: np.ndarray, candidate: float, candidate_sd: float,
+                     level: float = 0.95, threshold: float = 0.03) -> tuple[Interval, float]:
+    """``exp(candidate - mean(history))`` with a prediction interval, and the minimum detectable
+    effect. Inputs are log values (positive = slower) with each run's own standard error."""
+    h = len(history)
+    d = candidate - float(np.mean(history))
+    floor = max(candidate_sd, float(np.mean(history_sd)) if h else 0.0)  # no run is more precise than itself
+    if h >= 2:
+        s = max(float(np.std(history, ddof=1)), floor)
+        se, df = s * math.sqrt(1 + 1 / h), h - 1
+    else:  # one run: only the within-run errors are known
+        se, df = math.sqrt(candidate_sd**2 + (history_sd[0] if h else 0.0) ** 2), math.inf
+    q = sps.t.ppf(1 - (1 - level) / 2, df)
+    power = sps.t.ppf(POWER, df)
+    mde = max(math.exp((q + power) * se), math.exp(math.log1p(threshold) + power * se)) - 1
+    iv = Interval(math.exp(d), math.exp(d - q * se), math.exp(d + q * se), level, CROSS_RUN, h, level)
+    return iv, mde
+
+
+# ---------------------------------------------------------------- Results: what is comparable
+
+
+def incomparable(base: Result, cand: Result) -> list[str]:
+    """Reasons two Results must not be compared (device, workload, protocol)."""
+    why = []
+    bg, cg = base.environment.get("gpu") or {}, cand.environment.get("gpu") or {}
+    if bg.get("name") != cg.get("name") or base.environment.get("execution") != cand.environment.get("execution"):
+        why.append(f"device differs ({bg.get('name', base.environment.get('execution'))} vs "
+                   f"{cg.get('name', cand.environment.get('execution'))})")
+    if base.workload.get("content_hash") != cand.workload.get("content_hash"):
+        why.append(f"workload differs ({base.workload.get('name')} {str(base.workload.get('content_hash'))[:12]} vs "
+                   f"{cand.workload.get('name')} {str(cand.workload.get('content_hash'))[:12]})")
+    for k in _PROTOCOL_KEYS:
+        if base.protocol.get(k) != cand.protocol.get(k):
+            why.append(f"protocol {k} differs ({base.protocol.get(k)} vs {cand.protocol.get(k)})")
+    return why
+
+
+def config_difference(base: dict, cand: dict) -> str:
+    """'launch config: partial.BLOCK_N 64->16, ...' for the launch parameters that differ, else ''."""
+    diffs = []
+    for launch in sorted(set(base) | set(cand)):
+        b, c = base.get(launch) or {}, cand.get(launch) or {}
+        diffs += [f"{launch}.{k} {b.get(k, '-')}->{c.get(k, '-')}"
+                  for k in sorted(set(b) | set(c)) if b.get(k) != c.get(k)]
+    return "launch config: " + ", ".join(diffs) if diffs else ""
+
+
+def untrustworthy(res: Result) -> list[str]:
+    """Rows of a Result whose times must not be judged: failed validation, faults, bad observations."""
+    out = [f"{m.label} failed validation" for m in res.methods if not m.validation.passed]
+    out += [f"{m.label} reported faults" for m in res.methods if m.faults]
+    out += [f"{label} had {100 * share:.1f}% bad observations"
+            for label, share in res.over_bad_limit(BAD_LIMIT).items()]
+    return out
+
+
+def _anchor(res: Result) -> str | None:
+    return next((m.label for m in res.methods if m.role == "baseline"), None)
+
+
+def _statistic(res: Result, label: str, metric: str) -> tuple[float, float, float] | None:
+    """(log value oriented so that positive = slower, its within-run sd, the plain value)."""
+    if metric == "latency":
+        s = res.summaries.get(label)
+        if s is None or not s.median_us.estimate or s.median_us.estimate != s.median_us.estimate:
+            return None
+        return math.log(s.median_us.estimate), within_run_sd(s.median_us), s.median_us.estimate
+    anchor = _anchor(res)
+    sp = next((x for x in res.speedups if x.candidate == label and x.baseline == anchor), None)
+    if sp is None or not sp.interval.estimate or sp.interval.estimate != sp.interval.estimate:
+        return None
+    return -math.log(sp.interval.estimate), within_run_sd(sp.interval), sp.interval.estimate
+
+
+def history_gate(history: list[Result], cand: Result, threshold: float = 0.03, metric: str = "speedup",
+                 level: float = 0.95, names: list[str] | None = None) -> GateReport:
+    """A candidate Result against a history of Results of the same setup (``names`` for messages)."""
+    names = names or [f"history run {i + 1}" for i in range(len(history))]
+    warnings = []
+    reasons = [f"{name}: {why}" for name, res in zip(names, history) for why in incomparable(res, cand)]
+    reasons += [f"candidate: {why}" for why in untrustworthy(cand)]
+    reasons += [f"{name}: {why}" for name, res in zip(names, history) for why in untrustworthy(res)]
+    anchor = _anchor(cand)
+    if metric == "speedup":
+        reasons += [f"{name}: its baseline method is {_anchor(res)!r}, the candidate's {anchor!r}"
+                    for name, res in zip(names, history) if _anchor(res) != anchor]
+    if reasons:
+        return GateReport("INCOMPARABLE", [], reasons, warnings, metric, threshold, CROSS_RUN)
+    if len(history) < MIN_HISTORY:
+        warnings.append(f"the history holds {len(history)} run(s), fewer than {MIN_HISTORY}: the run-to-run spread "
+                        "is poorly known, so verdicts are unreliable; add runs of this setup with --update-baseline")
+    if metric == "latency":
+        warnings.append("latency compares absolute times across runs: another machine of the same model can differ "
+                        "by 1-2%; --metric speedup compares each run against its own baseline method")
+    def rows_of(res: Result) -> list[str]:
+        if metric == "latency":
+            return list(res.summaries)
+        return [sp.candidate for sp in res.speedups if sp.baseline == _anchor(res)]
+
+    labels = list(dict.fromkeys(rows_of(cand) + [x for res in history for x in rows_of(res)]))
+    rows = []
+    for label in labels:
+        now = _statistic(cand, label, metric)
+        then = [_statistic(res, label, metric) for res in history]
+        missing = [name for name, t in zip(names, then) if t is None]
+        if now is None or missing:
+            where = "the candidate" if now is None else ", ".join(missing)
+            rows.append(GateRow(label, "INCOMPARABLE", None, None, None, note=f"no estimate in {where}"))
+            continue
+        hist = np.array([t[0] for t in then])
+        iv, mde = prediction_ratio(hist, np.array([t[1] for t in then]), now[0], now[1], level, threshold)
+        cfg_note = ""
+        cand_rec = next((m for m in cand.methods if m.label == label), None)
+        base_rec = next((m for m in history[-1].methods if m.label == label), None)
+        if cand_rec and base_rec:
+            cfg_note = config_difference(base_rec.config, cand_rec.config)
+        plain = float(np.exp(np.mean(np.log([t[2] for t in then]))))
+        rows.append(GateRow(label, verdict(iv, threshold), iv, plain, now[2], mde, cfg_note))
+    return GateReport(overall(rows), rows, [], warnings, metric, threshold, CROSS_RUN)
+
+
+def same_run_gate(result: Result, pairs: list[tuple[str, str]], threshold: float = 0.03) -> GateReport:
+    """Verdicts from one run's paired intervals: ``pairs`` of (then label, now label)."""
+    rows = []
+    for then, now in pairs:
+        sp = result.speedup(now, then)  # then / now latency
+        iv = sp.interval
+        ratio = Interval(1 / iv.estimate, 1 / iv.high if iv.has_interval else None,
+                         1 / iv.low if iv.has_interval else None, iv.level, iv.method, iv.n, iv.coverage, iv.note)
+        rows.append(GateRow(now, verdict(ratio, threshold), ratio, result.summaries[then].median_us.estimate,
+                            result.summaries[now].median_us.estimate, note=f"against {then}"))
+    return GateReport(overall(rows), rows, [], [], "latency", threshold, SAME_RUN)
+
+
+# ---------------------------------------------------------------- history files
+
+
+def load_history(paths: list[str | Path]) -> tuple[list[Result], list[str]]:
+    """Results from files and folders (every ``*.json`` Result in a folder), oldest first."""
+    files: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            found = sorted(f for f in p.glob("*.json") if not f.name.startswith("latest"))
+            if not found:
+                raise GateInputError(f"baseline history folder {p} holds no Result (*.json): add one with "
+                                     "kprof gate --baseline DIR --candidate RUN --update-baseline")
+            files += found
+        elif p.is_file():
+            files.append(p)
+        else:
+            raise GateInputError(f"baseline {p} does not exist: pass a Result file or a history folder")
+    results = []
+    for f in files:
+        try:
+            results.append((load_result(f), str(f)))
+        except KprofError as exc:
+            raise GateInputError(str(exc)) from None
+    results.sort(key=lambda pair: pair[0].created)  # oldest first: the last is the latest run
+    return [r for r, _ in results], [name for _, name in results]
+
+
+def add_to_history(candidate_path: Path, history_dir: Path) -> Path:
+    """Copy the candidate Result (and its sidecar) into the history folder, atomically, sidecar
+    first, under a name that no earlier run has."""
+    history_dir.mkdir(parents=True, exist_ok=True)
+    stem, k = candidate_path.stem, 1
+    target = history_dir / f"{stem}.json"
+    while target.exists():
+        k += 1
+        target = history_dir / f"{stem}-{k}.json"
+    sidecar = candidate_path.with_suffix(".obs.npz")
+    doc = json.loads(candidate_path.read_text())
+    if sidecar.exists():
+        with atomic_path(target.with_suffix(".obs.npz")) as tmp:
+            shutil.copyfile(sidecar, tmp)
+        doc["observations_file"] = target.with_suffix(".obs.npz").name
+    with atomic_path(target) as tmp:
+        tmp.write_text(json.dumps(doc, indent=2))
+    return target
+
+
+def summary_markdown(report: GateReport) -> str:
+    lines = [f"### kprof gate: **{report.verdict}** ({report.metric}, threshold {report.threshold:.1%})", "",
+             f"Intervals: {report.method}.", ""]
+    if report.reasons:
+        return "\n".join(lines + [f"- {r}" for r in report.reasons]) + "\n"
+    lines += ["| method | then | now | ratio (now/then) | 95% interval | verdict | detectable | note |",
+              "|---|---|---|---|---|---|---|---|"]
+    for r in report.rows:
+        if r.ratio is None:
+            lines.append(f"| {r.method} | | | | | {r.verdict} | | {r.note} |")
+            continue
+        ci = f"[{r.ratio.low:.4f}, {r.ratio.high:.4f}]" if r.ratio.has_interval else r.ratio.note
+        mde = f"{r.mde:.1%}" if r.mde is not None else ""
+        lines.append(f"| {r.method} | {r.baseline_value:.4g} | {r.candidate_value:.4g} | {r.ratio.estimate:.4f} | "
+                     f"{ci} | {r.verdict} | {mde} | {r.note} |")
+    lines += [""] + [f"- warning: {w}" for w in report.warnings]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,267 @@
+"""The Result document: what was measured, where, how, and what came out.
+
+JSON with a schema version; raw per-round observations go to an ``.npz`` sidecar whose SHA-256 the
+JSON records. Both are written atomically; ``latest.json`` in the runs folder is a copy of the
+newest document. Tables, plots and gates are computed from Results only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+import json
+import types
+import typing
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+from kprof.core.atomic import atomic_path, atomic_write_text
+from kprof.core.errors import KprofError
+from kprof.measure.catalog import LaunchCatalog
+from kprof.measure.stats import DriftReport, Interval, clean, drift, latency, round_medians, round_noise
+
+SCHEMA = "kprof-result/2"
+READABLE_SCHEMAS = ("kprof-result/1", SCHEMA)  # /1: rotation order, bootstrap intervals
+RUNS_DIR = Path("runs")
+
+
+@dataclass
+class Validation:
+    rel_error: float
+    max_abs_error: float
+    non_finite: int
+    tolerance: float
+    passed: bool
+    error_vs_baseline: float | None = None  # rel L2 of this output against the baseline's output
+
+
+@dataclass
+class Summary:
+    """One timed row (a method, or a stage): medians of round medians and their spread.
+
+    Bad observations (not finite, zero or negative) are left out of every number here and
+    counted in ``bad_observations``; ``observations`` counts all of them.
+    """
+
+    median_us: Interval
+    round_median_min_us: float
+    round_median_max_us: float
+    noise: float  # median over rounds of the robust CV within a round
+    drift: DriftReport
+    round_medians_us: list[float | None] = field(default_factory=list)
+    observations: int = 0
+    bad_observations: int = 0
+
+    @property
+    def bad_share(self) -> float:
+        return self.bad_observations / self.observations if self.observations else 0.0
+
+    @classmethod
+    def of(cls, observations: np.ndarray, level: float = 0.95) -> "Summary":
+        """The summary of one row's raw observations ``[rounds, observations]``."""
+        _, bad = clean(observations)
+        medians = round_medians(observations)
+        valid = medians[np.isfinite(medians)]
+        noise = round_noise(observations)
+        noise = noise[np.isfinite(noise)]
+        return cls(
+            median_us=latency(observations, level),
+            round_median_min_us=float(valid.min()) if valid.size else float("nan"),
+            round_median_max_us=float(valid.max()) if valid.size else float("nan"),
+            noise=float(np.median(noise)) if noise.size else float("nan"),
+            drift=drift(medians),
+            round_medians_us=[float(m) if np.isfinite(m) else None for m in medians],
+            observations=int(np.asarray(observations).size),
+            bad_observations=bad,
+        )
+
+
+@dataclass
+class MethodRecord:
+    label: str  # unique within the Result ("flash", "flash#2" for an A/A check)
+    method: str
+    role: str  # "baseline" | "candidate" | "subject"
+    config: dict
+    details: dict
+    catalog: LaunchCatalog
+    validation: Validation
+    faults: list[str] = field(default_factory=list)  # reported by the method's runs (Prepared.faults)
+    revision: str | None = None  # the git commit of a NAME@REV method
+
+
+@dataclass
+class Speedup:
+    candidate: str
+    baseline: str
+    interval: Interval  # baseline / candidate over pair cycles (kprof.measure.stats.paired_speedup)
+    position_effect: float = 0.0  # ratio when the baseline precedes the candidate in a round over when not, - 1
+    cycle_log_ratios: list[float] = field(default_factory=list)  # one value per pair cycle
+
+
+@dataclass
+class Result:
+    kind: str  # "compare" | "stages" | "chain" (stages timed as prefixes of the launch chain)
+    environment: dict
+    workload: dict
+    protocol: dict
+    clock: str
+    mode: str
+    methods: list[MethodRecord]
+    summaries: dict[str, Summary]
+    speedups: list[Speedup] = field(default_factory=list)
+    design: dict = field(default_factory=dict)  # paired runs: {"kind", "cycle", "orders": [[label, ...] per round]}
+    telemetry: dict = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    schema: str = SCHEMA
+    created: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    kprof_version: str = ""
+    git_revision: str | None = None
+    observations_file: str | None = None
+    observations_sha256: str | None = None
+    observations: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d.pop("observations")
+        return finite(d)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, allow_nan=False, default=_json_default)
+
+    def speedup(self, candidate: str, baseline: str | None = None) -> Speedup:
+        """The stored speedup of ``candidate`` (against ``baseline``, or the run's baseline)."""
+        for sp in self.speedups:
+            if sp.candidate == candidate and (baseline is None or sp.baseline == baseline):
+                return sp
+        raise KprofError(f"this result has no speedup of {candidate!r}"
+                         + (f" against {baseline!r}" if baseline else "")
+                         + f": it has {', '.join(f'{s.candidate} vs {s.baseline}' for s in self.speedups) or 'none'}")
+
+    def over_bad_limit(self, limit: float) -> dict[str, float]:
+        """Rows whose share of bad observations exceeds ``limit``."""
+        return {label: s.bad_share for label, s in self.summaries.items() if s.bad_share > limit}
+
+    def chain_marginals_us(self) -> dict[str, float]:
+        """For a ``chain`` Result: each prefix's median minus the previous one's, i.e. the marginal
+        cost of the launch that prefix adds (they add up to the whole chain); empty otherwise."""
+        if self.kind != "chain":
+            return {}
+        out, previous = {}, 0.0
+        for label, s in self.summaries.items():
+            out[label] = s.median_us.estimate - previous
+            previous = s.median_us.estimate
+        return out
+
+    def default_stem(self) -> str:
+        stamp = self.created.replace(":", "").replace("-", "").replace("+0000", "Z")[:15]
+        return f"{stamp}-{self.kind}-{self.workload.get('name', 'workload')}"
+
+
+def finite(obj):
+    """JSON has no NaN or infinity: such numbers become null."""
+    if isinstance(obj, float):
+        return obj if np.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite(v) for v in obj]
+    if isinstance(obj, np.floating):
+        return float(obj) if np.isfinite(obj) else None
+    return obj
+
+
+def _json_default(obj):
+    if isinstance(obj, (np.floating, np.integer)):
+        return obj.item()
+    raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
+
+
+def _build(tp, value):
+    """Rebuild typed dataclasses from parsed JSON (dataclass, list[X], dict[str, X], X | None)."""
+    origin = typing.get_origin(tp)
+    if value is None:
+        return None
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        return _build(args[0], value) if len(args) == 1 else value
+    if dataclasses.is_dataclass(tp):
+        hints = typing.get_type_hints(tp)
+        kwargs = {f.name: _build(hints[f.name], value[f.name]) for f in dataclasses.fields(tp) if f.name in value}
+        return tp(**kwargs)
+    if origin is list:
+        (arg,) = typing.get_args(tp)
+        return [_build(arg, v) for v in value]
+    if origin is dict:
+        _, arg = typing.get_args(tp)
+        return {k: _build(arg, v) for k, v in value.items()}
+    return value
+
+
+def result_from_dict(doc: dict) -> Result:
+    if not isinstance(doc, dict) or doc.get("schema") not in READABLE_SCHEMAS:
+        schema = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
+        raise KprofError(f"unsupported result schema {schema!r} (this kprof reads {', '.join(READABLE_SCHEMAS)}): "
+                         "re-run the measurement")
+    return _build(Result, {k: v for k, v in doc.items() if k != "observations"})
+
+
+def _npz_bytes(observations: dict[str, np.ndarray]) -> bytes:
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **{f"obs_{i}": v for i, v in enumerate(observations.values())},
+                        labels=np.array(list(observations), dtype=object).astype(str))
+    return buf.getvalue()
+
+
+def _fresh_path(directory: Path, stem: str) -> Path:
+    """``stem.json`` in ``directory``, or ``stem-2.json``... so no earlier run is overwritten."""
+    path, k = directory / f"{stem}.json", 1
+    while path.exists():
+        k += 1
+        path = directory / f"{stem}-{k}.json"
+    return path
+
+
+def save_result(result: Result, path: str | Path | None = None, runs_dir: Path = RUNS_DIR) -> Path:
+    """Write ``result`` (JSON + observations sidecar) atomically; also refresh ``latest.json``."""
+    path = Path(path) if path else _fresh_path(runs_dir, result.default_stem())
+    if result.observations:
+        blob = _npz_bytes(result.observations)
+        sidecar = path.with_suffix(".obs.npz")
+        with atomic_path(sidecar) as tmp:
+            tmp.write_bytes(blob)
+        result.observations_file = sidecar.name
+        result.observations_sha256 = hashlib.sha256(blob).hexdigest()
+    text = result.to_json()
+    atomic_write_text(path, text)
+    if path.parent.resolve() == runs_dir.resolve():
+        atomic_write_text(runs_dir / "latest.json", text)
+    return path
+
+
+def load_result(path: str | Path, with_observations: bool = True) -> Result:
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise KprofError(f"result file {path} does not exist: run `kprof compare` first") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise KprofError(f"{path} is not a kprof result (invalid JSON: {exc}): re-run the measurement") from None
+    try:
+        result = result_from_dict(doc)
+    except (KeyError, TypeError) as exc:
+        raise KprofError(f"{path} is a malformed kprof result ({exc}): re-run the measurement") from None
+    if with_observations and result.observations_file:
+        sidecar = path.parent / result.observations_file
+        if not sidecar.is_file():
+            raise KprofError(f"observations sidecar {sidecar} is missing: copy it next to {path.name} or re-run")
+        blob = sidecar.read_bytes()
+        if hashlib.sha256(blob).hexdigest() != result.observations_sha256:
+            raise KprofError(f"observations sidecar {sidecar} does not match its result (hash differs): re-run")
+        with np.load(io.BytesIO(blob), allow_pickle=False) as z:
+            labels = list(z["labels"])
+            result.observations = {label: z[f"obs_{i}"] for i, label in enumerate(labels)}
+    return result

@@ -1,0 +1,50 @@
+"""Which launch config a measurement uses: tuned (when the cache matches), default, or a file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kprof.core.errors import KprofError
+from kprof.measure.fingerprint import collect_environment
+from kprof.methods import get_method
+from kprof.tuning.cache import TUNED_DIR, load_tune_file, tune_key
+from kprof.workloads.workload import WorkloadShape
+
+
+def tuned_overrides(method_spec: str, shape: WorkloadShape, directory: Path = TUNED_DIR,
+                    env=None) -> tuple[dict, list[str]]:
+    """Best tuned config per launch whose cache key matches this setup, and notes saying so."""
+    method = get_method(method_spec)
+    overrides, notes = {}, []
+    for launch in method.config_space():
+        env = env or collect_environment(with_ncu=False)
+        key = tune_key(method_spec, launch, shape, env)
+        path = directory / key.filename
+        if not path.exists():
+            continue
+        try:
+            tf = load_tune_file(path, key)
+        except KprofError as exc:
+            notes.append(f"{method_spec}.{launch}: tuned config not used: {exc}")
+            continue
+        if tf.best and tf.best != tf.default:
+            overrides[launch] = tf.best
+            notes.append(f"{method_spec}.{launch}: using tuned config {tf.best} ({path})")
+    return overrides, notes
+
+
+def file_overrides(path: str, method_spec: str) -> dict:
+    """Launch overrides from a JSON file: ``{launch: {param: v}}`` or ``{method: {launch: {...}}}``."""
+    try:
+        doc = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise KprofError(f"--config {path} is not a readable JSON config ({exc}): "
+                         "pass a JSON file, auto or default") from None
+    if not isinstance(doc, dict):
+        raise KprofError(f"--config {path} must hold a JSON object of launch -> parameters")
+    if method_spec in doc:
+        doc = doc[method_spec]
+    elif any(isinstance(v, dict) and all(isinstance(x, dict) for x in v.values()) for v in doc.values()):
+        return {}  # per-method file without an entry for this method
+    return doc

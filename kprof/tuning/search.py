@@ -1,0 +1,189 @@
+"""`kprof tune`: search each launch's declared config space, validated, cached, crash-proof.
+
+Screening times each candidate's launch in isolation (upstream launches untimed, eviction, the
+timed launch) in a worker process; wrong answers are rejected, crashes and hangs recorded as
+failed. The best screened candidates are then re-measured against the default with the paired
+protocol on the complete operation (both in the same rounds of a balanced design); a finalist
+replaces the default only when the lower bound of its speedup interval is above 1.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from kprof.core.errors import KprofError
+from kprof.measure.stats import paired_speedup
+from kprof.methods import get_method
+from kprof.tuning.cache import (
+    TUNED_DIR,
+    CandidateRecord,
+    StaleTuneFile,
+    TuneFile,
+    load_tune_file,
+    tune_key,
+)
+from kprof.tuning.worker import CandidateWorker, WorkerSpec
+from kprof.workloads.workload import WorkloadShape
+
+STRATEGIES = ("exhaustive", "random", "halving")
+
+
+@dataclass
+class TuneRequest:
+    method: str
+    workload: str
+    shape: WorkloadShape
+    device: str
+    launches: Sequence[str] = ()
+    strategy: str = "halving"
+    max_configs: int | None = None
+    budget_s: float | None = None
+    rounds: int = 3
+    observations: int = 100
+    warmup: int = 10
+    evict_mib: int = 512
+    timeout_s: float = 120.0
+    finalists: int = 3
+    paired: dict = field(default_factory=lambda: {"rounds": 10, "warmup_pairs": 50, "observations": 200})
+    seed: int = 0
+    out_dir: Path = TUNED_DIR
+    replace_stale: bool = False  # move a cache measured under another key aside and tune afresh
+
+
+@dataclass
+class LaunchOutcome:
+    launch: str
+    path: Path
+    file: TuneFile
+    measured_now: int
+    seconds: float
+    left: int = 0  # candidates of the space not measured because the budget ran out (a rerun resumes them)
+
+
+def choose(candidates: list[dict], default: dict, strategy: str, max_configs: int | None, seed: int) -> list[dict]:
+    """The screening order: the default first, then the strategy's pick of the rest."""
+    if strategy not in STRATEGIES:
+        raise KprofError(f"unknown strategy {strategy!r}: use {', '.join(STRATEGIES)}")
+    rest = [c for c in candidates if c != default]
+    if strategy != "exhaustive":
+        random.Random(seed).shuffle(rest)
+    if max_configs is not None:
+        rest = rest[: max(0, max_configs - 1)]
+    return [default] + rest
+
+
+def _halving_survivors(records: list[CandidateRecord], keep: int) -> list[dict]:
+    ok = sorted((r for r in records if r.status == "ok"), key=lambda r: r.median_us)
+    return [r.config for r in ok[:keep]]
+
+
+def _config_text(cfg: dict) -> str:
+    return ",".join(f"{k}={v}" for k, v in cfg.items())
+
+
+def _record_text(rec: CandidateRecord) -> str:
+    if rec.status == "ok":
+        return f"{_config_text(rec.config)}: {rec.median_us:.2f} us ({rec.seconds:.1f} s)"
+    return f"{_config_text(rec.config)}: {rec.status} ({rec.reason[:80]})"
+
+
+def _open_cache(path: Path, key, replace_stale: bool, say: Callable[[str], None]) -> TuneFile | None:
+    """The launch's cache file if it exists and matches ``key``. One measured under another key
+    is refused, or with ``replace_stale`` renamed to ``*.stale.json`` (kept, never overwritten)."""
+    if not path.exists():
+        return None
+    try:
+        return load_tune_file(path, key)
+    except StaleTuneFile as exc:
+        if not replace_stale:
+            raise
+        aside, i = path.with_suffix(".stale.json"), 1
+        while aside.exists():
+            i += 1
+            aside = path.with_suffix(f".stale-{i}.json")
+        os.replace(path, aside)
+        say(f"{path.name} was measured on another setup ({'; '.join(exc.differences)}): kept as {aside.name}, "
+            "tuning afresh")
+        return None
+
+
+def tune_launch(req: TuneRequest, launch: str, progress: Callable[..., None]) -> LaunchOutcome:
+    """Screen, halve and finalise one launch. ``progress(launch, done, total, message="")`` is
+    called before and after every candidate; ``message`` says what just finished (one line, so a
+    log of a run that is cut short still shows how far it got)."""
+    method = get_method(req.method)
+    spaces = method.config_space()
+    if launch not in spaces:
+        raise KprofError(f"{req.method} has no launch {launch!r}: tunable launches are {', '.join(spaces) or 'none'}")
+    space = spaces[launch]
+    key = tune_key(req.method, launch, req.shape)
+    path = req.out_dir / key.filename
+    order = choose(list(space.candidates(req.shape)), space.default(), req.strategy, req.max_configs, req.seed)
+    tf = _open_cache(path, key, req.replace_stale, lambda msg: progress(launch, 0, len(order), msg))
+    tf = tf or TuneFile(key=key, default=space.default())
+    todo = [c for c in order if tf.measured(c) is None]
+    spec = WorkerSpec(req.method, req.workload, req.device, launch, req.rounds, req.observations, req.warmup,
+                      req.evict_mib)
+    worker = CandidateWorker(spec, req.timeout_s)
+    t0 = time.perf_counter()
+    done = len(order) - len(todo)
+    try:
+        for cfg in todo:
+            if req.budget_s is not None and time.perf_counter() - t0 > req.budget_s:
+                break
+            progress(launch, done, len(order))
+            rec = worker.measure(cfg)
+            tf.candidates.append(rec)
+            tf.save(req.out_dir)  # after every candidate: an interruption loses at most one
+            done += 1
+            progress(launch, done, len(order), f"{launch} {done}/{len(order)} {_record_text(rec)}")
+        progress(launch, done, len(order))
+        if req.strategy == "halving":
+            _halve(tf, worker, req, lambda msg: progress(launch, done, len(order), msg))
+        _finalize(tf, worker, req, lambda msg: progress(launch, done, len(order), msg))
+        tf.save(req.out_dir)
+    finally:
+        worker.close()
+    measured_now = done - (len(order) - len(todo))
+    return LaunchOutcome(launch, path, tf, measured_now, time.perf_counter() - t0, len(todo) - measured_now)
+
+
+def _halve(tf: TuneFile, worker: CandidateWorker, req: TuneRequest, note: Callable[[str], None]) -> None:
+    """Re-measure the better half repeatedly (more rounds for fewer candidates) down to the finalists."""
+    survivors = _halving_survivors(tf.candidates, max(req.finalists, len(tf.ok()) // 2))
+    while len(survivors) > req.finalists:
+        note(f"{tf.key.launch} halving: re-measuring {len(survivors)} candidates")
+        for cfg in survivors:
+            rec = tf.measured(cfg)
+            extra = worker.measure(cfg)
+            if extra.status == "ok":
+                rec.round_medians_us += extra.round_medians_us
+                rec.median_us = float(sorted(rec.round_medians_us)[len(rec.round_medians_us) // 2])
+        tf.save(req.out_dir)
+        survivors = _halving_survivors([tf.measured(c) for c in survivors], max(req.finalists, len(survivors) // 2))
+
+
+def _finalize(tf: TuneFile, worker: CandidateWorker, req: TuneRequest, note: Callable[[str], None]) -> None:
+    """Paired complete-operation comparison of the best candidates against the default."""
+    tf.finalists = []
+    best = None
+    for rec in [r for r in tf.ok() if r.config != tf.default][: req.finalists]:
+        note(f"{tf.key.launch} finalist {_config_text(rec.config)}: paired complete-operation protocol vs default")
+        got = worker.paired(rec.config, req.paired)
+        if isinstance(got, str):
+            tf.finalists.append({"config": rec.config, "status": "failed", "reason": got})
+            note(f"{tf.key.launch} finalist {_config_text(rec.config)}: failed ({got[:80]})")
+            continue
+        obs, orders, cycle = got
+        iv = paired_speedup(obs[0], obs[1], orders, 0, 1, cycle)  # default / candidate
+        tf.finalists.append({"config": rec.config, "status": "ok", "speedup": iv.estimate, "low": iv.low,
+                             "high": iv.high, "cycles": iv.n, "interval": iv.method, "note": iv.note})
+        note(f"{tf.key.launch} finalist {_config_text(rec.config)}: {iv.text()}")
+        if iv.has_interval and iv.low > 1.0 and (best is None or iv.estimate > best[1]):
+            best = (rec.config, iv.estimate)
+    tf.best = best[0] if best else tf.default

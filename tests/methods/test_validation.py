@@ -1,0 +1,27 @@
+import torch
+
+from kprof.methods.validation import compare_outputs
+
+
+def test_identical_outputs_pass_and_perturbed_fail():
+    g = torch.Generator().manual_seed(0)
+    ref = torch.randn(8, 16, generator=g, dtype=torch.float64)
+    assert compare_outputs(ref.float(), ref).passed
+    bad = ref.float().clone()
+    bad[3, 4] += 0.5
+    r = compare_outputs(bad, ref)
+    assert not r.passed and abs(r.max_abs_error - 0.5) < 1e-5
+
+
+def test_nan_never_passes():
+    ref = torch.ones(4, 4, dtype=torch.float64)
+    out = torch.ones(4, 4)
+    out[0, 0] = float("nan")
+    r = compare_outputs(out, ref, tolerance=1.0)
+    assert not r.passed and r.non_finite == 1
+
+
+def test_tolerance_follows_dtype():
+    ref = torch.randn(4, 4, dtype=torch.float64)
+    assert compare_outputs(ref.half(), ref).tolerance == 1e-2
+    assert compare_outputs(ref.float(), ref).tolerance == 1e-5

@@ -1,0 +1,112 @@
+import json
+
+import numpy as np
+import pytest
+
+from kprof.core.errors import KprofError
+from kprof.measure.harness import Progress
+from kprof.results.result import load_result, save_result
+
+
+@pytest.fixture(scope="module")
+def cpu_result():
+    from kprof.commands.compare import run_compare
+    from kprof.commands.session import MeasurementSession
+
+    session = MeasurementSession.open("cpu", "cpu-smoke",
+                                      {"rounds": 3, "warmup_pairs": 0, "observations": 2, "evict_mib": 1})
+    return run_compare(session, "flash", ["math", "math"], Progress())
+
+
+def test_compare_on_cpu_substitutes_the_baseline_and_labels_duplicates(cpu_result):
+    assert [m.label for m in cpu_result.methods] == ["math", "math#2", "math#3"]
+    assert any("substituted 'math'" in n for n in cpu_result.notes)
+    assert any("not GPU numbers" in n for n in cpu_result.notes)
+    assert cpu_result.observations["math"].shape == (6, 2), "3 rounds round up to a whole 6-round cycle"
+    assert len(cpu_result.design["orders"]) == 6 and cpu_result.design["cycle"] == 6
+    assert all(m.validation.passed for m in cpu_result.methods)
+    assert [s.candidate for s in cpu_result.speedups] == ["math#2", "math#3"]
+
+
+def test_json_round_trip_preserves_everything(tmp_path, cpu_result):
+    path = save_result(cpu_result, tmp_path / "r.json", runs_dir=tmp_path)
+    back = load_result(path)
+    assert back.to_dict() == json.loads(path.read_text())
+    assert back.speedups[0].interval == cpu_result.speedups[0].interval
+    assert back.summaries["math"].drift == cpu_result.summaries["math"].drift
+    for label, obs in cpu_result.observations.items():
+        assert np.array_equal(back.observations[label], obs)
+    assert back.protocol["rounds"] == 6 and back.schema == "kprof-result/2"
+    assert back.design == cpu_result.design
+    assert (tmp_path / "latest.json").read_text() == path.read_text()
+
+
+def test_crash_while_writing_keeps_the_previous_result(tmp_path, cpu_result, monkeypatch):
+    path = save_result(cpu_result, tmp_path / "r.json")
+    before = path.read_text()
+    import kprof.results.result as results
+
+    def boom(*a, **k):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(results.Result, "to_json", boom)
+    with pytest.raises(OSError):
+        save_result(cpu_result, path)
+    assert path.read_text() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json", "r.obs.npz"]
+
+
+def test_tampered_sidecar_is_refused(tmp_path, cpu_result):
+    path = save_result(cpu_result, tmp_path / "r.json")
+    (tmp_path / "r.obs.npz").write_bytes(b"garbage")
+    with pytest.raises(KprofError, match="does not match"):
+        load_result(path)
+
+
+def test_not_a_result(tmp_path):
+    p = tmp_path / "x.json"
+    p.write_text("{\"schema\": \"other/2\"}")
+    with pytest.raises(KprofError, match="unsupported result schema"):
+        load_result(p)
+    p.write_text("not json")
+    with pytest.raises(KprofError, match="invalid JSON"):
+        load_result(p)
+
+
+def test_default_paths_never_overwrite_an_earlier_run(tmp_path, cpu_result):
+    a = save_result(cpu_result, runs_dir=tmp_path)
+    b = save_result(cpu_result, runs_dir=tmp_path)
+    assert a != b and a.exists() and b.exists()
+    assert b.name.endswith("-2.json")
+
+
+def test_bad_observations_never_lose_a_run(tmp_path, cpu_result):
+    """NaN, infinite, zero and negative observations are left out of every number and counted;
+    the JSON stays valid and the raw values stay in the sidecar."""
+    import copy
+
+    from kprof.commands.session import bad_observation_error
+    from kprof.results.result import Summary
+
+    res = copy.deepcopy(cpu_result)
+    obs = res.observations["math#2"].copy()
+    obs[0, 0], obs[1, 1] = np.nan, -3.0
+    res.observations["math#2"] = obs
+    res.summaries["math#2"] = Summary.of(obs)
+    res.observations["math"][:] = np.nan  # every observation of a row bad
+    res.summaries["math"] = Summary.of(res.observations["math"])
+    path = save_result(res, tmp_path / "bad.json")
+    back = load_result(path)
+    assert back.summaries["math#2"].bad_observations == 2 and back.summaries["math"].median_us.estimate is None
+    assert np.isnan(back.observations["math#2"][0, 0]) and back.observations["math#2"][1, 1] == -3.0
+    error = bad_observation_error(back)
+    assert error and "math 100.0%" in error and "math#2 16.7%" in error and "\n" not in error
+
+
+def test_a_version_1_result_still_reads():
+    """An H200 Result written before the balanced design (rotation order, bootstrap intervals)."""
+    from pathlib import Path
+
+    res = load_result(Path(__file__).parents[1] / "fixtures" / "results" / "h200-result-v1.json")
+    assert res.schema == "kprof-result/1" and res.speedups and res.speedups[0].interval.has_interval
+    assert res.summaries["flash"].median_us.estimate > 40 and not res.design
