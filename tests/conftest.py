@@ -63,3 +63,11 @@ def real_result():
     session = MeasurementSession.open("cpu", "cpu-smoke", {"rounds": 2, "warmup_pairs": 0, "observations": 1,
                                                              "evict_mib": 1})
     return run_compare(session, "math", ["math"])
+
+
+@pytest.fixture(autouse=True)
+def kprof_home(tmp_path_factory, monkeypatch):
+    """Runs and tuned profiles of a test go to a folder of its own, never into the checkout."""
+    home = tmp_path_factory.mktemp("kprof-home")
+    monkeypatch.setenv("KPROF_HOME", str(home))
+    return home

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 
@@ -21,3 +22,14 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor, theta: float) -> torch.
     half = d // 2
     rotated = torch.cat([-xf[..., half:], xf[..., :half]], dim=-1)
     return (xf * cos + rotated * sin).to(x.dtype)
+
+
+def rope_numpy(x: np.ndarray, positions: np.ndarray, theta: float) -> np.ndarray:
+    """The same rotation in numpy float64, for the synthetic generator (no torch arithmetic)."""
+    d = x.shape[-1]
+    inv_freq = 1.0 / (theta ** (np.arange(0, d, 2, dtype=np.float64) / d))
+    ang = positions.astype(np.float64)[:, None] * inv_freq[None, :]
+    ang = np.concatenate([ang, ang], axis=-1)
+    half = d // 2
+    rotated = np.concatenate([-x[..., half:], x[..., :half]], axis=-1)
+    return x * np.cos(ang) + rotated * np.sin(ang)

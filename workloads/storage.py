@@ -65,6 +65,11 @@ def load(path: str | Path, device: torch.device | str = "cpu", verify_hash: bool
         workload = Workload(**tensors, query_position=query_position, metadata=metadata, source=str(path.resolve()))
     except WorkloadError as exc:
         raise WorkloadError(f"{path}: {exc}") from None
+    bad = {n: int((~torch.isfinite(t)).sum()) for n, t in tensors.items() if t.is_floating_point()}
+    bad = {n: c for n, c in bad.items() if c}
+    if bad:
+        raise WorkloadError(f"{path} holds non-finite values ({', '.join(f'{c} in {n}' for n, c in bad.items())}): "
+                            "no kernel can be validated on them; re-capture the workload")
     if verify_hash:
         actual = workload.content_hash()
         if actual != stored_hash:

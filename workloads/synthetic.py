@@ -11,8 +11,10 @@ features sparse decode attention relies on and is sensitive to:
 * per-head queries aligned with a handful of "needle" keys and the sinks, with a norm chosen so
   the top 1% of keys hold 45-85% of the attention mass: peaked, but not one-hot.
 
-Everything is drawn on the CPU from seeded generators per (head, chunk), so the same spec gives
-the same bytes (and content hash) on every machine, with memory bounded by the chunk size.
+Everything is drawn from numpy's PCG64 generators, one stream per (head, chunk), and computed in
+float64 on the CPU before one cast to the spec's dtype: no torch random numbers and no device
+arithmetic, so the same spec gives the same bytes (and content hash) under any torch version, on
+any machine. The hashes are listed in the README and asserted by the tests.
 """
 
 from __future__ import annotations
@@ -21,13 +23,15 @@ import hashlib
 import math
 from dataclasses import asdict, dataclass
 
+import numpy as np
 import torch
 
-from kprof.workloads.rope import apply_rope
+from kprof.workloads.rope import rope_numpy
 from kprof.workloads.specs import WorkloadSpec, get_spec
 from kprof.workloads.workload import Workload, dtype_from_name
 
 _CHUNK = 65536
+GENERATOR = "numpy-pcg64-float64/1"  # recorded in the metadata: which generator made the bytes
 
 
 @dataclass(frozen=True)
@@ -49,83 +53,85 @@ class SyntheticRecipe:
     query_noise: float = 0.5
 
 
-def _gen(seed: int, *stream: int) -> torch.Generator:
-    """A CPU generator for one named stream; stable across processes and Python versions."""
+def _gen(seed: int, *stream: int) -> np.random.Generator:
+    """A PCG64 generator for one named stream; stable across processes, versions and machines."""
     digest = hashlib.sha256(repr((seed,) + stream).encode()).digest()
-    g = torch.Generator(device="cpu")
-    g.manual_seed(int.from_bytes(digest[:8], "little") & 0x7FFF_FFFF_FFFF_FFFF)
-    return g
+    return np.random.Generator(np.random.PCG64(int.from_bytes(digest[:16], "little")))
 
 
-def _unit(x: torch.Tensor) -> torch.Tensor:
-    return x / x.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+def _unit(x: np.ndarray) -> np.ndarray:
+    norm = np.sqrt((x * x).sum(axis=-1, keepdims=True))
+    return x / np.maximum(norm, 1e-12)
 
 
-def _kv_head(spec: WorkloadSpec, recipe: SyntheticRecipe, h: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Post-RoPE keys and values ``[N, d]`` of KV head ``h`` (fp32), plus its channel scales."""
+def _kv_head(spec: WorkloadSpec, recipe: SyntheticRecipe, h: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Post-RoPE keys and values ``[N, d]`` of KV head ``h`` (float64), plus its channel scales."""
     n, d, seed = spec.n, spec.d, spec.seed
     g = _gen(seed, 1, h)
     half = d // 2
-    scale = torch.exp(0.35 * torch.randn(d, generator=g))
+    scale = np.exp(0.35 * g.standard_normal(d))
     # dominant channels: low-frequency RoPE pairs (last quarter of each half), both members scaled
-    low_freq = torch.arange(half - max(1, half // 4), half)
-    pick = low_freq[torch.randperm(low_freq.numel(), generator=g)[: recipe.dominant_channel_pairs]]
+    low_freq = np.arange(half - max(1, half // 4), half)
+    pick = low_freq[g.permutation(low_freq.size)[: recipe.dominant_channel_pairs]]
     scale[pick] *= recipe.dominant_scale
     scale[pick + half] *= recipe.dominant_scale
-    bias = 0.5 * torch.randn(d, generator=g)
+    bias = 0.5 * g.standard_normal(d)
     clusters = int(min(recipe.max_clusters, max(4, round(n / 1000 * recipe.clusters_per_1k_tokens))))
-    centroids = torch.randn(clusters, d, generator=g)
-    v_scale = torch.exp(0.25 * torch.randn(d, generator=g))
-    v_centroids = 0.5 * torch.randn(clusters, d, generator=g)
+    centroids = g.standard_normal((clusters, d))
+    v_scale = np.exp(0.25 * g.standard_normal(d))
+    v_centroids = 0.5 * g.standard_normal((clusters, d))
 
-    keys = torch.empty(n, d)
-    values = torch.empty(n, d)
+    keys = np.empty((n, d))
+    values = np.empty((n, d))
     for c, start in enumerate(range(0, n, _CHUNK)):
         stop = min(n, start + _CHUNK)
         gc = _gen(seed, 2, h, c)
-        assign = torch.randint(clusters, (stop - start,), generator=gc)
-        raw = centroids[assign] + recipe.cluster_noise * torch.randn(stop - start, d, generator=gc)
+        assign = gc.integers(clusters, size=stop - start)
+        raw = centroids[assign] + recipe.cluster_noise * gc.standard_normal((stop - start, d))
         pre = (raw + bias) * scale
-        keys[start:stop] = apply_rope(pre, torch.arange(start, stop), spec.rope_theta)
-        values[start:stop] = (v_centroids[assign] + torch.randn(stop - start, d, generator=gc)) * v_scale
+        keys[start:stop] = rope_numpy(pre, np.arange(start, stop), spec.rope_theta)
+        values[start:stop] = (v_centroids[assign] + gc.standard_normal((stop - start, d))) * v_scale
     sinks = min(recipe.sinks, n)
     if sinks:
-        sink_dir = _unit(torch.randn(d, generator=g) * scale)
-        typical = keys[sinks:].norm(dim=-1).mean() if n > sinks else keys.norm(dim=-1).mean()
-        sink_pre = sink_dir * typical * recipe.sink_norm_factor
-        keys[:sinks] = apply_rope(sink_pre.expand(sinks, d), torch.arange(sinks), spec.rope_theta)
+        sink_dir = _unit(g.standard_normal(d) * scale)
+        norms = np.sqrt((keys * keys).sum(axis=-1))
+        typical = norms[sinks:].mean() if n > sinks else norms.mean()
+        sink_pre = np.broadcast_to(sink_dir * typical * recipe.sink_norm_factor, (sinks, d))
+        keys[:sinks] = rope_numpy(sink_pre, np.arange(sinks), spec.rope_theta)
     return keys, values, scale
 
 
-def _queries(
-    spec: WorkloadSpec, recipe: SyntheticRecipe, h: int, keys: torch.Tensor
-) -> torch.Tensor:
+def _queries(spec: WorkloadSpec, recipe: SyntheticRecipe, h: int, keys: np.ndarray) -> np.ndarray:
     """Post-RoPE queries ``[G, d]`` of the G query heads that share KV head ``h``."""
     n, d = keys.shape
     group = spec.hq // spec.hkv
     g = _gen(spec.seed, 3, h)
     sinks = min(recipe.sinks, n)
     pool_size = min(recipe.needles_per_kv_head, max(1, n - sinks))
-    pool = sinks + torch.randperm(max(1, n - sinks), generator=g)[:pool_size]
-    sink_dir = _unit(keys[:sinks].mean(0)) if sinks else torch.zeros(d)
-    out = torch.empty(group, d)
+    pool = sinks + g.permutation(max(1, n - sinks))[:pool_size]
+    sink_dir = _unit(keys[:sinks].mean(0)) if sinks else np.zeros(d)
+    out = np.empty((group, d))
     for j in range(group):
-        pick = pool[torch.randperm(pool.numel(), generator=g)[: recipe.needles_per_query_head]]
+        pick = pool[g.permutation(pool.size)[: recipe.needles_per_query_head]]
         direction = _unit(_unit(keys[pick]).sum(0))
-        direction = direction + recipe.sink_weight * sink_dir + recipe.query_noise * _unit(torch.randn(d, generator=g))
+        direction = direction + recipe.sink_weight * sink_dir + recipe.query_noise * _unit(g.standard_normal(d))
         direction = _unit(direction)
         lo, hi = recipe.top1pct_mass_range
-        target = lo + (hi - lo) * torch.rand((), generator=g).item()
-        out[j] = direction * _norm_for_top1pct_mass(keys @ direction / math.sqrt(d), target)
+        target = lo + (hi - lo) * g.random()
+        logits = (keys * direction).sum(axis=1) / math.sqrt(d)  # no BLAS: the same sums on every machine
+        out[j] = direction * _norm_for_top1pct_mass(logits, target)
     return out
 
 
-def _top1pct_mass(logits: torch.Tensor) -> float:
-    p = torch.softmax(logits.double(), dim=0)
-    return torch.topk(p, max(1, p.numel() // 100)).values.sum().item()
+def _top1pct_mass(logits: np.ndarray) -> float:
+    z = logits - logits.max()
+    p = np.exp(z)
+    p /= p.sum()
+    top = max(1, p.size // 100)
+    return float(np.partition(p, p.size - top)[p.size - top:].sum())
 
 
-def _norm_for_top1pct_mass(unit_logits: torch.Tensor, target: float) -> float:
+def _norm_for_top1pct_mass(unit_logits: np.ndarray, target: float) -> float:
     """Query norm at which the top 1% of keys hold ``target`` of the attention mass (bisection)."""
     lo, hi = math.log(1e-3), math.log(1e4)
     for _ in range(40):
@@ -148,9 +154,9 @@ def synthesize(spec: WorkloadSpec | str, recipe: SyntheticRecipe | None = None) 
     group = spec.hq // spec.hkv
     for h in range(spec.hkv):
         keys, values, _ = _kv_head(spec, recipe, h)
-        q[h * group : (h + 1) * group] = _queries(spec, recipe, h, keys).to(dtype)
-        k[h] = keys.to(dtype)
-        v[h] = values.to(dtype)
+        q[h * group : (h + 1) * group] = torch.from_numpy(_queries(spec, recipe, h, keys)).to(dtype)
+        k[h] = torch.from_numpy(keys).to(dtype)
+        v[h] = torch.from_numpy(values).to(dtype)
     metadata = {
         "name": spec.name,
         "source": "synthetic",
@@ -160,5 +166,6 @@ def synthesize(spec: WorkloadSpec | str, recipe: SyntheticRecipe | None = None) 
         "rope_theta": spec.rope_theta,
         "seed": spec.seed,
         "recipe": asdict(recipe),
+        "generator": GENERATOR,
     }
     return Workload(q=q, k=k, v=v, positions=torch.arange(spec.n), query_position=spec.n - 1, metadata=metadata)

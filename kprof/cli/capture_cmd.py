@@ -7,9 +7,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from kprof.cli.console import console, err_console, format_bytes
 from kprof.core.errors import KprofError
-from kprof.workloads import SPECS, save, synthesize
-from kprof.workloads.capture import CaptureRequest
-from kprof.workloads.capture import capture as run_capture
 
 
 @click.command()
@@ -25,8 +22,9 @@ from kprof.workloads.capture import capture as run_capture
               help="Model and workload dtype.")
 @click.option("--device", type=click.Choice(["cuda", "cpu"]), default="cpu", show_default=True,
               help="Where the prefill runs.")
-@click.option("--synthetic", type=click.Choice(sorted(SPECS)), default=None,
-              help="Instead of a model: materialise this named spec with the deterministic generator.")
+@click.option("--synthetic", default=None, metavar="SPEC",
+              help="Instead of a model: materialise this named spec (kprof workload list) with the deterministic "
+                   "generator.")
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="Workload file to write (.safetensors).")
 def capture(model, layer, context, prompt_file, random_tokens, seed, dtype, device, synthetic, out) -> None:
     """Record q (last position) and post-RoPE K/V of one layer into a workload file.
@@ -34,6 +32,10 @@ def capture(model, layer, context, prompt_file, random_tokens, seed, dtype, devi
     With --model: a dense prefill through transformers with kprof's attention hook (Qwen2, Qwen3,
     Llama families). With --synthetic SPEC: the named spec's synthetic stand-in.
     """
+    from kprof.workloads import save, synthesize
+    from kprof.workloads.capture import CaptureRequest
+    from kprof.workloads.capture import capture as run_capture
+
     if synthetic:
         if model:
             raise KprofError("--synthetic and --model are exclusive: pick one source")

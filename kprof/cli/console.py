@@ -7,12 +7,11 @@ squeeze result tables until columns vanish; such output gets 160 columns instead
 import contextlib
 import os
 import sys
+import time
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.progress import Progress as RichProgress
-
-from kprof.measure.harness import Progress
 
 _PIPE_WIDTH = 160
 
@@ -35,23 +34,47 @@ def format_bytes(n: float) -> str:
     return f"{n:.2f} TiB"
 
 
+LONG_RUN_S = 120  # after the first round, a run expected to last longer than this says so
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
+
+
 @contextlib.contextmanager
 def measurement_progress(quiet: bool):
-    """Rich progress on stderr: a status line per phase and a bar over rounds with ETA."""
+    """Progress of a measurement on stderr: a status line per phase, then a bar over rounds with
+    an ETA on a terminal, or one plain line per round with elapsed time and ETA elsewhere (CI
+    logs, pipes). After the first round, a run that will take over two minutes says so."""
+    from kprof.measure.harness import Progress
+
+    live = err_console.is_terminal
     bar = RichProgress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                        TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=err_console,
-                       disable=quiet, transient=True)
+                       disable=quiet or not live, transient=True)
     state = {}
 
     def status(msg: str) -> None:
         if not quiet:
-            err_console.print(f"[dim]• {msg}[/]")
+            err_console.print(f"[dim]• {msg}[/]", highlight=False)
 
     def start(total: int) -> None:
-        state["task"] = bar.add_task("rounds", total=total)
+        state.update(task=bar.add_task("rounds", total=total), total=total, t0=time.monotonic())
 
     def done(r: int) -> None:
         bar.advance(state["task"])
+        elapsed = time.monotonic() - state["t0"]
+        remaining = elapsed / (r + 1) * (state["total"] - r - 1)
+        if quiet:
+            return
+        if r == 0 and remaining > LONG_RUN_S:
+            err_console.print(f"[yellow]this run will take about {_duration(elapsed + remaining)} "
+                              f"({state['total']} rounds at {_duration(elapsed)} each); Ctrl-C stops it[/]",
+                              highlight=False)
+        if not live:
+            err_console.print(f"round {r + 1}/{state['total']} done, {_duration(elapsed)} elapsed, "
+                              f"eta {_duration(remaining)}", highlight=False)
 
     with bar:
         yield Progress(status, start, done)

@@ -8,7 +8,6 @@ import click
 from rich.table import Table
 
 from kprof.cli.console import console, format_bytes
-from kprof.measure.fingerprint import collect_environment
 
 
 @click.command()
@@ -16,6 +15,8 @@ from kprof.measure.fingerprint import collect_environment
 @click.option("--no-ncu", is_flag=True, help="Skip locating ncu and asking its version (saves ~1 s).")
 def env(as_json: bool, no_ncu: bool) -> None:
     """Device, driver, clocks, throttle reasons, software versions, ncu and NVML availability."""
+    from kprof.measure.fingerprint import collect_environment
+
     e = collect_environment(with_ncu=not no_ncu)
     if as_json:
         click.echo(json.dumps(e.to_dict(), indent=2))

@@ -9,17 +9,15 @@ from dataclasses import asdict
 from pathlib import Path
 
 import click
+from rich.markup import escape
 from rich.table import Table
 
 from kprof.cli.console import console, err_console, measurement_progress
 from kprof.cli.options import protocol_options, protocol_overrides
-from kprof.commands.gate import against_history, against_revision, is_new_history
-from kprof.commands.session import MeasurementSession
-from kprof.core.atomic import atomic_write_text
 from kprof.core.errors import KprofError
 from kprof.measure.protocol import TimingProtocol
-from kprof.results.gate import EXIT, EXIT_ERROR, GateReport, add_to_history, summary_markdown
-from kprof.results.result import finite, save_result
+
+EXIT_ERROR = 5  # kprof.results.gate.EXIT_ERROR, kept here so that --help imports no numerics
 
 
 def _threshold(ctx, param, text: str) -> float:
@@ -33,7 +31,9 @@ def _threshold(ctx, param, text: str) -> float:
     return value
 
 
-def _print(report: GateReport, as_json: bool) -> None:
+def _print(report, as_json: bool) -> None:
+    from kprof.results.result import finite
+
     if as_json:
         click.echo(json.dumps(finite(asdict(report)), indent=2, default=str))
         return
@@ -56,8 +56,13 @@ def _print(report: GateReport, as_json: bool) -> None:
 
 
 def _decide(rev, baselines, candidate, methods, workload, device, config_mode, out, overrides, threshold, metric,
-            update_baseline, quiet: bool) -> GateReport | None:
+            update_baseline, force: bool, quiet: bool):
     """The report; None when --update-baseline started a new history with the candidate."""
+    from kprof.commands.gate import against_history, against_revision, is_new_history
+    from kprof.commands.session import MeasurementSession
+    from kprof.results.gate import add_to_history
+    from kprof.results.result import check_destination, save_result
+
     if rev is None:
         folder = Path(baselines[0])
         if update_baseline and is_new_history(folder):
@@ -65,6 +70,7 @@ def _decide(rev, baselines, candidate, methods, workload, device, config_mode, o
             console.print(f"started the history {folder} with {added.name}; verdicts need 3 runs of this setup")
             return None
         return against_history(list(baselines), candidate, threshold, metric)
+    check_destination(out, force)
     with measurement_progress(quiet) as progress:
         session = MeasurementSession.open(device, workload, overrides, progress.status, config_mode)
         report, result = against_revision(session, rev, methods, threshold, progress)
@@ -96,8 +102,10 @@ def _decide(rev, baselines, candidate, methods, workload, device, config_mode, o
 @click.option("--update-baseline", is_flag=True,
               help="After gating, add the candidate to the history folder given as --baseline: only a SAME run "
                    "(or any but INCOMPARABLE with --force); an empty or new folder starts a history with it.")
-@click.option("--force", is_flag=True, help="With --update-baseline: add a candidate whose verdict is not SAME.")
-@protocol_options
+@click.option("--force", is_flag=True,
+              help="With --update-baseline: add a candidate whose verdict is not SAME; with --against: replace "
+                   "the file --out names.")
+@protocol_options(force=False)
 def gate_cmd(baselines, candidate, rev, methods, max_regression, metric, uncertain, summary_md, update_baseline, force,
              workload, device, config_mode, as_json, out, **kw) -> None:
     """Decide whether a change made kernels slower; exit 0 FASTER/SAME, 1 SLOWER, 2 usage error,
@@ -118,6 +126,9 @@ def gate_cmd(baselines, candidate, rev, methods, max_regression, metric, uncerta
         raise click.UsageError("--against times both versions itself: drop --baseline and --candidate")
     if update_baseline and (rev is not None or len(baselines) != 1 or Path(baselines[0]).is_file()):
         raise click.UsageError("--update-baseline adds the candidate to a history folder: pass one --baseline DIR")
+    from kprof.core.atomic import atomic_write_text
+    from kprof.results.gate import EXIT, add_to_history, summary_markdown
+
     overrides = protocol_overrides(kw)
     try:
         TimingProtocol().with_overrides(**overrides)
@@ -125,7 +136,7 @@ def gate_cmd(baselines, candidate, rev, methods, max_regression, metric, uncerta
         raise click.UsageError(str(exc)) from None
     try:
         report = _decide(rev, baselines, candidate, methods, workload, device, config_mode, out, overrides,
-                         max_regression, metric, update_baseline, as_json)
+                         max_regression, metric, update_baseline, force, as_json)
         if report is None:  # the first run of a new history
             return
         _print(report, as_json)
@@ -142,11 +153,12 @@ def gate_cmd(baselines, candidate, rev, methods, max_regression, metric, uncerta
             added = add_to_history(Path(candidate), Path(baselines[0]))
             console.print(f"added {candidate} to the history as {added}")
     except KprofError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         sys.exit(EXIT_ERROR)
     except Exception as exc:  # noqa: BLE001 - exit 1 would read as SLOWER: any other failure is exit 5
         first = (str(exc).strip().splitlines() or [""])[0]
-        err_console.print(f"[bold red]error:[/] {type(exc).__name__}: {first[:300]}", highlight=False, soft_wrap=True)
+        err_console.print(f"[bold red]error:[/] {type(exc).__name__}: {escape(first[:300])}", highlight=False,
+                          soft_wrap=True)
         sys.exit(EXIT_ERROR)
     code = EXIT[report.verdict]
     if report.verdict == "UNCERTAIN" and uncertain == "pass":

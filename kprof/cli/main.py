@@ -5,20 +5,28 @@ from __future__ import annotations
 import sys
 
 import click
+from rich.markup import escape
 
 from kprof.cli.console import err_console
 from kprof.core.errors import KprofError
 
+EXIT_INTERRUPTED = 130  # the shell's code for a process ended by Ctrl-C (128 + SIGINT)
+
 
 class KprofGroup(click.Group):
-    """Turns :class:`KprofError` into one red line and a non-zero exit, never a traceback."""
+    """Turns :class:`KprofError` into one red line and a non-zero exit, never a traceback; Ctrl-C
+    exits 130. Messages are printed as plain text (a ``[plot]`` in an install hint stays)."""
 
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
         except KprofError as exc:
-            err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
             sys.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            err_console.print("[bold red]interrupted[/] (Ctrl-C): files already written are complete; a tune "
+                              "resumes where it stopped", highlight=False)
+            sys.exit(EXIT_INTERRUPTED)
 
 
 @click.group(cls=KprofGroup, context_settings={"help_option_names": ["-h", "--help"]})

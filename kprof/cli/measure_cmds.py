@@ -5,22 +5,22 @@ from __future__ import annotations
 import sys
 
 import click
+from rich.markup import escape
 
 from kprof.cli.console import console, err_console, measurement_progress
 from kprof.cli.options import protocol_options, protocol_overrides
-from kprof.commands.compare import run_compare
-from kprof.commands.session import MeasurementSession, bad_observation_error
-from kprof.commands.stages import run_stages
-from kprof.core.config_space import parse_overrides
-from kprof.results.result import Result, save_result
-from kprof.results.tables import compare_table, extra_speedups, stages_table
 
 GPU_DEFAULT_CANDIDATES = ("santa", "triton-dense")
 CPU_DEFAULT_CANDIDATES = ("triton-dense",)  # santa's sorts are slow in the Triton interpreter
 
 
-def _finish(result: Result, out: str | None, as_json: bool, table) -> None:
-    path = save_result(result, out)  # first: whatever follows, the observations are kept
+def _finish(result, out: str | None, as_json: bool, table) -> None:
+    """Write the Result first (the observations are kept whatever follows), then show it."""
+    from kprof.commands.session import bad_observation_error
+    from kprof.results.result import save_result
+    from kprof.results.tables import extra_speedups
+
+    path = save_result(result, out)
     if as_json:
         click.echo(result.to_json())
     else:
@@ -34,7 +34,7 @@ def _finish(result: Result, out: str | None, as_json: bool, table) -> None:
         for fault in m.faults:
             err_console.print(f"[bold red]fault[/] in {m.label}: {fault}")
     if bad := bad_observation_error(result):
-        err_console.print(f"[bold red]error:[/] {bad} (raw observations kept in {path})", highlight=False)
+        err_console.print(f"[bold red]error:[/] {escape(bad)} (raw observations kept in {path})", highlight=False)
         sys.exit(3)
     failed = [m.label for m in result.methods if not m.validation.passed or m.faults]
     if failed:
@@ -65,6 +65,12 @@ def compare(methods: tuple[str, ...], baseline: str, workload, device, config_mo
     reports a fault in its runs, or more than 1% of a row's observations are bad (the Result is
     written first).
     """
+    from kprof.commands.compare import run_compare
+    from kprof.commands.session import MeasurementSession
+    from kprof.results.result import check_destination
+    from kprof.results.tables import compare_table
+
+    check_destination(out, kw.pop("force"))
     overrides = protocol_overrides(kw)
     with measurement_progress(as_json) as progress:
         session = MeasurementSession.open(device, workload, overrides, progress.status, config_mode)
@@ -92,6 +98,13 @@ def stages(method: str, config_overrides: tuple[str, ...], stage_observations: i
     timed launch; the order of stages rotates across observations. Stage medians are not additive.
     With --chain, the prefixes of the launch chain are timed instead (see --chain).
     """
+    from kprof.commands.session import MeasurementSession
+    from kprof.commands.stages import run_stages
+    from kprof.core.config_space import parse_overrides
+    from kprof.results.result import check_destination
+    from kprof.results.tables import stages_table
+
+    check_destination(out, kw.pop("force"))
     overrides = protocol_overrides(kw) | {"stage_observations": stage_observations}
     with measurement_progress(as_json) as progress:
         session = MeasurementSession.open(device, workload, overrides, progress.status, config_mode)

@@ -9,9 +9,6 @@ import click
 from rich.table import Table
 
 from kprof.cli.console import console, err_console
-from kprof.commands.session import MeasurementSession
-from kprof.core.config_space import parse_overrides
-from kprof.methods import get_method, registered
 
 
 def _target_options(fn):
@@ -45,6 +42,8 @@ def methods(as_json: bool) -> None:
     The source hash covers every file a method's launches run (its kernel family and
     kernels/common): tuned profiles keyed to another hash are not used.
     """
+    from kprof.methods import registered
+
     if as_json:
         click.echo(json.dumps([method_doc(name, cls) for name, cls in sorted(registered().items())], indent=2))
         return
@@ -78,6 +77,9 @@ def check(method_name: str, workload_name: str | None, device: str, overrides: t
     The output buffer is poisoned first; sampling methods (santa) are checked against the fp64
     reference fed with their own selected teams and corrections.
     """
+    from kprof.commands.session import MeasurementSession
+    from kprof.core.config_space import parse_overrides
+
     session = MeasurementSession.open(device, workload_name, {})
     pm = session.prepare(method_name, method_name, "subject", parse_overrides(overrides))
     v = pm.record.validation
@@ -114,6 +116,9 @@ def validate(method_name: str, workload_name: str | None, device: str, realisati
     methods: fed with the kernels' own selection and corrections) and checks the launch catalog.
     Exit 1 if any realisation fails or the method reports a fault in its runs.
     """
+    from kprof.commands.session import MeasurementSession
+    from kprof.methods import get_method
+
     session = MeasurementSession.open(device, workload_name, {})
     method = get_method(method_name)
     sep = "," if ":" in method_name else ":"

@@ -6,19 +6,17 @@ import json
 from pathlib import Path
 
 import click
-import pandas as pd
 from rich.table import Table
 
 from kprof.cli.console import console, err_console
 from kprof.core.errors import KprofError
 from kprof.ncu.metrics import METRIC_SETS, TABLE14, resolve_metrics
-from kprof.ncu.parse import medians_over_captures, read_ncu_csv
 
 _HEADERS = {"kernel": "kernel", "ctas": "CTAs", "duration_us": "NCU duration (us)", "occupancy_pct": "occ. (%)",
             "eligible_warps": "elig. warps/sched", "dram_pct": "DRAM (% peak)", "registers_per_thread": "reg./thr."}
 
 
-def _emit(df: pd.DataFrame, fmt: str, title: str, extra: list[str]) -> None:
+def _emit(df, fmt: str, title: str, extra: list[str]) -> None:
     cols = ["kernel", *TABLE14.keys(), *[m for m in extra if m in df.columns and m not in TABLE14.values()]]
     view = df[cols]
     if fmt == "json":
@@ -43,6 +41,8 @@ def _emit(df: pd.DataFrame, fmt: str, title: str, extra: list[str]) -> None:
 
 
 def _fmt(v) -> str:
+    import pandas as pd
+
     if v is None or (isinstance(v, float) and pd.isna(v)) or v is pd.NA:
         return "n/a"
     if isinstance(v, float):
@@ -78,6 +78,8 @@ def ncu(ctx, method, workload, captures, metric_sets, config_mode, out_dir, late
     Profiling uses kernel replay, --cache-control all, --clock-control none, and an NVTX range so
     only the method's own launches are measured (no warm-up, eviction or setup kernels).
     """
+    from kprof.ncu.parse import medians_over_captures
+
     if ctx.invoked_subcommand is not None:
         return
     if method is None:
@@ -123,6 +125,7 @@ def _show_event_latency(method: str, ncu_sum_us: float, result_path: str) -> Non
 @_format_options
 def import_(files, extra, fmt) -> None:
     """Read ncu output made elsewhere: CSV (--page raw or details) or .ncu-rep (needs ncu here)."""
+    from kprof.ncu.parse import read_ncu_csv
     from kprof.ncu.run import import_report
 
     for f in files:

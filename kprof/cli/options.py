@@ -7,8 +7,11 @@ import click
 from kprof.measure.protocol import CPU_EMBEDDED, PAPER
 
 
-def protocol_options(fn):
-    """Add the protocol options; each defaults to the paper's value on a GPU, a tiny one on CPU."""
+def protocol_options(fn=None, *, force: bool = True):
+    """Add the protocol options; each defaults to the paper's value on a GPU, a tiny one on CPU.
+    ``force=False`` leaves out ``--force`` for a command that has its own."""
+    if fn is None:
+        return lambda f: protocol_options(f, force=force)
 
     def dflt(name: str) -> str:
         return f"[default: {getattr(PAPER, name)} on GPU, {getattr(CPU_EMBEDDED, name)} on CPU]"
@@ -41,8 +44,11 @@ def protocol_options(fn):
                           "setup), default (declared defaults), or a JSON file of launch -> parameters."),
         click.option("--json", "as_json", is_flag=True, help="Print the Result document as JSON on stdout."),
         click.option("--out", type=click.Path(dir_okay=False), default=None,
-                     help="Write the Result here (plus an .obs.npz sidecar) instead of runs/<timestamp>-....json."),
+                     help="Write the Result here (plus an .obs.npz sidecar) instead of runs/<time>-....json under "
+                          "$KPROF_HOME, else the project root, else ~/.cache/kprof."),
     ]
+    if force:
+        opts.append(click.option("--force", is_flag=True, help="Replace the file --out names if it exists."))
     for opt in reversed(opts):
         fn = opt(fn)
     return fn

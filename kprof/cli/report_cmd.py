@@ -5,9 +5,6 @@ from __future__ import annotations
 import click
 
 from kprof.cli.console import console
-from kprof.results.export import to_csv, to_markdown
-from kprof.results.result import load_result
-from kprof.results.tables import compare_table, stages_table
 
 
 @click.command()
@@ -18,6 +15,10 @@ from kprof.results.tables import compare_table, stages_table
               help="Also write a PNG: round medians (drift) and speedups with intervals, or stage medians.")
 def report(results, fmt, plot) -> None:
     """Render stored Results (runs/*.json): terminal tables by default."""
+    from kprof.results.export import to_csv, to_markdown
+    from kprof.results.result import load_result
+    from kprof.results.tables import compare_table, stages_table
+
     loaded = [load_result(p) for p in results]
     if fmt == "markdown":
         click.echo("\n".join(to_markdown(r) for r in loaded))

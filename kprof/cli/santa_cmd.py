@@ -9,9 +9,6 @@ import click
 from rich.table import Table
 
 from kprof.cli.console import console, err_console
-from kprof.core.target import resolve_target
-from kprof.kernels.santa import SantaSettings, load_or_build, pack
-from kprof.workloads import resolve_workload
 
 MIB = 2**20
 
@@ -40,6 +37,10 @@ def prepare(workload, p, r, s, parents, seed, device, rebuild, as_json) -> None:
     Reports teams, the budget K, persistent memory beyond the original K/V (packed K/V,
     representative keys, team starts/lengths) and preparation time.
     """
+    from kprof.core.target import resolve_target
+    from kprof.kernels.santa import SantaSettings, load_or_build, pack
+    from kprof.workloads import resolve_workload
+
     settings = SantaSettings(p=p, r=r, s=s, parents=parents, seed=seed)
     target = resolve_target(device)
     status = (lambda msg: None) if as_json else (lambda msg: err_console.print(f"[dim]• {msg}[/]"))

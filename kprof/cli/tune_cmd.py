@@ -11,10 +11,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from kprof.cli.console import console, err_console
-from kprof.commands.tune import run_tune, tune_request
-from kprof.core.target import resolve_target
-from kprof.tuning.cache import TUNED_DIR
-from kprof.tuning.search import STRATEGIES
+
+# kprof.tuning.search.STRATEGIES (a test keeps them equal), here so that --help imports no torch
+STRATEGIES = ("exhaustive", "random", "halving")
 
 
 @click.command()
@@ -33,17 +32,23 @@ from kprof.tuning.search import STRATEGIES
               help="Screening observations per round. [default: 100 on GPU, 2 on CPU]")
 @click.option("--finalists", type=int, default=3, show_default=True,
               help="Best candidates re-measured against the default with the paired protocol.")
-@click.option("--timeout-s", type=float, default=120.0, show_default=True,
-              help="Per-candidate limit; a hung candidate's worker is killed and replaced.")
+@click.option("--timeout-s", type=click.FloatRange(min=0, min_open=True), default=120.0, show_default=True,
+              help="Per-candidate limit; a hung candidate's worker is killed and replaced. If the default config "
+                   "itself runs past it, the tune stops and caches nothing for it.")
+@click.option("--retry-failed", is_flag=True,
+              help="Measure again the candidates the cache holds as failed (each records its cause and the "
+                   "timeout it ran under).")
 @click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True)
-@click.option("--out-dir", type=click.Path(file_okay=False), default=str(TUNED_DIR), show_default=True,
-              help="Where the per-launch cache files live (resumable).")
+@click.option("--out-dir", type=click.Path(file_okay=False), default=None,
+              help="Where the per-launch cache files live (resumable). [default: profiles/tuned under $KPROF_HOME, "
+                   "else the project root (pyproject.toml or .git above the working directory), else "
+                   "~/.cache/kprof]")
 @click.option("--replace-stale", is_flag=True,
               help="A cache file measured on another setup (device, versions, kernel source) is renamed to "
                    "*.stale.json and the launch tuned afresh (without this flag such a file stops the run).")
 @click.option("--json", "as_json", is_flag=True, help="Print the cache documents as JSON.")
 def tune(method, workload, launches, strategy, max_configs, budget_s, rounds, observations, finalists, timeout_s,
-         device, out_dir, replace_stale, as_json) -> None:
+         retry_failed, device, out_dir, replace_stale, as_json) -> None:
     """Search each launch's declared config space; every candidate validated before it is timed.
 
     Candidates run in a worker process with a timeout, so compile errors, resource errors,
@@ -53,8 +58,13 @@ def tune(method, workload, launches, strategy, max_configs, budget_s, rounds, ob
     rounds (a balanced paired design on the complete operation); one replaces the default only
     when the lower bound of its speedup interval is above 1.
     """
+    from kprof.commands.tune import run_tune, tune_request
+    from kprof.core.paths import tuned_dir
+    from kprof.core.target import resolve_target
+
     req = tune_request(method, workload, device, launches, strategy, max_configs, budget_s, rounds, observations,
-                       finalists, timeout_s, Path(out_dir), replace_stale)
+                       finalists, timeout_s, Path(out_dir) if out_dir else tuned_dir(), replace_stale)
+    req.retry_failed = retry_failed
     if not resolve_target(device).is_gpu:
         err_console.print("[yellow]CPU interpreter: tuning numbers are not GPU numbers[/]")
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

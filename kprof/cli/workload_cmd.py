@@ -9,8 +9,6 @@ import click
 from rich.table import Table
 
 from kprof.cli.console import console, format_bytes
-from kprof.workloads import SPECS, resolve_workload
-from kprof.workloads.statistics import attention_profile
 
 
 @click.group()
@@ -21,6 +19,8 @@ def workload() -> None:
 @workload.command("list")
 def list_specs() -> None:
     """List the named specs (materialised synthetically when no captured file is given)."""
+    from kprof.workloads import SPECS
+
     t = Table(title="named workloads")
     for col in ("name", "Hq", "Hkv", "d", "N", "dtype", "K+V", "description"):
         t.add_column(col, justify="right" if col in ("Hq", "Hkv", "d", "N", "K+V") else "left")
@@ -39,6 +39,9 @@ def info(name_or_file: str, as_json: bool) -> None:
     Statistics are exact fp64 softmax per query head: share of attention mass held by the top 1%
     of keys and by the top 512 keys, mass on the first 4 (sink) tokens, and exp(entropy).
     """
+    from kprof.workloads import resolve_workload
+    from kprof.workloads.statistics import attention_profile
+
     w = resolve_workload(name_or_file)
     prof = attention_profile(w)
     fields = ("top1pct_mass", "top512_mass", "sink_mass", "effective_keys")

@@ -69,15 +69,32 @@ def _table_lines(text: str, source: str) -> list[str]:
                      "or `--page details`")
 
 
-def _from_raw(rows: list[list[str]]) -> pd.DataFrame:
+def _columns(header: list[str], names: tuple[str, ...], source: str) -> dict[str, int]:
+    missing = [n for n in names if n not in header]
+    if missing:
+        raise KprofError(f"{source} has an \"ID\" column but no {', '.join(repr(m) for m in missing)}: it is not "
+                         "Nsight Compute CSV; export with `ncu --csv --page raw` or `--page details`")
+    return {n: header.index(n) for n in names}
+
+
+def _row_fields(r: list[str], header: list[str], line: int, source: str) -> None:
+    if len(r) != len(header):
+        raise KprofError(f"{source}, table row {line}: {len(r)} fields where the header has {len(header)}; the file "
+                         "is truncated or edited: export it again from ncu")
+    if not r[0].strip().isdigit():
+        raise KprofError(f"{source}, table row {line}: launch ID {r[0]!r} is not a number: export it again from ncu")
+
+
+def _from_raw(rows: list[list[str]], source: str) -> pd.DataFrame:
     header = rows[0]
+    name = _columns(header, ("Kernel Name",), source)["Kernel Name"]
     units = rows[1] if len(rows) > 1 and rows[1] and rows[1][0] == "" else [""] * len(header)
     body = rows[2:] if units is not rows[0] and len(rows) > 1 and rows[1] and rows[1][0] == "" else rows[1:]
+    first = len(rows) - len(body) + 1
     records = []
-    for r in body:
-        if len(r) != len(header):
-            continue
-        rec = {"id": int(r[0]), "kernel_full": r[header.index("Kernel Name")]}
+    for line, r in enumerate(body, start=first):
+        _row_fields(r, header, line, source)
+        rec = {"id": int(r[0]), "kernel_full": r[name]}
         for col, unit, raw in zip(header, units, r):
             if "__" not in col:
                 continue
@@ -87,13 +104,12 @@ def _from_raw(rows: list[list[str]]) -> pd.DataFrame:
     return pd.DataFrame.from_records(records)
 
 
-def _from_details(rows: list[list[str]]) -> pd.DataFrame:
+def _from_details(rows: list[list[str]], source: str) -> pd.DataFrame:
     header = rows[0]
-    ix = {name: header.index(name) for name in ("ID", "Kernel Name", "Metric Name", "Metric Unit", "Metric Value")}
+    ix = _columns(header, ("ID", "Kernel Name", "Metric Name", "Metric Unit", "Metric Value"), source)
     per_launch: dict[int, dict] = {}
-    for r in rows[1:]:
-        if len(r) != len(header):
-            continue
+    for line, r in enumerate(rows[1:], start=2):
+        _row_fields(r, header, line, source)
         rec = per_launch.setdefault(int(r[ix["ID"]]), {"id": int(r[ix["ID"]]), "kernel_full": r[ix["Kernel Name"]]})
         value, _ = _normalise(parse_number(r[ix["Metric Value"]]), r[ix["Metric Unit"]])
         rec[r[ix["Metric Name"]]] = value if value is not None else r[ix["Metric Value"]]
@@ -119,9 +135,9 @@ def read_ncu_csv(source: str | Path, text: str | None = None) -> pd.DataFrame:
     lines = _table_lines(text, str(source))
     rows = list(csv.reader(io.StringIO("\n".join(lines))))
     if "Metric Name" in rows[0]:
-        df = _from_details(rows).rename(columns=_DETAILS_ALIASES)
+        df = _from_details(rows, str(source)).rename(columns=_DETAILS_ALIASES)
     else:
-        df = _from_raw(rows)
+        df = _from_raw(rows, str(source))
     return canonical_frame(df, source)
 
 

@@ -11,6 +11,7 @@ import dataclasses
 import hashlib
 import io
 import json
+import tempfile
 import types
 import typing
 from dataclasses import asdict, dataclass, field
@@ -21,12 +22,12 @@ import numpy as np
 
 from kprof.core.atomic import atomic_path, atomic_write_text
 from kprof.core.errors import KprofError
+from kprof.core.paths import runs_dir as default_runs_dir
 from kprof.measure.catalog import LaunchCatalog
 from kprof.measure.stats import DriftReport, Interval, clean, drift, latency, round_medians, round_noise
 
 SCHEMA = "kprof-result/2"
 READABLE_SCHEMAS = ("kprof-result/1", SCHEMA)  # /1: rotation order, bootstrap intervals
-RUNS_DIR = Path("runs")
 
 
 @dataclass
@@ -180,25 +181,53 @@ def _json_default(obj):
     raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
 
 
-def _build(tp, value):
-    """Rebuild typed dataclasses from parsed JSON (dataclass, list[X], dict[str, X], X | None)."""
+def _build(tp, value, where: str = "result"):
+    """Rebuild typed dataclasses from parsed JSON (dataclass, list[X], dict[str, X], X | None),
+    checking every value's type: a TypeError names the field that is wrong."""
     origin = typing.get_origin(tp)
     if value is None:
         return None
     if origin in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(tp) if a is not type(None)]
-        return _build(args[0], value) if len(args) == 1 else value
+        return _build(args[0], value, where) if len(args) == 1 else value
     if dataclasses.is_dataclass(tp):
+        if not isinstance(value, dict):
+            raise TypeError(f"{where} is a {type(value).__name__}, not an object")
         hints = typing.get_type_hints(tp)
-        kwargs = {f.name: _build(hints[f.name], value[f.name]) for f in dataclasses.fields(tp) if f.name in value}
-        return tp(**kwargs)
+        missing = [f.name for f in dataclasses.fields(tp) if f.name not in value
+                   and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+        if missing:
+            raise TypeError(f"{where} lacks {', '.join(missing)}")
+        return tp(**{f.name: _build(hints[f.name], value[f.name], f"{where}.{f.name}")
+                     for f in dataclasses.fields(tp) if f.name in value})
     if origin is list:
+        if not isinstance(value, list):
+            raise TypeError(f"{where} is a {type(value).__name__}, not a list")
         (arg,) = typing.get_args(tp)
-        return [_build(arg, v) for v in value]
+        return [_build(arg, v, f"{where}[{i}]") for i, v in enumerate(value)]
     if origin is dict:
+        if not isinstance(value, dict):
+            raise TypeError(f"{where} is a {type(value).__name__}, not an object")
         _, arg = typing.get_args(tp)
-        return {k: _build(arg, v) for k, v in value.items()}
+        return {k: _build(arg, v, f"{where}.{k}") for k, v in value.items()}
+    if tp in (float, int) and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        raise TypeError(f"{where} is {value!r}, not a number")
+    if tp in (str, bool) and not isinstance(value, tp):
+        raise TypeError(f"{where} is {value!r}, not a {tp.__name__}")
     return value
+
+
+def _check(result: Result) -> Result:
+    """What the tables and the gate rely on: every timed row summarised, speedups between rows."""
+    if not result.summaries:
+        raise TypeError("it has no summaries (no timed row)")
+    labels = set(result.summaries)
+    unknown = [m.label for m in result.methods if m.label not in labels and result.kind == "compare"]
+    unknown += [f"{sp.candidate} vs {sp.baseline}" for sp in result.speedups
+                if sp.candidate not in labels or sp.baseline not in labels]
+    if unknown:
+        raise TypeError(f"rows without a summary: {', '.join(unknown)}")
+    return result
 
 
 def result_from_dict(doc: dict) -> Result:
@@ -206,7 +235,7 @@ def result_from_dict(doc: dict) -> Result:
         schema = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
         raise KprofError(f"unsupported result schema {schema!r} (this kprof reads {', '.join(READABLE_SCHEMAS)}): "
                          "re-run the measurement")
-    return _build(Result, {k: v for k, v in doc.items() if k != "observations"})
+    return _check(_build(Result, {k: v for k, v in doc.items() if k != "observations"}))
 
 
 def _npz_bytes(observations: dict[str, np.ndarray]) -> bytes:
@@ -225,8 +254,31 @@ def _fresh_path(directory: Path, stem: str) -> Path:
     return path
 
 
-def save_result(result: Result, path: str | Path | None = None, runs_dir: Path = RUNS_DIR) -> Path:
+def check_destination(path: str | Path | None, force: bool = False, runs_dir: Path | None = None) -> None:
+    """Refuse, before a run, what :func:`save_result` would fail at after it: ``--out`` naming a
+    folder, an existing file (unless ``force``), or a place that cannot be written."""
+    runs_dir = runs_dir or default_runs_dir()
+    target = Path(path) if path else runs_dir / "probe.json"
+    flag = f"--out {path}" if path else f"the runs folder {runs_dir}"
+    if path and target.is_dir():
+        raise KprofError(f"--out {path} is a folder: name a file in it, such as {target / 'run.json'}")
+    if path and target.exists() and not force:
+        raise KprofError(f"--out {path} exists: choose another name, or pass --force to replace it")
+    probe = target.parent
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir():
+        raise KprofError(f"{flag}: {probe} is a file, so no folder can be made there: choose another place")
+    try:
+        with tempfile.NamedTemporaryFile(dir=probe, prefix=".kprof-write-check-"):
+            pass
+    except OSError as exc:
+        raise KprofError(f"{flag}: cannot write in {probe} ({exc.strerror}): choose a writable place") from None
+
+
+def save_result(result: Result, path: str | Path | None = None, runs_dir: Path | None = None) -> Path:
     """Write ``result`` (JSON + observations sidecar) atomically; also refresh ``latest.json``."""
+    runs_dir = runs_dir or default_runs_dir()
     path = Path(path) if path else _fresh_path(runs_dir, result.default_stem())
     if result.observations:
         blob = _npz_bytes(result.observations)
@@ -250,6 +302,9 @@ def load_result(path: str | Path, with_observations: bool = True) -> Result:
         raise KprofError(f"result file {path} does not exist: run `kprof compare` first") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise KprofError(f"{path} is not a kprof result (invalid JSON: {exc}): re-run the measurement") from None
+    if not isinstance(doc, dict):
+        raise KprofError(f"{path} is not a kprof result (a JSON {type(doc).__name__}, not an object): pass a Result "
+                         "file that kprof compare or stages wrote")
     try:
         result = result_from_dict(doc)
     except (KeyError, TypeError) as exc:

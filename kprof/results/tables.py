@@ -20,7 +20,7 @@ def _us(x: float | None) -> str:
     """Microseconds with 2 decimals on the GPU scale, fewer for the slow interpreter."""
     if x is None or x != x:
         return "n/a"
-    return f"{x:.2f}" if x < 1000 else f"{x:.0f}"
+    return f"{x:,.2f}" if x < 1000 else f"{x:,.0f}"
 
 
 def _throttled_note(result: Result) -> str:
@@ -70,6 +70,7 @@ def compare_table(result: Result) -> Table:
     t.add_column("noise", justify="right")
     t.add_column("err vs base", justify="right")
     t.add_column("valid")
+    t.add_column("drift")
     for rec in result.methods:
         s = result.summaries[rec.label]
         sp = speedups.get(rec.label)
@@ -85,7 +86,8 @@ def compare_table(result: Result) -> Table:
             speedup_text(sp, several) if sp else "baseline",
             f"{100 * s.noise:.1f}%",
             f"{v.error_vs_baseline:.1e}" if v.error_vs_baseline is not None else "",
-            status + (" [yellow]drift[/]" if s.drift.flagged else ""),
+            status,
+            "[yellow]yes[/]" if s.drift.flagged else "",
         )
     return t
 

@@ -24,7 +24,6 @@ from kprof.methods import get_method
 from kprof.workloads.workload import WorkloadShape
 
 FORMAT = "kprof-tune/1"
-TUNED_DIR = Path("profiles") / "tuned"
 
 
 def shape_bucket(shape: WorkloadShape) -> str:
@@ -119,6 +118,7 @@ class CandidateRecord:
     round_medians_us: list[float] = field(default_factory=list)
     reason: str = ""
     seconds: float = 0.0
+    timeout_s: float | None = None  # the per-candidate limit it was measured under (for failures)
 
 
 @dataclass
@@ -139,7 +139,7 @@ class TuneFile:
     def ok(self) -> list[CandidateRecord]:
         return sorted((c for c in self.candidates if c.status == "ok"), key=lambda c: c.median_us)
 
-    def save(self, directory: Path = TUNED_DIR) -> Path:
+    def save(self, directory: Path) -> Path:
         path = directory / self.key.filename
         atomic_write_text(path, json.dumps(asdict(self), indent=2))
         return path
@@ -159,12 +159,14 @@ def load_tune_file(path: Path, key: TuneKey | None = None) -> TuneFile:
     """Read a cache file; with ``key``, refuse it unless it was measured under that key."""
     try:
         doc = json.loads(path.read_text())
+        if not isinstance(doc, dict):
+            raise ValueError(f"a JSON {type(doc).__name__}, not an object")
         if doc.get("format") != FORMAT:
             raise ValueError(f"format {doc.get('format')!r}")
         f = TuneFile(key=TuneKey(**doc["key"]), default=doc["default"],
                      candidates=[CandidateRecord(**c) for c in doc["candidates"]], best=doc.get("best"),
                      finalists=doc.get("finalists", []))
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise KprofError(f"tuning cache {path} is corrupt ({exc}): "
                          "move it away to re-tune; it was not modified") from None
     if key is not None and f.key != key:

@@ -6,17 +6,20 @@ import json
 from pathlib import Path
 
 from kprof.core.errors import KprofError
+from kprof.core.paths import tuned_dir
 from kprof.measure.fingerprint import collect_environment
 from kprof.methods import get_method
-from kprof.tuning.cache import TUNED_DIR, load_tune_file, tune_key
+from kprof.tuning.cache import StaleTuneFile, load_tune_file, tune_key
 from kprof.workloads.workload import WorkloadShape
 
 
-def tuned_overrides(method_spec: str, shape: WorkloadShape, directory: Path = TUNED_DIR,
+def tuned_overrides(method_spec: str, shape: WorkloadShape, directory: Path | None = None,
                     env=None) -> tuple[dict, list[str]]:
-    """Best tuned config per launch whose cache key matches this setup, and notes saying so."""
+    """Best tuned config per launch whose cache key matches this setup, and notes saying so (one
+    line for all the launches whose profile was measured on another setup)."""
+    directory = directory or tuned_dir()
     method = get_method(method_spec)
-    overrides, notes = {}, []
+    overrides, notes, stale = {}, [], []
     for launch in method.config_space():
         env = env or collect_environment(with_ncu=False)
         key = tune_key(method_spec, launch, shape, env)
@@ -25,12 +28,20 @@ def tuned_overrides(method_spec: str, shape: WorkloadShape, directory: Path = TU
             continue
         try:
             tf = load_tune_file(path, key)
+        except StaleTuneFile as exc:
+            stale.append((launch, exc.differences))
+            continue
         except KprofError as exc:
             notes.append(f"{method_spec}.{launch}: tuned config not used: {exc}")
             continue
         if tf.best and tf.best != tf.default:
             overrides[launch] = tf.best
             notes.append(f"{method_spec}.{launch}: using tuned config {tf.best} ({path})")
+    if stale:
+        what = sorted({d.split(":")[0] for _, diffs in stale for d in diffs})
+        notes.append(f"{method_spec}: tuned profiles of {', '.join(launch for launch, _ in stale)} were measured on "
+                     f"another setup ({', '.join(what)} differ): defaults used; re-tune with kprof tune --method "
+                     f"{method_spec} --replace-stale")
     return overrides, notes
 
 

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from kprof.core.errors import KprofError
+from kprof.core.paths import tuned_dir
 from kprof.measure.stats import paired_speedup
 from kprof.methods import get_method
 from kprof.tuning.cache import (
-    TUNED_DIR,
     CandidateRecord,
     StaleTuneFile,
     TuneFile,
@@ -51,8 +51,9 @@ class TuneRequest:
     finalists: int = 3
     paired: dict = field(default_factory=lambda: {"rounds": 10, "warmup_pairs": 50, "observations": 200})
     seed: int = 0
-    out_dir: Path = TUNED_DIR
+    out_dir: Path = field(default_factory=tuned_dir)
     replace_stale: bool = False  # move a cache measured under another key aside and tune afresh
+    retry_failed: bool = False  # measure again the candidates cached as failed (crash, timeout, error)
 
 
 @dataclass
@@ -126,7 +127,12 @@ def tune_launch(req: TuneRequest, launch: str, progress: Callable[..., None]) ->
     order = choose(list(space.candidates(req.shape)), space.default(), req.strategy, req.max_configs, req.seed)
     tf = _open_cache(path, key, req.replace_stale, lambda msg: progress(launch, 0, len(order), msg))
     tf = tf or TuneFile(key=key, default=space.default())
+    if req.retry_failed:
+        tf.candidates = [c for c in tf.candidates if c.status != "failed"]
     todo = [c for c in order if tf.measured(c) is None]
+    if len(todo) < len(order) and todo:
+        progress(launch, len(order) - len(todo), len(order),
+                 f"{launch}: resuming: {len(order) - len(todo)} of {len(order)} measured ({path.name})")
     spec = WorkerSpec(req.method, req.workload, req.device, launch, req.rounds, req.observations, req.warmup,
                       req.evict_mib)
     worker = CandidateWorker(spec, req.timeout_s)
@@ -138,6 +144,9 @@ def tune_launch(req: TuneRequest, launch: str, progress: Callable[..., None]) ->
                 break
             progress(launch, done, len(order))
             rec = worker.measure(cfg)
+            if rec.status == "failed" and "timeout" in rec.reason and cfg == tf.default:
+                raise KprofError(f"{req.method}.{launch}: the default config itself took longer than --timeout-s "
+                                 f"{req.timeout_s:g}: raise --timeout-s (nothing was cached for it)")
             tf.candidates.append(rec)
             tf.save(req.out_dir)  # after every candidate: an interruption loses at most one
             done += 1

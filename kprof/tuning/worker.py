@@ -156,7 +156,8 @@ class CandidateWorker:
             rounds = reply[1]
             return CandidateRecord(config, "ok", float(np.median(rounds)), rounds, seconds=seconds)
         status = "rejected" if reply[0] == "rejected" else "failed"
-        return CandidateRecord(config, status, reason=str(reply[1]).strip().splitlines()[-1][:300], seconds=seconds)
+        return CandidateRecord(config, status, reason=str(reply[1]).strip().splitlines()[-1][:300], seconds=seconds,
+                               timeout_s=self.timeout_s)
 
     def paired(self, config: dict, protocol: dict) -> tuple[np.ndarray, list, int] | str:
         """Observations ``[2, rounds, obs]`` (default, candidate), each round's order and the

@@ -83,3 +83,32 @@ def test_flash_on_cpu_fails_with_reason(runner):
     r = runner.invoke(cli, ["check", "--method", "flash"])
     assert r.exit_code == 1
     assert "needs a CUDA GPU" in r.output
+
+
+def test_every_help_answers_without_importing_torch_or_triton():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from click.testing import CliRunner\n"
+        "from kprof.cli.main import cli\n"
+        "r = CliRunner()\n"
+        "cmds = [[]] + [[c] for c in cli.commands]\n"
+        "cmds += [['workload', 'list'], ['workload', 'info'], ['santa', 'prepare']]\n"
+        "for c in cmds:\n"
+        "    res = r.invoke(cli, [*c, '--help'])\n"
+        "    assert res.exit_code == 0, (c, res.output)\n"
+        "heavy = sorted(m for m in ('torch', 'triton', 'numpy', 'pandas', 'scipy') if m in sys.modules)\n"
+        "print('HEAVY', heavy)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "HEAVY []" in out.stdout, out.stdout
+
+
+def test_the_cli_copies_of_tuning_constants_match():
+    from kprof.cli import tune_cmd
+    from kprof.tuning.search import STRATEGIES
+
+    assert set(tune_cmd.STRATEGIES) == set(STRATEGIES)

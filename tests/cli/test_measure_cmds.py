@@ -15,13 +15,13 @@ def run_in(tmp_path, monkeypatch):
     return lambda args: runner.invoke(cli, args)
 
 
-def test_compare_default_on_cpu_prints_table_and_writes_result(run_in, tmp_path):
+def test_compare_default_on_cpu_prints_table_and_writes_result(run_in, kprof_home):
     r = run_in(["compare", "--baseline", "flash", *TINY])
     assert r.exit_code == 0, r.output
     assert "speedup" in r.output
     assert "not GPU numbers" in r.output
     assert "triton-dense" in r.output
-    doc = json.loads((tmp_path / "runs" / "latest.json").read_text())
+    doc = json.loads((kprof_home / "runs" / "latest.json").read_text())
     assert doc["kind"] == "compare" and doc["protocol"]["rounds"] == 2
     assert doc["methods"][1]["validation"]["passed"]
 

@@ -1,0 +1,45 @@
+"""Where kprof keeps what it writes, resolved in one documented order.
+
+Runs (``runs/``) and tuned profiles (``profiles/tuned/``) live under a home folder: the flag a
+command was given wins; else ``$KPROF_HOME``; else the project root, the nearest folder at or
+above the working directory that holds ``pyproject.toml`` or ``.git`` (so a command run from a
+subfolder finds the project's profiles); else the user cache, ``$XDG_CACHE_HOME/kprof`` or
+``~/.cache/kprof``. In a repository, ``runs/`` and CPU-interpreter profiles are git-ignored.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+MARKERS = ("pyproject.toml", ".git")
+
+
+def project_root(start: Path | None = None) -> Path | None:
+    """The nearest folder at or above ``start`` (the working directory) with a project marker."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if any((folder / m).exists() for m in MARKERS):
+            return folder
+    return None
+
+
+def user_cache() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kprof"
+
+
+def kprof_home() -> Path:
+    """``$KPROF_HOME``, else the project root, else the user cache."""
+    if os.environ.get("KPROF_HOME"):
+        return Path(os.environ["KPROF_HOME"])
+    return project_root() or user_cache()
+
+
+def runs_dir() -> Path:
+    """Where Results go when ``--out`` is not given."""
+    return kprof_home() / "runs"
+
+
+def tuned_dir() -> Path:
+    """Where tuning caches live when ``--out-dir`` is not given, and where lookups read them."""
+    return kprof_home() / "profiles" / "tuned"

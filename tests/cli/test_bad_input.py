@@ -1,0 +1,169 @@
+"""Every bad input a user was seen to give, in one matrix: each gets its exit code and one line
+that names the problem and the fix, never a traceback, and leaves the files that were there
+before untouched."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+from kprof.cli.main import cli
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+TINY = ["--rounds", "2", "--observations", "1", "--warmup-pairs", "0", "--evict-mib", "1", "--device", "cpu"]
+RESULT = FIXTURES / "results" / "h200-result-v1.json"
+
+
+@dataclass
+class Case:
+    args: list[str]
+    exit: int
+    message: str  # a regular expression the output must match
+    setup: Callable[[Path], None] = lambda d: None
+    lines: int = 2  # at most this many non-empty lines of output
+    also: list[str] = field(default_factory=list)
+
+
+def _workload(d: Path, poison: bool = False) -> None:
+    from kprof.workloads import save
+    from tests.conftest import random_workload
+
+    w = random_workload(4, 2, 64, 16, seed=3)
+    if poison:
+        w.k[0, 5, 3] = float("nan")
+    save(w, d / "w.safetensors")  # a valid file and hash, NaN and all
+
+
+def _result(d: Path, edit: Callable[[dict], object]) -> None:
+    doc = json.loads(RESULT.read_text())
+    shutil.copy(RESULT.with_suffix(".obs.npz"), d / RESULT.with_suffix(".obs.npz").name)
+    (d / "r.json").write_text(json.dumps(edit(doc)))
+
+
+def _string_number(doc: dict) -> dict:
+    doc["summaries"]["flash"]["median_us"]["estimate"] = "46.1"
+    return doc
+
+
+def _truncated_ncu(d: Path) -> None:
+    text = (FIXTURES / "ncu" / "h200_sdpa_flash_raw_base_units.csv").read_text().rstrip("\n")
+    (d / "ncu.csv").write_text(text[: text.rindex(",")] + "\n")
+
+
+def _home(d: Path) -> Path:
+    return d / "home"
+
+
+def _tune_cache_list(d: Path) -> None:
+    from kprof.methods import get_method
+    from kprof.tuning.cache import tune_key
+    from kprof.workloads import resolve_shape
+
+    key = tune_key("triton-dense", "partial", resolve_shape("cpu-smoke"))
+    folder = _home(d) / "profiles" / "tuned"
+    folder.mkdir(parents=True)
+    (folder / key.filename).write_text("[]")
+    assert get_method("triton-dense")
+
+
+CASES = {
+    "unknown method": Case(["check", "--method", "nope"], 1, r"unknown method 'nope'"),
+    "bad method option": Case(["check", "--method", "santa:q=1"], 1, r"unknown santa option 'q'"),
+    "unknown config key": Case(["check", "--method", "triton-dense", "--set", "partial.NOPE=1"], 1, r"NOPE"),
+    "missing workload file": Case(["workload", "info", "missing.safetensors"], 1, r"does not exist"),
+    "GPU-only method on the CPU": Case(["check", "--method", "flash", "--device", "cpu"], 1, r"needs a CUDA GPU"),
+    "--out under a file": Case(["compare", "--method", "math", "--baseline", "math", "--out", "afile/r.json", *TINY],
+                               1, r"afile is a file", setup=lambda d: (d / "afile").write_text("x")),
+    "--out an existing file": Case(["compare", "--method", "math", "--baseline", "math", "--out", "old.json", *TINY],
+                                   1, r"old.json exists: choose another name, or pass --force",
+                                   setup=lambda d: (d / "old.json").write_text("{}")),
+    "workload with NaN in k": Case(["compare", "--method", "math", "--baseline", "math", "--workload",
+                                    "w.safetensors", *TINY], 1, r"non-finite values \(1 in k\)",
+                                   setup=lambda d: _workload(d, poison=True)),
+    "tuning cache holding []": Case(["tune", "--method", "triton-dense", "--launch", "partial", "--device", "cpu",
+                                     "--max-configs", "1"], 1, r"is corrupt \(a JSON list", setup=_tune_cache_list,
+                                    lines=3),
+    "tune --timeout-s 0": Case(["tune", "--method", "triton-dense", "--timeout-s", "0"], 2, r"--timeout-s", lines=4),
+    "gate --max-regression -5%": Case(["gate", "--against", "HEAD", "--max-regression", "-5%"], 2,
+                                      r"between 0 and 50%", lines=4),
+    "gate --max-regression nan": Case(["gate", "--against", "HEAD", "--max-regression", "nan"], 2,
+                                      r"between 0 and 50%", lines=4),
+    "gate without a candidate": Case(["gate", "--baseline", "h"], 2, r"--candidate", lines=4),
+    "Result that is []": Case(["report", "r.json"], 1, r"not a kprof result \(a JSON list",
+                              setup=lambda d: _result(d, lambda doc: [])),
+    "Result without summaries": Case(["report", "r.json"], 1, r"no summaries",
+                                     setup=lambda d: _result(d, lambda doc: doc | {"summaries": {}})),
+    "Result with string numbers": Case(["report", "r.json"], 1, r"estimate is '46.1', not a number",
+                                       setup=lambda d: _result(d, _string_number)),
+    "gate on a Result that is []": Case(["gate", "--baseline", "r.json", "--candidate", "r.json"], 5,
+                                        r"not a kprof result", setup=lambda d: _result(d, lambda doc: [])),
+    "ncu CSV truncated mid-row": Case(["ncu", "import", "ncu.csv"], 1, r"table row \d+: \d+ fields where the header "
+                                      r"has \d+; the file is truncated", setup=_truncated_ncu),
+    "another tool's CSV with an ID column": Case(["ncu", "import", "other.csv"], 1,
+                                                 r"no 'Kernel Name': it is not Nsight Compute CSV",
+                                                 setup=lambda d: (d / "other.csv").write_text('"ID","Name"\n"1","x"\n')),
+    "suite file that is not TOML": Case(["suite", "bad.toml", "--out", "o"], 1, r"not valid TOML",
+                                        setup=lambda d: (d / "bad.toml").write_text("[[step")),
+}
+
+
+def _snapshot(d: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(d)): p.read_bytes() for p in d.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_bad_input(name, tmp_path, monkeypatch):
+    case = CASES[name]
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("KPROF_HOME", str(_home(tmp_path)))
+    case.setup(tmp_path)
+    before = _snapshot(tmp_path)
+    r = CliRunner().invoke(cli, case.args)
+    assert r.exit_code == case.exit, (name, r.exit_code, r.output)
+    assert re.search(case.message, " ".join(r.output.split())), (name, r.output)
+    assert "Traceback" not in r.output and not isinstance(r.exception, (AttributeError, KeyError, TypeError))
+    shown = [line for line in r.output.splitlines() if line.strip()]
+    assert len(shown) <= case.lines, (name, r.output)
+    after = _snapshot(tmp_path)
+    assert {k: v for k, v in after.items() if k in before} == before, f"{name}: a file that was there changed"
+
+
+def test_a_too_short_run_reports_no_interval_and_succeeds(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(cli, ["compare", "--method", "math", "--baseline", "math", "--rounds", "1",
+                                 "--observations", "1", "--warmup-pairs", "0", "--evict-mib", "1", "--device", "cpu"])
+    assert r.exit_code == 0 and "too few rounds for an interval" in r.output
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a CPU machine's Ctrl-C path")
+def test_ctrl_c_exits_130_with_one_line(monkeypatch):
+    import kprof.commands.session
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(kprof.commands.session.MeasurementSession, "open", interrupted)
+    r = CliRunner().invoke(cli, ["compare", "--method", "math", "--baseline", "math", "--device", "cpu"])
+    assert r.exit_code == 130 and "interrupted" in r.output and "Traceback" not in r.output
+
+
+def test_install_hints_keep_their_brackets(monkeypatch, capsys):
+    from kprof.core.errors import KprofError
+
+    @cli.command("raise-hint", hidden=True)
+    def raise_hint():
+        raise KprofError("plots need matplotlib: pip install 'kprof[plot]'")
+
+    try:
+        r = CliRunner().invoke(cli, ["raise-hint"])
+    finally:
+        cli.commands.pop("raise-hint")
+    assert r.exit_code == 1 and "pip install 'kprof[plot]'" in r.output
