@@ -107,9 +107,9 @@ CASES = {
                                         r"not a kprof result", setup=lambda d: _result(d, lambda doc: [])),
     "ncu CSV truncated mid-row": Case(["ncu", "import", "ncu.csv"], 1, r"table row \d+: \d+ fields where the header "
                                       r"has \d+; the file is truncated", setup=_truncated_ncu),
-    "another tool's CSV with an ID column": Case(["ncu", "import", "other.csv"], 1,
-                                                 r"no 'Kernel Name': it is not Nsight Compute CSV",
-                                                 setup=lambda d: (d / "other.csv").write_text('"ID","Name"\n"1","x"\n')),
+    "another tool's CSV with an ID column": Case(
+        ["ncu", "import", "other.csv"], 1, r"no 'Kernel Name': it is not Nsight Compute CSV",
+        setup=lambda d: (d / "other.csv").write_text('"ID","Name"\n"1","x"\n')),
     "suite file that is not TOML": Case(["suite", "bad.toml", "--out", "o"], 1, r"not valid TOML",
                                         setup=lambda d: (d / "bad.toml").write_text("[[step")),
 }
