@@ -1,13 +1,22 @@
 """kprof: profiling and autotuning toolkit for sparse decode attention."""
 
-from importlib.metadata import PackageNotFoundError
-from importlib.metadata import version as _dist_version
+from kprof.core.errors import KprofError  # the one error users catch
+from kprof.core.version import VERSION as __version__
 
-try:
-    __version__ = _dist_version("kprof")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0.0.0+source"
+__all__ = ["KprofError", "Result", "__version__", "compare", "load_result", "time"]
 
-from kprof.core.errors import KprofError  # noqa: E402  (re-export: the one error users catch)
+_API = {"compare", "time", "load_result"}
 
-__all__ = ["KprofError", "__version__"]
+
+def __getattr__(name: str):
+    """The Python API (``kprof.compare`` and friends), imported on first use so that ``import kprof``
+    and ``kprof --help`` stay free of torch."""
+    if name in _API:
+        from kprof import api
+
+        return getattr(api, name)
+    if name == "Result":
+        from kprof.results.result import Result
+
+        return Result
+    raise AttributeError(f"module 'kprof' has no attribute {name!r}")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -71,3 +74,16 @@ def kprof_home(tmp_path_factory, monkeypatch):
     home = tmp_path_factory.mktemp("kprof-home")
     monkeypatch.setenv("KPROF_HOME", str(home))
     return home
+
+
+USERPKG = Path(__file__).parent / "fixtures" / "userpkg"
+
+
+@pytest.fixture
+def userpkg(monkeypatch):
+    """``userpkg``, a user's package outside kprof (tests/fixtures/userpkg), importable for one test."""
+    monkeypatch.syspath_prepend(str(USERPKG))
+    monkeypatch.setenv("PYTHONPATH", str(USERPKG))
+    yield
+    for name in [m for m in sys.modules if m == "userpkg" or m.startswith("userpkg.")]:
+        sys.modules.pop(name)

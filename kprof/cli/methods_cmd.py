@@ -22,11 +22,13 @@ def _target_options(fn):
 
 def method_doc(name: str, cls) -> dict:
     """One method as JSON: where it comes from, its launches and parameters, its source hash."""
+    from kprof.methods.registry import origin
     from kprof.tuning.cache import source_hash
 
     m = cls()
     return {
-        "name": name, "module": cls.__module__, "summary": m.summary, "needs_cuda": m.needs_cuda,
+        "name": name, "module": cls.__module__, "origin": origin(name), "summary": m.summary,
+        "needs_cuda": m.needs_cuda,
         "launches": {launch: {p.name: {"values": list(p.values), "default": p.default} for p in space.params}
                      for launch, space in m.config_space().items()},
         "source_hash": source_hash(m),
@@ -37,18 +39,23 @@ def method_doc(name: str, cls) -> dict:
 @click.option("--json", "as_json", is_flag=True,
               help="Print each method with its module, launches, tunable parameters and source hash as JSON.")
 def methods(as_json: bool) -> None:
-    """List registered methods, their launches and tunable launch parameters (defaults in bold).
+    """List registered methods, where each comes from, their launches and tunable launch
+    parameters (defaults in bold).
 
-    The source hash covers every file a method's launches run (its kernel family and
-    kernels/common): tuned profiles keyed to another hash are not used.
+    Your own methods: --method MODULE:NAME on any command (a Method subclass or a function
+    f(q, k, v) -> o), an entry point in the group kprof.methods of an installed package, or
+    KPROF_PLUGINS=pkg.module. The source hash covers every file a method's launches run (its
+    kernel family and kernels/common): tuned profiles keyed to another hash are not used.
     """
     from kprof.methods import registered
+    from kprof.methods.registry import origin
 
     if as_json:
         click.echo(json.dumps([method_doc(name, cls) for name, cls in sorted(registered().items())], indent=2))
         return
     t = Table(title="methods")
     t.add_column("method")
+    t.add_column("from")
     t.add_column("GPU only")
     t.add_column("summary")
     t.add_column("launch: parameters")
@@ -62,7 +69,7 @@ def methods(as_json: bool) -> None:
                 for p in space.params)
             for launch, space in spaces.items()
         ) or "(library call, nothing to tune)"
-        t.add_row(name, "yes" if m.needs_cuda else "no", m.summary, params)
+        t.add_row(name, origin(name), "yes" if m.needs_cuda else "no", m.summary, params)
     console.print(t)
 
 

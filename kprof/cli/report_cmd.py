@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import click
 
 from kprof.cli.console import console
@@ -11,17 +13,22 @@ from kprof.cli.console import console
 @click.argument("results", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--markdown", "fmt", flag_value="markdown", help="Markdown tables (paper/PR ready).")
 @click.option("--csv", "fmt", flag_value="csv", help="CSV, one row per timed row of every Result.")
+@click.option("--json", "fmt", flag_value="json",
+              help="JSON for machines: one object per timed row of every Result (the CSV's columns).")
 @click.option("--plot", type=click.Path(dir_okay=False), default=None,
               help="Also write a PNG: round medians (drift) and speedups with intervals, or stage medians.")
 def report(results, fmt, plot) -> None:
     """Render stored Results (runs/*.json): terminal tables by default."""
-    from kprof.results.export import to_csv, to_markdown
+    from kprof.results.export import result_rows, to_csv, to_markdown
     from kprof.results.result import load_result
     from kprof.results.tables import compare_table, stages_table
 
     loaded = [load_result(p) for p in results]
     if fmt == "markdown":
         click.echo("\n".join(to_markdown(r) for r in loaded))
+    elif fmt == "json":
+        rows = [{k: None if v == "" else v for k, v in row.items()} for r in loaded for row in result_rows(r)]
+        click.echo(json.dumps(rows, indent=2, allow_nan=False))
     elif fmt == "csv":
         click.echo(to_csv(loaded), nl=False)
     else:

@@ -68,14 +68,24 @@ def run_pairs(session: MeasurementSession, names: list[str], pairs: list[tuple[i
             continue
         progress.status(f"preparing and validating {label}")
         prepared.append(session.prepare(name, label, role))
+    replays = {i: labels.index(name[1:]) for i, name in enumerate(names) if name.startswith("=")}
+    return run_prepared(session, prepared, pairs, progress, replays)
+
+
+def run_prepared(session: MeasurementSession, prepared: list, pairs: list[tuple[int, int]],
+                 progress: Progress | None = None, replays: dict[int, int] | None = None) -> Result:
+    """Time already prepared and validated rows in one paired run. ``replays`` maps a row to an
+    earlier row whose op (and CUDA graph) it replays: a ``=LABEL`` row."""
+    progress = progress or Progress()
+    replays = replays or {}
     for b, c in pairs:
-        prepared[c].record.validation.error_vs_baseline = compare_outputs(
-            prepared[c].output, prepared[b].output.double()).rel_error
+        out_c, out_b = prepared[c].output, prepared[b].output
+        if out_c.numel() and out_c.shape == out_b.shape:
+            prepared[c].record.validation.error_vs_baseline = compare_outputs(out_c, out_b.double()).rel_error
     harness = session.harness(progress)
     ops = []
-    for name, pm in zip(names, prepared):  # a =LABEL row replays its original's op (and CUDA graph)
-        same = name.startswith("=")
-        ops.append(TimedOp(pm.record.label, ops[labels.index(name[1:])].invoke) if same
+    for i, pm in enumerate(prepared):
+        ops.append(TimedOp(pm.record.label, ops[replays[i]].invoke) if i in replays
                    else harness.op(pm.record.label, pm.prepared.run))
     p = session.protocol
     progress.status(f"timing {len(ops)} methods in a balanced design: ({p.warmup_pairs} warm-up + {p.observations} "

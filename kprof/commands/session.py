@@ -7,7 +7,7 @@ records its launch catalog with the profiler, all before any timed round.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Callable
 
 import torch
@@ -41,7 +41,7 @@ class ValidatedMethod:
 @dataclass
 class MeasurementSession:
     target: ExecutionTarget
-    workload: Workload
+    workload: Workload | None  # None: callables that hold their own inputs (kprof.compare)
     protocol: TimingProtocol
     environment: Environment
     notes: list[str] = field(default_factory=list)
@@ -62,8 +62,8 @@ class MeasurementSession:
         return cls(target, w, protocol, collect_environment(with_ncu=False), notes, config_mode)
 
     def workload_doc(self) -> dict:
-        from dataclasses import asdict
-
+        if self.workload is None:
+            return {"name": "callables", "content_hash": None, "shape": None, "metadata": {}}
         return {"name": self.workload.name, "content_hash": self.workload.content_hash(),
                 "shape": asdict(self.workload.shape), "metadata": self.workload.metadata}
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-import kprof
+from kprof.core.version import VERSION
 from kprof.measure import nvml
 from kprof.ncu.locate import find_ncu
 
@@ -119,7 +119,7 @@ def collect_environment(with_ncu: bool = True) -> Environment:
         python=platform.python_version(),
         torch=torch.__version__,
         triton=triton.__version__,
-        kprof=kprof.__version__,
+        kprof=VERSION,
         git_revision=git_revision(),
         host=platform.node(),
     )

@@ -1,27 +1,42 @@
-"""Name -> Method registry. Methods register themselves with :func:`register`."""
+"""Name -> Method registry, and the three ways a user's own method arrives.
+
+Built-in methods register themselves with :func:`register` when their modules are imported (by
+name, on first use). A user's method arrives as ``--method MODULE:NAME`` (a Method subclass, or a
+plain function ``f(q, k, v) -> o``), as an entry point in the group ``kprof.methods`` of an
+installed package, or as a module named in ``$KPROF_PLUGINS`` that calls :func:`register`.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import importlib
+import inspect
+import os
+from importlib.metadata import entry_points
 
 from kprof.core.config_space import parse_overrides
 from kprof.core.errors import KprofError
 from kprof.methods.base import Method
+from kprof.methods.function import FunctionMethod
 from kprof.methods.revision import load_method_class, resolve
 
 METHODS: dict[str, type[Method]] = {}
+ORIGINS: dict[str, str] = {}  # method name -> where it came from (built-in, an entry point, KPROF_PLUGINS)
 # modules that register the built-in methods; imported by name on first use, so the methods
 # layer does not import the kernel families that build on it
 BUILTIN = ("kprof.methods.sdpa", "kprof.kernels.dense.method", "kprof.kernels.santa.method",
            "kprof.kernels.fathom.method")
+ENTRY_POINT_GROUP = "kprof.methods"
 _CAPTURE: list[list[type[Method]]] = []  # open captures (a revision's adapter being imported)
+HOW_TO_ADD = ("your own: --method MODULE:NAME (a Method subclass or a function f(q, k, v) -> o), an entry point "
+              f"in group {ENTRY_POINT_GROUP!r} of an installed package, or KPROF_PLUGINS=pkg.module")
 
 
 def register(cls: type[Method]) -> type[Method]:
     if _CAPTURE:
         _CAPTURE[-1].append(cls)
         return cls
-    if cls.name in METHODS:
+    if cls.name in METHODS and METHODS[cls.name] is not cls:
         raise ValueError(f"method {cls.name!r} registered twice")
     METHODS[cls.name] = cls
     return cls
@@ -39,70 +54,132 @@ def capturing():
         _CAPTURE.pop()
 
 
+def _importing(module: str, origin: str) -> None:
+    """Import ``module`` and record ``origin`` for the methods it registered."""
+    before = set(METHODS)
+    importlib.import_module(module)
+    for name in set(METHODS) - before:
+        ORIGINS[name] = origin
+
+
 def load_builtins() -> None:
-    import importlib
-
     for module in BUILTIN:
-        importlib.import_module(module)
-
-
-def registered() -> dict[str, type[Method]]:
-    """Every method kprof knows: built-ins, then the modules named in ``$KPROF_PLUGINS``."""
-    load_builtins()
-    load_plugins()
-    return dict(METHODS)
+        _importing(module, "built-in")
 
 
 def load_plugins() -> None:
-    """Import the modules named in ``$KPROF_PLUGINS`` (comma-separated): they register methods.
-
-    Tuning workers are separate processes, so a user's own methods reach them this way.
-    """
-    import importlib
-    import os
-
+    """Methods of installed packages (entry points) and of the modules named in ``$KPROF_PLUGINS``
+    (comma-separated). Tuning workers are separate processes, so user methods reach them this way."""
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        origin = f"entry point {ep.name} = {ep.value}" + (f" ({ep.dist.name})" if ep.dist else "")
+        try:
+            obj = ep.load()
+        except Exception as exc:  # noqa: BLE001 - a broken plugin package: say which, in one line
+            raise KprofError(f"entry point {ep.name!r} ({ep.value}) in group {ENTRY_POINT_GROUP!r} cannot be loaded "
+                             f"({type(exc).__name__}: {exc}): fix or uninstall that package") from None
+        if inspect.isclass(obj) and issubclass(obj, Method) and obj.name not in METHODS:
+            register(obj)
+            ORIGINS[obj.name] = origin
+        for name in [n for n, c in METHODS.items() if c is obj or inspect.getmodule(c) is obj]:
+            ORIGINS.setdefault(name, origin)
     for module in filter(None, (m.strip() for m in os.environ.get("KPROF_PLUGINS", "").split(","))):
         try:
-            importlib.import_module(module)
+            _importing(module, f"KPROF_PLUGINS {module}")
         except ImportError as exc:
             raise KprofError(f"KPROF_PLUGINS names {module!r}, which cannot be imported ({exc}): fix the name or "
                              "PYTHONPATH") from None
 
 
-def parse_method_spec(spec: str) -> tuple[str, dict[str, str]]:
-    """``"santa:p=16,r=4"`` -> ``("santa", {"p": "16", "r": "4"})``; ``"santa@HEAD~1:p=16"`` keeps
-    ``"santa@HEAD~1"`` as the name."""
-    name, _, rest = spec.partition(":")
+def registered() -> dict[str, type[Method]]:
+    """Every method kprof knows by name: built-ins, entry points, then ``$KPROF_PLUGINS``."""
+    load_builtins()
+    load_plugins()
+    return dict(METHODS)
+
+
+def origin(name: str) -> str:
+    return ORIGINS.get(name, "registered by an imported module")
+
+
+def _is_object_reference(spec: str) -> bool:
+    """``pkg.mod:Name`` or ``mod:Name``: a module path before the first ':' and an identifier
+    after it (``name:key=value`` is a registered method with options)."""
+    head, _, rest = spec.partition(":")
+    target = rest.partition(":")[0]
+    return bool(target) and "=" not in target and target.isidentifier() and all(
+        part.isidentifier() for part in head.split("."))
+
+
+def load_object(spec: str) -> Method:
+    """The Method that ``MODULE:NAME`` names: a Method subclass, or a function ``f(q, k, v)``."""
+    module_name, _, rest = spec.partition(":")
+    attr, _, options = rest.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise KprofError(f"--method {spec}: module {module_name!r} cannot be imported ({exc}): install it or add its "
+                         "folder to PYTHONPATH") from None
+    obj = getattr(module, attr, None)
+    if obj is None:
+        raise KprofError(f"--method {spec}: module {module_name!r} has no {attr!r}: name a Method subclass or a "
+                         "function f(q, k, v) -> o in it")
+    label = f"{module_name}:{attr}"
+    if inspect.isclass(obj) and issubclass(obj, Method):
+        method = obj.from_options({k: v for k, v in _options(options, spec).items() if "." not in k})
+        ORIGINS.setdefault(obj.name, f"--method {label}")
+        return method
+    if callable(obj) and not inspect.isclass(obj):
+        if options:
+            raise KprofError(f"--method {spec}: a function takes no options: drop ':{options}'")
+        return FunctionMethod(obj, label)
+    raise KprofError(f"--method {spec}: {attr!r} is a {type(obj).__name__}: name a Method subclass or a function "
+                     "f(q, k, v) -> o")
+
+
+def _options(rest: str, spec: str) -> dict[str, str]:
     options = {}
     for item in filter(None, rest.split(",")):
         key, eq, value = item.partition("=")
         if not eq or not key:
             raise KprofError(f"bad method option {item!r} in {spec!r}: write NAME:key=value,key=value")
         options[key.strip()] = value.strip()
-    return name, options
+    return options
+
+
+def parse_method_spec(spec: str) -> tuple[str, dict[str, str]]:
+    """``"santa:p=16,r=4"`` -> ``("santa", {"p": "16", "r": "4"})``; ``"santa@HEAD~1:p=16"`` keeps
+    ``"santa@HEAD~1"`` as the name."""
+    name, _, rest = spec.partition(":")
+    return name, _options(rest, spec)
 
 
 def get_method(spec: str) -> Method:
-    """A Method from ``name`` or ``name:key=value,...``.
+    """A Method from ``name``, ``name:key=value,...``, ``name@REV`` or ``MODULE:NAME``.
 
     Keys with a dot (``attend.NUM_SPLITS=64``) are launch parameters; the others go to the
     method's own options (e.g. SANTA++'s P, R, S).
     """
-    name, options = parse_method_spec(spec)
-    name, at, rev = name.partition("@")
     load_builtins()
-    if name not in METHODS:
-        load_plugins()
-    try:
-        cls = METHODS[name]
-    except KeyError:
-        raise KprofError(f"unknown method {name!r}: choose one of {', '.join(sorted(METHODS))}") from None
-    if at:
-        if not rev:
-            raise KprofError(f"method spec {spec!r} names no revision after '@': write NAME@REV, e.g. {name}@HEAD~1")
-        cls = _at_revision(name, cls, rev)
+    if _is_object_reference(spec) and spec.partition(":")[0] not in METHODS:
+        method = load_object(spec)
+        options = _options(spec.partition(":")[2].partition(":")[2], spec)
+    else:
+        name, options = parse_method_spec(spec)
+        name, at, rev = name.partition("@")
+        if name not in METHODS:
+            load_plugins()
+        try:
+            cls = METHODS[name]
+        except KeyError:
+            raise KprofError(f"unknown method {name!r}: choose one of {', '.join(sorted(METHODS))}; "
+                             f"{HOW_TO_ADD}") from None
+        if at:
+            if not rev:
+                raise KprofError(f"method spec {spec!r} names no revision after '@': write NAME@REV, e.g. "
+                                 f"{name}@HEAD~1")
+            cls = _at_revision(name, cls, rev)
+        method = cls.from_options({k: v for k, v in options.items() if "." not in k})
     launch = {k: v for k, v in options.items() if "." in k}
-    method = cls.from_options({k: v for k, v in options.items() if "." not in k})
     method.launch_overrides = parse_overrides([f"{k}={v}" for k, v in launch.items()])
     return method
 

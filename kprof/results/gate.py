@@ -226,7 +226,7 @@ def same_run_gate(result: Result, pairs: list[tuple[str, str]], threshold: float
     """Verdicts from one run's paired intervals: ``pairs`` of (then label, now label)."""
     rows = []
     for then, now in pairs:
-        sp = result.speedup(now, then)  # then / now latency
+        sp = result.speedup_record(now, then)  # then / now latency
         iv = sp.interval
         ratio = Interval(1 / iv.estimate, 1 / iv.high if iv.has_interval else None,
                          1 / iv.low if iv.has_interval else None, iv.level, iv.method, iv.n, iv.coverage, iv.note)

@@ -133,7 +133,7 @@ class Result:
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, allow_nan=False, default=_json_default)
 
-    def speedup(self, candidate: str, baseline: str | None = None) -> Speedup:
+    def speedup_record(self, candidate: str, baseline: str | None = None) -> Speedup:
         """The stored speedup of ``candidate`` (against ``baseline``, or the run's baseline)."""
         for sp in self.speedups:
             if sp.candidate == candidate and (baseline is None or sp.baseline == baseline):
@@ -141,6 +141,22 @@ class Result:
         raise KprofError(f"this result has no speedup of {candidate!r}"
                          + (f" against {baseline!r}" if baseline else "")
                          + f": it has {', '.join(f'{s.candidate} vs {s.baseline}' for s in self.speedups) or 'none'}")
+
+    def speedup(self, candidate: str, baseline: str | None = None) -> Interval:
+        """Baseline time over ``candidate``'s time: estimate and interval (``.low``, ``.high``)."""
+        return self.speedup_record(candidate, baseline).interval
+
+    def save(self, path: str | Path | None = None) -> Path:
+        """Write this Result (JSON and observations sidecar) where ``kprof report`` and ``kprof gate`` read it."""
+        return save_result(self, path)
+
+    def frame(self):
+        """A pandas DataFrame, one row per timed row (the columns of ``kprof report --format csv``)."""
+        import pandas as pd  # on demand: measuring never loads pandas
+
+        from kprof.results.export import result_rows
+
+        return pd.DataFrame(result_rows(self))
 
     def over_bad_limit(self, limit: float) -> dict[str, float]:
         """Rows whose share of bad observations exceeds ``limit``."""

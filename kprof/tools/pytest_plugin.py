@@ -1,12 +1,15 @@
-"""pytest plugin (entry point ``pytest11``): the ``kprof_benchmark`` fixture.
+"""pytest plugin (entry point ``pytest11``): the ``kprof_benchmark`` and ``kprof_compare`` fixtures.
 
-It times a GPU operation with the kprof harness (CUDA events, eviction buffer before each call,
-rounds with one host sync each; the host clock without CUDA) and hands every observation to
-pytest-benchmark's storage, so ``pytest --benchmark-autosave`` and
-``--benchmark-compare-fail=median:5%`` gate GPU kernels::
+Both time with the kprof harness and protocol (CUDA events, eviction, balanced rounds; the
+host clock without CUDA), exactly as ``kprof.time`` and ``kprof.compare`` do, and write kprof's
+statistics into pytest-benchmark's JSON under ``extra_info``. pytest-benchmark's own columns
+come from its public ``pedantic`` API: the host clock around one call and a device sync, so
+``--benchmark-compare-fail`` still works, coarsely. ``--benchmark-disable`` runs each callable
+once and times nothing::
 
-    def test_decode(kprof_benchmark):
-        kprof_benchmark(prepared.run, rounds=5, observations=200)
+    def test_decode(kprof_compare):
+        res = kprof_compare(flash_decode, my_decode, reference=dense_fp64)
+        assert res.speedup("my_decode").low > 1.0   # only in a benchmark run, never a unit test
 """
 
 from __future__ import annotations
@@ -14,49 +17,94 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-import numpy as np
 import pytest
+
+
+def _synchronized(fn: Callable[[], object]) -> Callable[[], object]:
+    """``fn`` followed by a device sync, so a host clock around it sees the GPU work."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return fn
+
+    def call():
+        out = fn()
+        torch.cuda.synchronize()
+        return out
+
+    return call
+
+
+def _interval_info(prefix: str, iv) -> dict:
+    return {prefix: iv.estimate, f"{prefix}_low": iv.low, f"{prefix}_high": iv.high}
+
+
+def _host_timing(bench, fn: Callable[[], object], rounds: int) -> None:
+    """pytest-benchmark's own statistics of ``fn``: ``rounds`` synchronized calls on its clock."""
+    bench.extra_info["kprof_note"] = ("pytest-benchmark's columns: host clock around one synchronized call; "
+                                      "kprof_*: the kprof protocol (device clock, eviction, balanced rounds)")
+    bench.pedantic(_synchronized(fn), rounds=rounds, warmup_rounds=1, iterations=1)
 
 
 @dataclass
 class KprofBenchmark:
+    """``kprof_benchmark(fn, **protocol)``: one callable under the kprof protocol."""
+
     benchmark: object  # pytest-benchmark's BenchmarkFixture
 
-    def __call__(self, fn: Callable[[], object], rounds: int = 5, observations: int = 200, warmup: int = 20,
-                 evict_mib: int | None = None, host_bound: bool = False) -> np.ndarray:
-        """Time ``fn`` and record it; returns the observations ``[rounds, observations]`` in us."""
-        import torch
-
-        from kprof.measure.harness import Harness
-        from kprof.measure.protocol import TimingProtocol
-        from kprof.measure.stats import median_of_medians
-
-        device = torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
-        mib = evict_mib if evict_mib is not None else (512 if device.type == "cuda" else 8)
-        protocol = TimingProtocol(rounds=rounds, warmup_pairs=warmup, observations=observations, evict_mib=mib,
-                                  host_bound=host_bound)
-        harness = Harness(device, protocol, telemetry=False)
-        clock = harness.clock
-        obs = harness.time(fn).observations[0]
+    def __call__(self, fn: Callable[[], object], **protocol):
+        """Time ``fn`` (zero-argument); returns its kprof Summary, or None under --benchmark-disable."""
         bench = self.benchmark
-        if getattr(bench, "_mode", None):
-            raise RuntimeError("kprof_benchmark: the benchmark fixture was already used in this test")
-        try:
-            bench._mode = "kprof_benchmark(...)"
-            stats = bench._make_stats(1)
-        except AttributeError as exc:  # pytest-benchmark internals changed
-            raise RuntimeError(f"kprof_benchmark needs pytest-benchmark's BenchmarkFixture._make_stats "
-                               f"({exc})") from None
-        for value in obs.reshape(-1):
-            stats.update(float(value) * 1e-6)  # pytest-benchmark stores seconds
+        if bench.disabled:
+            bench.pedantic(fn)
+            return None
+        from kprof.api import time
+
+        summary = time(fn, **protocol)
+        bench.extra_info.update({"kprof_rounds": len(summary.round_medians_us),
+                                 "kprof_observations": summary.observations,
+                                 **_interval_info("kprof_median_us", summary.median_us)})
+        _host_timing(bench, fn, summary.observations)
+        return summary
+
+
+@dataclass
+class KprofCompare:
+    """``kprof_compare(baseline, candidate, **options)``: two callables interleaved in one run."""
+
+    benchmark: object
+
+    def __call__(self, baseline: Callable[..., object], candidate: Callable[..., object], **options):
+        """Time ``candidate`` against ``baseline`` with :func:`kprof.compare` (same options: ``inputs``,
+        ``reference``, protocol); returns the Result, or None under --benchmark-disable, where each
+        callable runs once. pytest-benchmark's own columns time the candidate."""
+        bench = self.benchmark
+        inputs = options.get("inputs") or {}
+        if bench.disabled:
+            baseline(**inputs)
+            bench.pedantic(candidate, kwargs=dict(inputs))
+            return None
+        from kprof.api import compare
+
+        res = compare([candidate], baseline, **options)
+        base, cand = (m.label for m in res.methods)
         bench.extra_info.update({
-            "kprof_clock": clock.name, "kprof_mode": protocol.mode, "kprof_rounds": rounds,
-            "kprof_observations": observations, "kprof_median_of_round_medians_us": median_of_medians(obs),
+            "kprof_baseline": base, "kprof_candidate": cand,
+            **_interval_info("kprof_speedup", res.speedup(cand)),
+            **_interval_info("kprof_baseline_median_us", res.summaries[base].median_us),
+            **_interval_info("kprof_candidate_median_us", res.summaries[cand].median_us),
         })
-        return obs
+        _host_timing(bench, lambda: candidate(**inputs), res.summaries[cand].observations)
+        return res
 
 
 @pytest.fixture
 def kprof_benchmark(benchmark) -> KprofBenchmark:
-    """Time an operation with the kprof protocol and store it in pytest-benchmark."""
+    """Time one callable with the kprof protocol; its statistics go to pytest-benchmark's JSON."""
     return KprofBenchmark(benchmark)
+
+
+@pytest.fixture
+def kprof_compare(benchmark) -> KprofCompare:
+    """Time a candidate against a baseline, interleaved; the speedup interval goes to pytest-benchmark's JSON."""
+    return KprofCompare(benchmark)

@@ -1,0 +1,163 @@
+"""The Python API: time your own callables with the same harness and protocol as the CLI.
+
+::
+
+    import kprof, torch
+    a, b = torch.randn(4096, 4096, device="cuda"), torch.randn(4096, 4096, device="cuda")
+    res = kprof.compare({"mine": my_mm}, baseline=torch.mm, inputs={"input": a, "mat2": b},
+                        reference=torch.mm)        # the reference runs on fp64 CPU copies
+    res.speedup("mine")          # Interval: estimate, low, high (baseline time / candidate time)
+    res.save("runs/mine.json")   # a Result file kprof report and kprof gate read
+    res.frame()                  # a pandas DataFrame, one row per timed row
+    kprof.time(lambda: my_mm(a, b)).median_us
+
+A candidate or the baseline is a callable (any GPU work, not only attention) or a method spec
+(``"santa"``, ``"pkg.mod:fn"``) that runs on a kprof ``workload`` and is validated as in the CLI.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Callable, Mapping, Sequence
+
+import torch
+
+from kprof.commands.compare import run_prepared, unique_labels
+from kprof.commands.session import MeasurementSession, ValidatedMethod
+from kprof.core.errors import KprofError
+from kprof.core.target import resolve_target
+from kprof.measure.catalog import LaunchCatalog
+from kprof.measure.fingerprint import collect_environment
+from kprof.measure.harness import Harness
+from kprof.measure.protocol import default_protocol
+from kprof.methods.base import Prepared, Stage
+from kprof.methods.validation import compare_outputs
+from kprof.results.result import MethodRecord, Result, Summary, Validation
+
+Op = Callable[[], object] | str
+
+
+def _protocol_overrides(rounds, observations, warmup_pairs, evict_mib, graph, host_bound) -> dict:
+    return {"rounds": rounds, "observations": observations, "warmup_pairs": warmup_pairs, "evict_mib": evict_mib,
+            "graph": graph or None, "host_bound": host_bound or None}
+
+
+def _fp64(inputs: Mapping[str, object]) -> dict:
+    """CPU float64 copies of the floating tensors among ``inputs`` (what a reference is run on)."""
+    return {k: v.detach().to("cpu", torch.float64) if isinstance(v, torch.Tensor) and v.is_floating_point() else v
+            for k, v in inputs.items()}
+
+
+def _expected(reference, inputs: Mapping[str, object] | None):
+    """The reference output: a tensor, ``reference()``, or ``reference(**inputs)`` on fp64 CPU copies."""
+    if reference is None or isinstance(reference, torch.Tensor):
+        return reference
+    if not callable(reference):
+        raise KprofError(f"reference= must be a tensor or a callable, not a {type(reference).__name__}")
+    out = reference(**_fp64(inputs)) if inputs is not None else reference()
+    if not isinstance(out, torch.Tensor):
+        raise KprofError(f"the reference returned a {type(out).__name__}, not a tensor: return the expected output")
+    return out
+
+
+def _callable_method(session: MeasurementSession, label: str, role: str, fn: Callable[..., object],
+                     expected: torch.Tensor | None, tolerance: float | None) -> ValidatedMethod:
+    """A callable as a validated row: run once, its output compared with ``expected``."""
+    if not callable(fn):
+        raise KprofError(f"{label}: pass a callable or a method spec string, not a {type(fn).__name__}")
+    out = fn()
+    if session.target.is_gpu:
+        torch.cuda.synchronize()
+    if expected is None or not isinstance(out, torch.Tensor):
+        validation = Validation(math.nan, math.nan, 0, math.nan, True)
+    else:
+        if out.shape != expected.shape:
+            raise KprofError(f"{label}: output shape {tuple(out.shape)} differs from the reference's "
+                             f"{tuple(expected.shape)}: return the same shape as the reference")
+        report = compare_outputs(out, expected, tolerance)
+        validation = Validation(report.rel_error, report.max_abs_error, report.non_finite, report.tolerance,
+                                report.passed)
+    prepared = Prepared(method=label, config={}, run=fn, stages=(Stage("call", fn),), expected_kernels=())
+    record = MethodRecord(label=label, method="callable", role=role, config={}, details={}, catalog=LaunchCatalog(
+        note="a Python callable: launches not recorded"), validation=validation)
+    return ValidatedMethod(record, prepared, out if isinstance(out, torch.Tensor) else torch.empty(0))
+
+
+def _label(op: Op, fallback: str) -> str:
+    if isinstance(op, str):
+        return op
+    return getattr(op, "__name__", fallback) if getattr(op, "__name__", "<lambda>") != "<lambda>" else fallback
+
+
+def compare(candidates: Mapping[str, Op] | Sequence[Op], baseline: Op, *, inputs: Mapping[str, object] | None = None,
+            reference=None, tolerance: float | None = None, workload: str | None = None, name: str = "callables",
+            rounds: int | None = None, observations: int | None = None, warmup_pairs: int | None = None,
+            evict_mib: int | None = None, graph: bool = False, host_bound: bool = False, strict: bool = True,
+            device: str = "auto") -> Result:
+    """Time ``candidates`` against ``baseline`` in the same rounds of a balanced design.
+
+    A callable is zero-argument, or, with ``inputs`` (named tensors: a generic workload), called as
+    ``fn(**inputs)``. ``reference`` is the expected output: a tensor, or a callable run on float64
+    CPU copies of ``inputs`` (zero-argument without them). A method spec (``"santa"``,
+    ``"pkg.mod:fn"``) runs on ``workload`` and is validated as in the CLI. With ``strict`` a row
+    whose output differs from the reference beyond ``tolerance`` stops the call before timing.
+    ``name`` names the setup in the Result: the gate compares only Results of one name.
+    Protocol defaults are the CLI's (``kprof compare --help``).
+    """
+    items = (list(candidates.items()) if isinstance(candidates, Mapping)
+             else [(_label(op, f"candidate{i + 1}"), op) for i, op in enumerate(candidates)])
+    if not items:
+        raise KprofError("kprof.compare needs at least one candidate")
+    ops = [(_label(baseline, "baseline"), baseline)] + items
+    if inputs is not None:
+        ops = [(label, op if isinstance(op, str) or not callable(op) else functools.partial(op, **inputs))
+               for label, op in ops]
+    target = resolve_target(device)
+    overrides = _protocol_overrides(rounds, observations, warmup_pairs, evict_mib, graph, host_bound)
+    if any(isinstance(op, str) for _, op in ops):
+        session = MeasurementSession.open(device, workload, overrides)
+    else:
+        protocol = default_protocol(target.is_gpu).with_overrides(**overrides)
+        notes = [] if target.is_gpu else ["CPU: host clock; these are not GPU numbers"]
+        session = MeasurementSession(target, None, protocol, collect_environment(with_ncu=False), notes)
+    expected = _expected(reference, inputs)
+    labels = unique_labels([label for label, _ in ops])
+    prepared = []
+    for i, ((_, op), label) in enumerate(zip(ops, labels)):
+        role = "baseline" if i == 0 else "candidate"
+        prepared.append(session.prepare(op, label, role) if isinstance(op, str)
+                        else _callable_method(session, label, role, op, expected, tolerance))
+    failed = [pm.record for pm in prepared if not pm.record.validation.passed]
+    if strict and failed:
+        v = failed[0].validation
+        raise KprofError(f"{failed[0].label}: output differs from the reference (relative error {v.rel_error:.1e} > "
+                         f"tolerance {v.tolerance:.1e}, {v.non_finite} non-finite): fix it, or pass strict=False "
+                         "to time it anyway")
+    if expected is None and any(not isinstance(op, str) for _, op in ops):
+        session.notes.append("callables were not validated: pass reference= to compare their outputs")
+    result = run_prepared(session, prepared, [(0, k) for k in range(1, len(prepared))])
+    if session.workload is None:
+        result.workload = {"name": name, "content_hash": f"callables:{name}", "shape": None,
+                           "metadata": {"inputs": {k: list(v.shape) for k, v in (inputs or {}).items()
+                                                   if isinstance(v, torch.Tensor)}}}
+    return result
+
+
+def time(fn: Callable[[], object], *, rounds: int | None = None, observations: int | None = None,
+         warmup_pairs: int | None = None, evict_mib: int | None = None, graph: bool = False,
+         host_bound: bool = False, device: str = "auto") -> Summary:
+    """One callable under the protocol: its median of round medians with an interval, spread,
+    noise and drift (microseconds)."""
+    target = resolve_target(device)
+    protocol = default_protocol(target.is_gpu).with_overrides(
+        **_protocol_overrides(rounds, observations, warmup_pairs, evict_mib, graph, host_bound))
+    harness = Harness(target.device, protocol)
+    return Summary.of(harness.time(fn).observations[0], protocol.level)
+
+
+def load_result(path) -> Result:
+    """A Result file written by the CLI or :meth:`Result.save`."""
+    from kprof.results.result import load_result as load
+
+    return load(path)

@@ -1,0 +1,93 @@
+"""The Python API: a user's callables (a GEMM) and method specs timed with the CLI's harness, and
+a Result that ``kprof report`` and ``kprof gate`` read."""
+
+import json
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+import kprof
+from kprof.cli.main import cli
+
+FAST = {"rounds": 8, "observations": 3, "warmup_pairs": 1, "evict_mib": 1, "device": "cpu"}
+
+
+@pytest.fixture
+def gemm():
+    g = torch.Generator().manual_seed(7)
+    return {"input": torch.randn(48, 32, generator=g), "mat2": torch.randn(32, 40, generator=g)}
+
+
+def transposed_mm(input, mat2):
+    """The same product through a transposed copy: another kernel, the same numbers."""
+    return (mat2.T.contiguous() @ input.T).T
+
+
+def test_a_gemm_comparison_gives_intervals_a_frame_and_a_file(gemm, tmp_path):
+    res = kprof.compare({"transposed": transposed_mm}, baseline=torch.mm, inputs=gemm, reference=torch.mm,
+                        name="gemm-48x32x40", **{**FAST, "rounds": 10})
+    assert isinstance(res, kprof.Result)
+    iv = res.speedup("transposed")
+    assert iv.low is not None and iv.low <= iv.estimate <= iv.high
+    assert [m.label for m in res.methods] == ["mm", "transposed"]
+    assert all(m.validation.passed and m.validation.rel_error < 1e-5 for m in res.methods)
+    frame = res.frame()
+    assert list(frame["row"]) == ["mm", "transposed"] and (frame["median_us"] > 0).all()
+    path = res.save(tmp_path / "gemm.json")
+    again = kprof.load_result(path)
+    assert again.speedup("transposed") == iv and again.workload["metadata"]["inputs"]["input"] == [48, 32]
+    r = CliRunner().invoke(cli, ["report", str(path), "--json"])
+    assert r.exit_code == 0, r.output
+    assert [row["row"] for row in json.loads(r.output)] == ["mm", "transposed"]
+
+
+def test_the_gate_judges_api_results_of_one_setup_and_refuses_another(gemm, tmp_path):
+    history = tmp_path / "history"
+    history.mkdir()
+    runs = [kprof.compare({"transposed": transposed_mm}, baseline=torch.mm, inputs=gemm, reference=torch.mm,
+                          name="gemm", **FAST) for _ in range(4)]
+    for i, res in enumerate(runs[:3]):
+        res.save(history / f"run{i}.json")
+    cand = runs[3].save(tmp_path / "cand.json")
+    r = CliRunner().invoke(cli, ["gate", "--baseline", str(history), "--candidate", str(cand)])
+    assert r.exit_code in (0, 1, 3), r.output  # a verdict, whichever way noise on a CPU takes it
+    assert "transposed" in r.output
+    other = kprof.compare({"transposed": transposed_mm}, baseline=torch.mm, inputs=gemm, reference=torch.mm,
+                          name="another-gemm", **FAST).save(tmp_path / "other.json")
+    r = CliRunner().invoke(cli, ["gate", "--baseline", str(history), "--candidate", str(other)])
+    assert r.exit_code == 4 and "INCOMPARABLE" in r.output and "workload differs" in " ".join(r.output.split())
+
+
+def test_a_wrong_callable_stops_before_timing_unless_not_strict(gemm):
+    def off_by_one(input, mat2):
+        return input @ mat2 + 1
+
+    with pytest.raises(kprof.KprofError, match="off_by_one: output differs from the reference.*strict=False"):
+        kprof.compare([off_by_one], baseline=torch.mm, inputs=gemm, reference=torch.mm, **FAST)
+    res = kprof.compare([off_by_one], baseline=torch.mm, inputs=gemm, reference=torch.mm, strict=False, **FAST)
+    assert not res.methods[1].validation.passed and res.methods[0].validation.passed
+
+
+def test_a_wrong_shape_is_named(gemm):
+    with pytest.raises(kprof.KprofError, match=r"output shape \(3, 40\) differs from the reference's \(48, 40\)"):
+        kprof.compare({"short": lambda input, mat2: input[:3] @ mat2}, baseline=torch.mm, inputs=gemm,
+                      reference=torch.mm, **FAST)
+
+
+def test_zero_argument_callables_and_an_unvalidated_run_say_so():
+    a = torch.randn(16, 16)
+    res = kprof.compare({"matmul": lambda: a @ a}, baseline=lambda: torch.mm(a, a), **FAST)
+    assert any("not validated" in n for n in res.notes)
+
+
+def test_a_user_method_spec_runs_on_a_workload(userpkg):
+    res = kprof.compare(["userpkg.attn:attend"], baseline="math", workload="cpu-smoke", **FAST)
+    assert res.methods[1].validation.passed and res.workload["name"] == "cpu-smoke"
+    assert res.speedup("userpkg.attn:attend").estimate > 0
+
+
+def test_time_gives_a_summary():
+    a = torch.randn(32, 32)
+    s = kprof.time(lambda: a @ a, **FAST)
+    assert s.median_us.estimate > 0 and s.median_us.low is not None

@@ -1,0 +1,78 @@
+"""A user's own method from a package outside kprof: MODULE:NAME (function or Method subclass),
+an installed package's entry point, and the error that names all three ways."""
+
+import json
+import textwrap
+
+import pytest
+from click.testing import CliRunner
+
+from kprof.cli.main import cli
+
+TINY = ["--rounds", "2", "--observations", "1", "--warmup-pairs", "0", "--evict-mib", "1", "--device", "cpu"]
+
+
+def test_a_user_function_is_validated_and_timed(userpkg, tmp_path):
+    out = tmp_path / "r.json"
+    r = CliRunner().invoke(cli, ["compare", "--method", "userpkg.attn:attend", "--baseline", "math",
+                                 "--out", str(out), *TINY])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(out.read_text())
+    rec = doc["methods"][1]
+    assert rec["label"] == "userpkg.attn:attend" and rec["validation"]["passed"]
+    assert doc["speedups"][0]["candidate"] == "userpkg.attn:attend"
+
+
+def test_a_wrong_user_function_fails_validation(userpkg, tmp_path):
+    r = CliRunner().invoke(cli, ["check", "--method", "userpkg.attn:wrong", "--device", "cpu",
+                                 "--workload", "cpu-smoke"])
+    assert r.exit_code == 1 and "FAIL" in r.output.upper()
+
+
+def test_a_user_method_subclass_takes_its_options(userpkg):
+    from kprof.methods import get_method
+
+    m = get_method("userpkg.attn:MyTorchAttention:scale=1.0")
+    assert type(m).__name__ == "MyTorchAttention" and m.scale == 1.0
+    r = CliRunner().invoke(cli, ["check", "--method", "userpkg.attn:MyTorchAttention", "--device", "cpu"])
+    assert r.exit_code == 0, r.output
+
+
+def test_an_installed_entry_point_is_listed_with_its_origin(userpkg, tmp_path, monkeypatch):
+    from kprof.methods import registry
+
+    monkeypatch.setattr(registry, "METHODS", dict(registry.METHODS))  # the registration stays in this test
+    monkeypatch.setattr(registry, "ORIGINS", dict(registry.ORIGINS))
+    dist = tmp_path / "site" / "userpkg_methods-0.1.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: userpkg-methods\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text(textwrap.dedent("""
+        [kprof.methods]
+        my-torch = userpkg.attn:MyTorchAttention
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    r = CliRunner().invoke(cli, ["methods", "--json"])
+    assert r.exit_code == 0, r.output
+    mine = next(m for m in json.loads(r.output) if m["name"] == "my-torch")
+    assert mine["origin"].startswith("entry point my-torch = userpkg.attn:MyTorchAttention (userpkg-methods)")
+    assert next(m for m in json.loads(r.output) if m["name"] == "santa")["origin"] == "built-in"
+    r = CliRunner().invoke(cli, ["check", "--method", "my-torch", "--device", "cpu"])
+    assert r.exit_code == 0, r.output
+
+
+def test_unknown_method_names_every_way_to_bring_one():
+    r = CliRunner().invoke(cli, ["check", "--method", "not-a-method", "--device", "cpu"])
+    assert r.exit_code == 1
+    text = " ".join(r.output.split())
+    for way in ("--method MODULE:NAME", "entry point in group 'kprof.methods'", "KPROF_PLUGINS"):
+        assert way in text, text
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("nosuchpkg.mod:attend", "cannot be imported"),
+    ("userpkg.attn:nothing", "has no 'nothing'"),
+    ("userpkg.attn:torch", "name a Method subclass or a function"),
+])
+def test_bad_object_references_are_one_line(userpkg, spec, message):
+    r = CliRunner().invoke(cli, ["check", "--method", spec, "--device", "cpu"])
+    assert r.exit_code == 1 and message in " ".join(r.output.split()) and "Traceback" not in r.output

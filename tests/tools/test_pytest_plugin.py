@@ -1,0 +1,67 @@
+"""The pytest fixtures as a user meets them: an inner pytest run with --benchmark-autosave writes
+kprof's statistics into pytest-benchmark's JSON; --benchmark-disable runs each callable once."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+USER_TEST = textwrap.dedent('''
+    import torch
+
+    CALLS = []
+    a = torch.randn(32, 24)
+    b = torch.randn(24, 16)
+    P = {"rounds": 10, "observations": 3, "warmup_pairs": 1, "evict_mib": 1, "device": "cpu"}
+
+
+    def via_mm(input, mat2):
+        CALLS.append("mm")
+        return torch.mm(input, mat2)
+
+
+    def via_einsum(input, mat2):
+        CALLS.append("einsum")
+        return torch.einsum("ij,jk->ik", input, mat2)
+
+
+    def test_pair(kprof_compare):
+        res = kprof_compare(via_mm, via_einsum, inputs={"input": a, "mat2": b}, reference=torch.mm, **P)
+        print("CALLS", CALLS.count("mm"), CALLS.count("einsum"), res is None)
+
+
+    def test_one(kprof_benchmark):
+        s = kprof_benchmark(lambda: a @ b, **P)
+        print("SUMMARY", s is None)
+''')
+
+
+def run_inner(tmp_path, *flags):
+    (tmp_path / "test_user.py").write_text(USER_TEST)
+    env = {**os.environ, "KPROF_HOME": str(tmp_path / "home")}
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "test_user.py",
+                           f"--benchmark-storage={tmp_path / 'bench'}", *flags],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_autosave_stores_the_speedup_interval_and_the_kprof_median(tmp_path):
+    r = run_inner(tmp_path, "--benchmark-autosave")
+    assert r.returncode == 0, r.stdout + r.stderr
+    saved = list((tmp_path / "bench").rglob("*.json"))
+    assert len(saved) == 1
+    benches = {b["name"]: b for b in json.loads(saved[0].read_text())["benchmarks"]}
+    pair = benches["test_pair"]["extra_info"]
+    assert pair["kprof_baseline"] == "via_mm" and pair["kprof_candidate"] == "via_einsum"
+    assert pair["kprof_speedup_low"] <= pair["kprof_speedup"] <= pair["kprof_speedup_high"]
+    assert pair["kprof_baseline_median_us"] > 0 and pair["kprof_candidate_median_us"] > 0
+    assert benches["test_pair"]["stats"]["rounds"] == 30  # one host-timed call per kprof observation
+    one = benches["test_one"]["extra_info"]
+    assert one["kprof_rounds"] == 10 and one["kprof_median_us_low"] <= one["kprof_median_us"]
+
+
+def test_disable_runs_each_callable_once_and_times_nothing(tmp_path):
+    r = run_inner(tmp_path, "--benchmark-disable", "--benchmark-autosave")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "CALLS 1 1 True" in r.stdout and "SUMMARY True" in r.stdout
+    assert not list(tmp_path.rglob("*.json"))
