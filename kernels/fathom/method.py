@@ -103,6 +103,17 @@ class _FathomFamily(Method):
                      "scan_bytes_per_step": sum(b * workload.shape.n / 8 for b in bits)},
         )
 
+    def bytes_per_call(self, workload: Workload, prepared: Prepared) -> int:
+        """The bit planes the scan reads at this query's depths, the distinct winning K and V rows
+        of each KV head's query heads (fetched from wherever the rows live: over PCIe when they are
+        in host memory), the query and the output."""
+        s, item = workload.shape, workload.dtype.itemsize
+        winners = prepared.handle.winners()
+        rows = sum(len(torch.unique(torch.cat([winners[h].cpu() for h in range(g * s.group, (g + 1) * s.group)])))
+                   for g in range(s.hkv))
+        scan = int(prepared.details["scan_bytes_per_step"])
+        return scan + 2 * rows * s.d * item + 2 * s.hq * s.d * item
+
     def reference_for(self, workload: Workload, prepared: Prepared) -> torch.Tensor:
         """fp64 exact attention of each head over its own selected tokens (the kernel's winners)."""
         winners = prepared.handle.winners()

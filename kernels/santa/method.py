@@ -100,6 +100,20 @@ class Santa(Method):
             handle=op,
         )
 
+    def bytes_per_call(self, workload: Workload, prepared: Prepared) -> int:
+        """Every representative key scored, the K and V rows of the teams a KV head's query heads
+        selected (their union, read once per KV head, as launch 4 does), the query and the output."""
+        op = prepared.handle
+        teams, _ = op.selections()
+        lengths = op.arts.layout.length
+        item, s = workload.dtype.itemsize, workload.shape
+        rows = 0
+        for h in range(s.hkv):
+            union = torch.unique(torch.cat(teams[h * s.group:(h + 1) * s.group]))
+            rows += int(lengths[h, union].sum())
+        reps = int(op.arts.layout.num_teams.sum()) * s.d * op.arts.rep_keys.element_size()
+        return reps + 2 * rows * s.d * item + 2 * s.hq * s.d * item
+
     def reference_for(self, workload: Workload, prepared: Prepared) -> torch.Tensor:
         """fp64 output with the kernels' own selected teams and corrections (Appendix E)."""
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 
 import click
 from rich.table import Table
@@ -13,13 +14,28 @@ from kprof.cli.console import console, format_bytes
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the environment as one JSON object.")
 @click.option("--no-ncu", is_flag=True, help="Skip locating ncu and asking its version (saves ~1 s).")
-def env(as_json: bool, no_ncu: bool) -> None:
-    """Device, driver, clocks, throttle reasons, software versions, ncu and NVML availability."""
+@click.option("--measure-peak", is_flag=True,
+              help="Measure the device's copy bandwidth (a 2 GiB device-to-device copy under kprof's protocol; "
+                   "256 MiB on the CPU) and cache it in profiles/copy-peak.json: tables then show %% of this peak.")
+def env(as_json: bool, no_ncu: bool, measure_peak: bool) -> None:
+    """Device, driver, clocks, throttle reasons, software versions, ncu and NVML availability, and the
+    cached copy peak that tables report percent of peak against."""
+    from kprof.measure.copy_peak import load_peak
+    from kprof.measure.copy_peak import measure_peak as measure
     from kprof.measure.fingerprint import collect_environment
 
     e = collect_environment(with_ncu=not no_ncu)
+    doc = e.to_dict()
+    if measure_peak:
+        from kprof.core.target import resolve_target
+
+        if not as_json:
+            console.print("[dim]measuring the copy peak...[/]")
+        peak = measure(resolve_target("auto").device, doc)
+    else:
+        peak = load_peak(doc)
     if as_json:
-        click.echo(json.dumps(e.to_dict(), indent=2))
+        click.echo(json.dumps(doc | {"copy_peak": asdict(peak) if peak else None}, indent=2))
         return
     t = Table(show_header=False, box=None, pad_edge=False)
     t.add_column(style="bold cyan")
@@ -41,4 +57,6 @@ def env(as_json: bool, no_ncu: bool) -> None:
     t.add_row("ncu", f"{e.ncu_path} ({e.ncu_version})" if e.ncu_path else "not found")
     t.add_row("python / torch / triton", f"{e.python} / {e.torch} / {e.triton}")
     t.add_row("kprof", f"{e.kprof} (git {e.git_revision or 'n/a'})")
+    t.add_row("copy peak", f"{peak.gbs:,.0f} GB/s (measured {peak.measured})" if peak
+              else "not measured: kprof env --measure-peak")
     console.print(t)

@@ -51,8 +51,12 @@ def _finish(result, out: str | None, as_json: bool, table) -> None:
                    "triton-dense on CPU]")
 @click.option("--baseline", default="flash", show_default=True,
               help="Baseline every candidate is paired against (math substitutes for GPU-only ones on CPU).")
-@protocol_options
-def compare(methods: tuple[str, ...], baseline: str, workload, device, config_mode, as_json, out, **kw) -> None:
+@click.option("--vary", multiple=True, metavar="SPEC:KEY=V1,V2,...",
+              help="Add one candidate row per value of a method option or launch parameter (repeatable), e.g. "
+                   "santa:s=32,64,124 or santa:attend.NUM_SPLITS=16,32.")
+@protocol_options(many_workloads=True)
+def compare(methods: tuple[str, ...], baseline: str, vary: tuple[str, ...], workload: tuple[str, ...], device,
+            config_mode, as_json, out, **kw) -> None:
     """Time candidates against a baseline in the same rounds, with a speedup interval.
 
     Each round interleaves all methods in the order of a balanced (Williams) design, evicts L2
@@ -65,17 +69,19 @@ def compare(methods: tuple[str, ...], baseline: str, workload, device, config_mo
     reports a fault in its runs, or more than 1% of a row's observations are bad (the Result is
     written first).
     """
-    from kprof.commands.compare import run_compare
     from kprof.commands.session import MeasurementSession
+    from kprof.commands.sweep import run_sweep, with_variants
+    from kprof.core.target import resolve_target
     from kprof.results.result import check_destination
     from kprof.results.tables import compare_table
 
     check_destination(out, kw.pop("force"))
     overrides = protocol_overrides(kw)
+    defaults = GPU_DEFAULT_CANDIDATES if resolve_target(device).is_gpu else CPU_DEFAULT_CANDIDATES
+    candidates = with_variants(list(methods) or ([] if vary else list(defaults)), list(vary))
     with measurement_progress(as_json) as progress:
-        session = MeasurementSession.open(device, workload, overrides, progress.status, config_mode)
-        defaults = GPU_DEFAULT_CANDIDATES if session.target.is_gpu else CPU_DEFAULT_CANDIDATES
-        result = run_compare(session, baseline, list(methods) or list(defaults), progress)
+        result = run_sweep(lambda w: MeasurementSession.open(device, w, overrides, progress.status, config_mode),
+                           list(workload) or [None], baseline, candidates, progress)
     _finish(result, out, as_json, compare_table)
 
 

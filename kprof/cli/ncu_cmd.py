@@ -10,6 +10,7 @@ from rich.table import Table
 
 from kprof.cli.console import console, err_console
 from kprof.core.errors import KprofError
+from kprof.ncu.measured_bytes import READ, WRITE, record_bytes
 from kprof.ncu.metrics import METRIC_SETS, TABLE14, resolve_metrics
 
 _HEADERS = {"kernel": "kernel", "ctas": "CTAs", "duration_us": "NCU duration (us)", "occupancy_pct": "occ. (%)",
@@ -87,8 +88,9 @@ def ncu(ctx, method, workload, captures, metric_sets, config_mode, out_dir, late
         return
     from kprof.ncu.run import capture
 
-    metrics = resolve_metrics(metric_sets)
-    target = ["--method", method, "--workload", workload, "--config", config_mode]
+    metrics = resolve_metrics([*metric_sets, READ, WRITE])  # the bytes are kept for compare's GB/s
+    describe = Path(out_dir) / "target.json"
+    target = ["--method", method, "--workload", workload, "--config", config_mode, "--describe", str(describe)]
     frames = []
     for i in range(captures):
         err_console.print(f"[dim]• ncu capture {i + 1}/{captures} of {method}[/]")
@@ -97,9 +99,18 @@ def ncu(ctx, method, workload, captures, metric_sets, config_mode, out_dir, late
         raise KprofError("captures profiled different numbers of launches: "
                          "the method is not deterministic in its launches")
     table = medians_over_captures(frames)
+    _record_bytes(table, describe)
     _emit(table, fmt, f"{method} on {workload}: medians of {captures} ncu captures", metrics)
     if fmt is None:
         _show_event_latency(method, float(table["duration_us"].sum()), latency_from)
+
+
+def _record_bytes(table, describe: Path) -> None:
+    """Keep the measured DRAM bytes per call, so compare shows GB/s from them on this setup."""
+    if READ in table and WRITE in table and describe.is_file():
+        nbytes = int(table[READ].sum() + table[WRITE].sum())
+        record_bytes(json.loads(describe.read_text())["key"], nbytes)
+        console.print(f"[dim]DRAM bytes per call {nbytes:,} recorded: kprof compare reports GB/s from them[/]")
 
 
 def _show_event_latency(method: str, ncu_sum_us: float, result_path: str) -> None:

@@ -7,18 +7,21 @@ import click
 from kprof.measure.protocol import CPU_EMBEDDED, PAPER
 
 
-def protocol_options(fn=None, *, force: bool = True):
+def protocol_options(fn=None, *, force: bool = True, many_workloads: bool = False):
     """Add the protocol options; each defaults to the paper's value on a GPU, a tiny one on CPU.
-    ``force=False`` leaves out ``--force`` for a command that has its own."""
+    ``force=False`` leaves out ``--force`` for a command that has its own; ``many_workloads``
+    makes ``--workload`` repeatable (a sweep)."""
     if fn is None:
-        return lambda f: protocol_options(f, force=force)
+        return lambda f: protocol_options(f, force=force, many_workloads=many_workloads)
 
     def dflt(name: str) -> str:
         return f"[default: {getattr(PAPER, name)} on GPU, {getattr(CPU_EMBEDDED, name)} on CPU]"
 
     opts = [
-        click.option("--workload", default=None,
-                     help="Spec name or .safetensors file [default: qwen2.5-7b-l14-32k on GPU, cpu-smoke on CPU]."),
+        click.option("--workload", default=None, multiple=many_workloads,
+                     help="Spec name or .safetensors file" + (" (repeatable: one paired run per workload, one "
+                                                              "table and Result)" if many_workloads else "")
+                     + " [default: qwen2.5-7b-l14-32k on GPU, cpu-smoke on CPU]."),
         click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
                      help="Where to run; cpu means the Triton interpreter and the host clock."),
         click.option("--rounds", type=int, default=None,

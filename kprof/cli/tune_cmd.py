@@ -13,7 +13,7 @@ from rich.table import Table
 from kprof.cli.console import console, err_console
 
 # kprof.tuning.search.STRATEGIES (a test keeps them equal), here so that --help imports no torch
-STRATEGIES = ("exhaustive", "random", "halving")
+STRATEGIES = ("exhaustive", "random", "halving", "optuna")
 
 
 @click.command()
@@ -24,7 +24,9 @@ STRATEGIES = ("exhaustive", "random", "halving")
               help="Launch to tune (repeatable) [default: every tunable launch].")
 @click.option("--strategy", type=click.Choice(STRATEGIES), default="halving", show_default=True,
               help="exhaustive: every candidate; random: a seeded sample; "
-                   "halving: screen, then re-measure the better half.")
+                   "halving: screen, then re-measure the better half; optuna: TPE proposes each next candidate "
+                   "from those measured, screened a round at a time with successive-halving pruning (for large "
+                   "spaces; pip install 'kprof[optuna]'; --max-configs defaults to 64).")
 @click.option("--max-configs", type=int, default=None, help="Cap on candidates screened per launch (default first).")
 @click.option("--budget-s", type=float, default=None, help="Stop screening a launch after this many seconds.")
 @click.option("--rounds", type=int, default=None, help="Screening rounds per candidate. [default: 3 on GPU, 2 on CPU]")
@@ -46,9 +48,13 @@ STRATEGIES = ("exhaustive", "random", "halving")
 @click.option("--replace-stale", is_flag=True,
               help="A cache file measured on another setup (device, versions, kernel source) is renamed to "
                    "*.stale.json and the launch tuned afresh (without this flag such a file stops the run).")
+@click.option("--export", "export_path", type=click.Path(dir_okay=False), default=None,
+              help="Also write the chosen config of every tuned launch to this JSON file (entries of other "
+                   "methods, devices or shapes already in it are kept); user code reads it with "
+                   "kprof.tuning.load_config(method, launch, shape, path).")
 @click.option("--json", "as_json", is_flag=True, help="Print the cache documents as JSON.")
 def tune(method, workload, launches, strategy, max_configs, budget_s, rounds, observations, finalists, timeout_s,
-         retry_failed, device, out_dir, replace_stale, as_json) -> None:
+         retry_failed, device, out_dir, replace_stale, export_path, as_json) -> None:
     """Search each launch's declared config space; every candidate validated before it is timed.
 
     Candidates run in a worker process with a timeout, so compile errors, resource errors,
@@ -61,10 +67,15 @@ def tune(method, workload, launches, strategy, max_configs, budget_s, rounds, ob
     from kprof.commands.tune import run_tune, tune_request
     from kprof.core.paths import tuned_dir
     from kprof.core.target import resolve_target
+    from kprof.results.result import check_destination
 
     req = tune_request(method, workload, device, launches, strategy, max_configs, budget_s, rounds, observations,
                        finalists, timeout_s, Path(out_dir) if out_dir else tuned_dir(), replace_stale)
     req.retry_failed = retry_failed
+    if strategy == "optuna":
+        from kprof.tuning.optuna_search import check_available
+
+        check_available()
     if not resolve_target(device).is_gpu:
         err_console.print("[yellow]CPU interpreter: tuning numbers are not GPU numbers[/]")
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -78,8 +89,19 @@ def tune(method, workload, launches, strategy, max_configs, budget_s, rounds, ob
         if message and not as_json:  # a line per event: logs of a run cut short show how far it got
             err_console.print(f"[dim]{message}[/]", highlight=False)
 
+    if export_path:  # an unwritable place or a foreign file fails now, not after the tune
+        from kprof.tuning.export import check_export
+
+        check_destination(export_path, force=True, option="--export")
+        check_export(export_path)
     with bar:
         outcomes = run_tune(req, progress)
+    if export_path:
+        from kprof.tuning.export import export_configs
+
+        path = export_configs([o.file for o in outcomes], export_path)
+        if not as_json:
+            console.print(f"[dim]chosen configs exported to {path}[/]")
     if as_json:
         click.echo(json.dumps([asdict(o.file) for o in outcomes], indent=2))
         return
@@ -92,9 +114,10 @@ def _report(outcome) -> None:
     default = tf.measured(tf.default)
     base = default.median_us if default and default.status == "ok" else None
     ok = tf.ok()
-    counts = {s: sum(1 for c in tf.candidates if c.status == s) for s in ("ok", "rejected", "failed")}
+    counts = {s: sum(1 for c in tf.candidates if c.status == s) for s in ("ok", "pruned", "rejected", "failed")}
     t = Table(title=f"{tf.key.method}.{outcome.launch} on {tf.key.device} ({tf.key.bucket}): "
-                    f"{counts['ok']} ok, {counts['rejected']} rejected, {counts['failed']} failed; "
+                    f"{counts['ok']} ok, " + (f"{counts['pruned']} pruned, " if counts["pruned"] else "")
+                    + f"{counts['rejected']} rejected, {counts['failed']} failed; "
                     f"{outcome.measured_now} measured now in {outcome.seconds:.0f} s"
                     + (f"; {outcome.left} left by the budget (a rerun resumes them)" if outcome.left else ""))
     for col in ("config", "median us", "vs default", "status"):

@@ -8,9 +8,12 @@ warm-up and eviction kernels stay out of the report.
 from __future__ import annotations
 
 import argparse
+import json
 
 import torch
 
+from kprof.core.atomic import atomic_write_text
+from kprof.ncu.measured_bytes import bytes_key
 from kprof.ncu.run import RANGE
 
 
@@ -20,6 +23,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--workload", required=True)
     ap.add_argument("--config", default="auto")
     ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--describe", default=None, help="Write the bytes key of this method's setup here (JSON).")
     args = ap.parse_args(argv)
 
     from kprof.core.target import configure_triton
@@ -33,6 +37,9 @@ def main(argv: list[str] | None = None) -> None:
     session = MeasurementSession.open("cuda", args.workload, {}, config_mode=args.config)
     method = get_method(args.method)
     prepared = method.prepare(session.workload, session.target, session.launch_config(args.method))
+    if args.describe:
+        key = bytes_key(session.environment.gpu.name, session.workload.content_hash(), args.method, prepared.config)
+        atomic_write_text(args.describe, json.dumps({"key": key}))
     for _ in range(args.warmup):
         prepared.run()
     torch.cuda.synchronize()

@@ -14,12 +14,16 @@ import torch
 
 from kprof.core.target import ExecutionTarget, resolve_target
 from kprof.measure.catalog import record_catalog
+from kprof.measure.copy_peak import load_peak
 from kprof.measure.fingerprint import Environment, collect_environment
 from kprof.measure.harness import Harness, Measurement, Progress
 from kprof.measure.protocol import TimingProtocol, default_protocol
 from kprof.measure.stats import BAD_LIMIT
-from kprof.methods import Prepared, get_method
+from kprof.methods import Method, Prepared, get_method
+from kprof.methods.dense_reference import dense_attention_fp64
 from kprof.methods.validation import compare_outputs
+from kprof.ncu.measured_bytes import SOURCE as MEASURED_SOURCE
+from kprof.ncu.measured_bytes import bytes_key, lookup_bytes
 from kprof.results.result import MethodRecord, Result, Speedup, Summary, Validation
 from kprof.tuning.lookup import file_overrides, tuned_overrides
 from kprof.workloads import Workload, resolve_workload
@@ -73,6 +77,12 @@ class MeasurementSession:
             self._references[key] = method.reference(self.workload)
         return self._references[key]
 
+    def dense_reference(self) -> torch.Tensor:
+        """fp64 dense attention of this workload (cached): what every method approximates."""
+        if Method.reference not in self._references:  # the same entry dense methods validate against
+            self._references[Method.reference] = dense_attention_fp64(self.workload)
+        return self._references[Method.reference]
+
     def launch_config(self, method_name: str) -> dict:
         """Launch overrides for a method under this session's --config mode (notes say which)."""
         if self.config_mode == "default":
@@ -104,9 +114,23 @@ class MeasurementSession:
             validation=Validation(report.rel_error, report.max_abs_error, report.non_finite, report.tolerance,
                                   report.passed),
         )
+        record.bytes_per_call, record.bytes_source = self.bytes_moved(method, method_name, prepared)
+        exact = not method.selection_dependent and type(method).reference is Method.reference
+        record.validation.error_vs_dense = (report.rel_error if exact
+                                            else compare_outputs(out, self.dense_reference()).rel_error)
         pm = ValidatedMethod(record, prepared, out)
         self.collect_faults([pm])
         return pm
+
+    def bytes_moved(self, method, method_name: str, prepared) -> tuple[int | None, str]:
+        """DRAM bytes per call: what ncu measured on this setup (``kprof ncu``), else the method's
+        declaration."""
+        if self.environment.gpu is not None:
+            key = bytes_key(self.environment.gpu.name, self.workload.content_hash(), method_name, prepared.config)
+            if (measured := lookup_bytes(key)) is not None:
+                return measured, MEASURED_SOURCE
+        declared = method.bytes_per_call(self.workload, prepared)
+        return declared, "declared by the method" if declared is not None else ""
 
     @staticmethod
     def collect_faults(prepared: list[ValidatedMethod]) -> None:
@@ -144,9 +168,12 @@ class MeasurementSession:
             design = {"kind": "williams", "cycle": measurement.cycle,
                       "orders": [[measurement.labels[i] for i in order] for order in measurement.orders]}
         protocol = self.protocol.to_dict() | {"rounds": measurement.observations.shape[1]}
+        environment = self.environment.to_dict()
+        if (peak := load_peak(environment)) is not None:
+            environment["copy_peak_gbs"] = peak.gbs
         return Result(
             kind=kind,
-            environment=self.environment.to_dict(),
+            environment=environment,
             workload=self.workload_doc(),
             protocol=protocol,
             clock="cuda-events" if self.target.is_gpu else "host-clock",

@@ -114,6 +114,13 @@ class Method(ABC):
             raise ConfigError(f"method {cls.name!r} takes no options, got {', '.join(options)}")
         return cls()
 
+    def bytes_per_call(self, workload: Workload, prepared: Prepared) -> int | None:
+        """Bytes one call must move at least (asked after the validation run): its reads of the KV
+        cache and the query, and its output written once. Dense attention reads all of K and V;
+        a sparse method overrides this with what its plan reads. None: not known."""
+        s = workload.shape
+        return s.kv_bytes + 2 * s.hq * s.d * workload.dtype.itemsize
+
     def reference(self, workload: Workload) -> torch.Tensor:
         """fp64 CPU output this method must match; dense attention unless the method is sparse."""
         return dense_attention_fp64(workload)

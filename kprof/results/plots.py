@@ -1,5 +1,6 @@
 """Plots of Results (matplotlib, optional): round-median drift, speedup forest, stage medians,
-and a chain's marginal launch costs."""
+a chain's marginal launch costs; for a sweep, latency against context length (scaling), and
+error against fp64 dense attention against latency (the accuracy-latency frontier)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,12 @@ def plot_results(results: list[Result], path: str | Path) -> Path:
         import matplotlib.pyplot as plt
     except ImportError:
         raise KprofError("plots need matplotlib: pip install 'kprof[plot]'") from None
-    fig, axes = plt.subplots(len(results), 2, figsize=(12, 3.6 * len(results)), squeeze=False)
+    extra = [res for res in results if _scaling_rows(res) or _frontier_rows(res)]
+    fig, axes = plt.subplots(len(results) + len(extra), 2, figsize=(12, 3.6 * (len(results) + len(extra))),
+                             squeeze=False)
+    for (ax_scaling, ax_frontier), res in zip(axes[len(results):], extra):
+        _scaling(ax_scaling, res)
+        _frontier(ax_frontier, res)
     for (ax_drift, ax_right), res in zip(axes, results):
         for label, s in res.summaries.items():
             medians = [float("nan") if m is None else m for m in s.round_medians_us]
@@ -35,7 +41,9 @@ def plot_results(results: list[Result], path: str | Path) -> Path:
             ax_right.errorbar(est, range(len(labels)), xerr=err, fmt="o", capsize=4)
             ax_right.axvline(1.0, color="grey", lw=1, ls="--")
             ax_right.set_yticks(range(len(labels)), labels, fontsize=8)
-            ax_right.set_xlabel(f"speedup vs {res.speedups[0].baseline} (95% CI)")
+            against = ("each workload's baseline" if res.workload.get("points")
+                       else res.speedups[0].baseline)
+            ax_right.set_xlabel(f"speedup vs {against} (95% CI)")
             ax_right.set_title("speedup", fontsize=9)
         elif res.kind == "chain":  # one bar split into each launch's marginal cost: where the time goes
             left = 0.0
@@ -57,3 +65,82 @@ def plot_results(results: list[Result], path: str | Path) -> Path:
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def _family(rec) -> str:
+    """The method a row varies: ``santa:s=64`` -> ``santa``; ``pkg.mod:fn`` stays whole."""
+    name = rec.method.split("@")[0]
+    return name.rsplit(":", 1)[0] if "=" in name.rsplit(":", 1)[-1] else name
+
+
+def _tokens(res: Result) -> dict[str, int]:
+    return {w["name"]: (w.get("shape") or {}).get("n") for w in res.workload.get("points", [])}
+
+
+def _scaling_rows(res: Result) -> dict[str, list[tuple[int, object]]]:
+    """Per row label without its workload: (context tokens, Summary) over the sweep's workloads."""
+    tokens = _tokens(res)
+    if len(set(tokens.values())) < 2:
+        return {}
+    rows: dict[str, list] = {}
+    for rec in res.methods:
+        if rec.workload in tokens and tokens[rec.workload]:
+            rows.setdefault(rec.label.removesuffix(f" @ {rec.workload}"), []).append(
+                (tokens[rec.workload], res.summaries[rec.label]))
+    return rows
+
+
+def _frontier_rows(res: Result) -> list:
+    """Rows with an error against fp64 dense attention, when some method was varied or is sparse."""
+    rows = [rec for rec in res.methods if rec.validation.error_vs_dense is not None]
+    varied = len({_family(r) for r in rows}) < len(rows)
+    sparse = any((r.validation.error_vs_dense or 0) > 1e-2 for r in rows)
+    return rows if len(rows) >= 2 and (varied or sparse) else []
+
+
+def _scaling(ax, res: Result) -> None:
+    rows = _scaling_rows(res)
+    if not rows:
+        ax.set_axis_off()
+        return
+    for label, points in rows.items():
+        points.sort(key=lambda p: p[0])
+        n = [p[0] for p in points]
+        est = [p[1].median_us.estimate for p in points]
+        low = [e - (p[1].median_us.low if p[1].median_us.has_interval else e) for e, p in zip(est, points)]
+        high = [(p[1].median_us.high if p[1].median_us.has_interval else e) - e for e, p in zip(est, points)]
+        ax.errorbar(n, est, yerr=[low, high], marker="o", ms=4, capsize=3, label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("context length (tokens)")
+    ax.set_ylabel("median of round medians (us, 95% CI)")
+    ax.set_title(f"scaling ({res.mode})", fontsize=9)
+    ax.legend(fontsize=7)
+
+
+def _frontier(ax, res: Result) -> None:
+    rows = _frontier_rows(res)
+    if not rows:
+        ax.set_axis_off()
+        return
+    markers = "osD^v<>"
+    workloads = list(dict.fromkeys(r.workload for r in rows))
+    families: dict[str, list] = {}
+    for r in rows:
+        families.setdefault((_family(r), r.workload), []).append(r)
+    for (family, workload), recs in families.items():
+        recs.sort(key=lambda r: res.summaries[r.label].median_us.estimate)
+        x = [res.summaries[r.label].median_us.estimate for r in recs]
+        y = [max(r.validation.error_vs_dense, 1e-12) for r in recs]
+        tag = family + (f" @ {workload}" if workload else "")
+        ax.plot(x, y, marker=markers[workloads.index(workload) % len(markers)], ms=5, label=tag)
+        for r, xi, yi in zip(recs, x, y):
+            option = r.method.split("@")[0].removeprefix(family).lstrip(":,")
+            if option:
+                ax.annotate(option, (xi, yi), fontsize=6, xytext=(3, 3), textcoords="offset points")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("median of round medians (us)")
+    ax.set_ylabel("relative L2 error vs fp64 dense attention")
+    ax.set_title("accuracy-latency frontier (lower left is better)", fontsize=9)
+    ax.legend(fontsize=7)

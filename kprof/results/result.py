@@ -38,6 +38,7 @@ class Validation:
     tolerance: float
     passed: bool
     error_vs_baseline: float | None = None  # rel L2 of this output against the baseline's output
+    error_vs_dense: float | None = None  # rel L2 against fp64 dense attention (a sparse method's approximation error)
 
 
 @dataclass
@@ -92,6 +93,9 @@ class MethodRecord:
     validation: Validation
     faults: list[str] = field(default_factory=list)  # reported by the method's runs (Prepared.faults)
     revision: str | None = None  # the git commit of a NAME@REV method
+    workload: str | None = None  # in a sweep over workloads, the one this row ran on
+    bytes_per_call: int | None = None  # DRAM bytes one call moves (None: not known)
+    bytes_source: str = ""  # "declared by the method" or what measured them (ncu)
 
 
 @dataclass
@@ -157,6 +161,17 @@ class Result:
         from kprof.results.export import result_rows
 
         return pd.DataFrame(result_rows(self))
+
+    def throughput(self, label: str) -> tuple[float | None, float | None]:
+        """A row's GB/s (its bytes per call over its median) and that as a share of the measured
+        copy peak; None where the bytes, the median or the peak are not known."""
+        rec = next((m for m in self.methods if m.label == label), None)
+        median = self.summaries[label].median_us.estimate
+        if rec is None or not rec.bytes_per_call or not median or median != median:
+            return None, None
+        gbs = rec.bytes_per_call / median / 1e3  # bytes per microsecond -> 1e9 bytes per second
+        peak = self.environment.get("copy_peak_gbs")
+        return gbs, gbs / peak if peak else None
 
     def over_bad_limit(self, limit: float) -> dict[str, float]:
         """Rows whose share of bad observations exceeds ``limit``."""
@@ -270,16 +285,17 @@ def _fresh_path(directory: Path, stem: str) -> Path:
     return path
 
 
-def check_destination(path: str | Path | None, force: bool = False, runs_dir: Path | None = None) -> None:
+def check_destination(path: str | Path | None, force: bool = False, runs_dir: Path | None = None,
+                      option: str = "--out") -> None:
     """Refuse, before a run, what :func:`save_result` would fail at after it: ``--out`` naming a
     folder, an existing file (unless ``force``), or a place that cannot be written."""
     runs_dir = runs_dir or default_runs_dir()
     target = Path(path) if path else runs_dir / "probe.json"
-    flag = f"--out {path}" if path else f"the runs folder {runs_dir}"
+    flag = f"{option} {path}" if path else f"the runs folder {runs_dir}"
     if path and target.is_dir():
-        raise KprofError(f"--out {path} is a folder: name a file in it, such as {target / 'run.json'}")
+        raise KprofError(f"{option} {path} is a folder: name a file in it, such as {target / 'run.json'}")
     if path and target.exists() and not force:
-        raise KprofError(f"--out {path} exists: choose another name, or pass --force to replace it")
+        raise KprofError(f"{option} {path} exists: choose another name, or pass --force to replace it")
     probe = target.parent
     while not probe.exists():
         probe = probe.parent

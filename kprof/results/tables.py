@@ -23,17 +23,26 @@ def _us(x: float | None) -> str:
     return f"{x:,.2f}" if x < 1000 else f"{x:,.0f}"
 
 
+def _throughput(result: Result, label: str) -> tuple[str, str]:
+    """GB/s of a row and its percent of the copy peak (empty where bytes are not known)."""
+    gbs, share = result.throughput(label)
+    if gbs is None:
+        return "", ""
+    pct = "n/a" if share is None else f"{100 * share:.0f}%" if share >= 0.1 else f"{100 * share:.2g}%"
+    return (f"{gbs:,.0f}" if gbs >= 100 else f"{gbs:.3g}"), pct
+
+
 def _throttled_note(result: Result) -> str:
     rounds = [r["round"] for r in result.telemetry.get("rounds", []) if r.get("throttled")]
     return f"{len(rounds)}" if result.telemetry.get("available") else "n/a"
 
 
-def speedup_text(sp, several_baselines: bool) -> str:
+def speedup_text(sp, several_baselines: bool, baseline: str | None = None) -> str:
     """``1.234x [1.230, 1.238]`` (with ``vs B`` when a run has several baselines)."""
     iv = sp.interval
     text = (f"{iv.estimate:.3f}x [{iv.low:.3f}, {iv.high:.3f}]" if iv.has_interval
             else f"{iv.estimate:.3f}x (too few rounds for an interval)")
-    return f"{text} vs {sp.baseline}" if several_baselines else text
+    return f"{text} vs {baseline or sp.baseline}" if several_baselines else text
 
 
 def interval_caption(result: Result) -> str:
@@ -50,11 +59,16 @@ def interval_caption(result: Result) -> str:
 
 def compare_table(result: Result) -> Table:
     """SANTA++ Table 5 style: one row per method, speedups against the baseline."""
-    bases = [m.label for m in result.methods if m.role == "baseline"]
+    bases = [m.label.removesuffix(f" @ {m.workload}") for m in result.methods if m.role == "baseline"]
     speedups = {}
     for sp in result.speedups:  # a row's first speedup is the one the table shows; others: extra_speedups
         speedups.setdefault(sp.candidate, sp)
-    several = len({s.baseline for s in speedups.values()}) > 1
+    workload_of = {m.label: m.workload for m in result.methods}
+
+    def base_row(sp) -> str:  # in a sweep each workload has its own baseline row: "flash @ W" -> "flash"
+        return sp.baseline.removesuffix(f" @ {workload_of.get(sp.candidate)}")
+
+    several = len({base_row(s) for s in speedups.values()}) > 1
     level = int(round(result.protocol.get("level", 0.95) * 100))
     t = Table(title=f"{result.workload['name']} — {result.mode}; speedup = "
               f"{'baseline' if several else bases[0]} / method",
@@ -62,32 +76,47 @@ def compare_table(result: Result) -> Table:
               f"{result.protocol['rounds']} rounds x {result.protocol['observations']} observations"
               f"{interval_caption(result)}; throttled rounds: {_throttled_note(result)}")
     t.box = box.SIMPLE_HEAD
+    sweep = any(rec.workload for rec in result.methods)
+    if sweep:
+        t.add_column("workload", no_wrap=True)
     t.add_column("method", no_wrap=True)
     t.add_column("launches", justify="right")
     t.add_column("median us", justify="right", no_wrap=True)
     t.add_column("round medians", justify="right", no_wrap=True)
     t.add_column(f"speedup [{level}% CI]", justify="right", no_wrap=True)
+    throughput = any(rec.bytes_per_call for rec in result.methods)
+    peak = result.environment.get("copy_peak_gbs")
+    if throughput:
+        t.add_column("GB/s", justify="right")
+        t.add_column("% peak", justify="right")
+        sources = sorted({rec.bytes_source for rec in result.methods if rec.bytes_per_call})
+        t.caption += (f"; GB/s = bytes per call ({', '.join(sources)}) / median, % of the measured copy peak "
+                      + (f"{peak:,.0f} GB/s" if peak else "(not measured: kprof env --measure-peak)"))
     t.add_column("noise", justify="right")
     t.add_column("err vs base", justify="right")
     t.add_column("valid")
     t.add_column("drift")
-    for rec in result.methods:
+    for i, rec in enumerate(result.methods):
         s = result.summaries[rec.label]
         sp = speedups.get(rec.label)
+        last_of_workload = sweep and (i + 1 == len(result.methods) or result.methods[i + 1].workload != rec.workload)
         v = rec.validation
         status = "[green]ok[/]" if v.passed else f"[red]FAIL[/] (rel {v.rel_error:.1e})"
         if rec.faults:
             status = f"[red]FAULT[/] ({len(rec.faults)})"
         t.add_row(
-            rec.label,
+            *([rec.workload] if sweep else []),
+            rec.label.removesuffix(f" @ {rec.workload}") if sweep else rec.label,
             _launches(rec),
             _us(s.median_us.estimate),
             f"{_us(s.round_median_min_us)}–{_us(s.round_median_max_us)}",
-            speedup_text(sp, several) if sp else "baseline",
+            speedup_text(sp, several, base_row(sp)) if sp else "baseline",
+            *(_throughput(result, rec.label) if throughput else ()),
             f"{100 * s.noise:.1f}%",
             f"{v.error_vs_baseline:.1e}" if v.error_vs_baseline is not None else "",
             status,
             "[yellow]yes[/]" if s.drift.flagged else "",
+            end_section=last_of_workload,
         )
     return t
 

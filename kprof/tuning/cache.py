@@ -120,6 +120,13 @@ class CandidateRecord:
     seconds: float = 0.0
     timeout_s: float | None = None  # the per-candidate limit it was measured under (for failures)
 
+    def describe(self) -> str:
+        """One progress line: the config and its median, or why it has none."""
+        cfg = ",".join(f"{k}={v}" for k, v in self.config.items())
+        if self.status == "ok":
+            return f"{cfg}: {self.median_us:.2f} us ({self.seconds:.1f} s)"
+        return f"{cfg}: {self.status} ({self.reason[:80]})"
+
 
 @dataclass
 class TuneFile:

@@ -30,7 +30,7 @@ from kprof.tuning.cache import (
 from kprof.tuning.worker import CandidateWorker, WorkerSpec
 from kprof.workloads.workload import WorkloadShape
 
-STRATEGIES = ("exhaustive", "random", "halving")
+STRATEGIES = ("exhaustive", "random", "halving", "optuna")
 
 
 @dataclass
@@ -87,12 +87,6 @@ def _config_text(cfg: dict) -> str:
     return ",".join(f"{k}={v}" for k, v in cfg.items())
 
 
-def _record_text(rec: CandidateRecord) -> str:
-    if rec.status == "ok":
-        return f"{_config_text(rec.config)}: {rec.median_us:.2f} us ({rec.seconds:.1f} s)"
-    return f"{_config_text(rec.config)}: {rec.status} ({rec.reason[:80]})"
-
-
 def _open_cache(path: Path, key, replace_stale: bool, say: Callable[[str], None]) -> TuneFile | None:
     """The launch's cache file if it exists and matches ``key``. One measured under another key
     is refused, or with ``replace_stale`` renamed to ``*.stale.json`` (kept, never overwritten)."""
@@ -124,11 +118,15 @@ def tune_launch(req: TuneRequest, launch: str, progress: Callable[..., None]) ->
     space = spaces[launch]
     key = tune_key(req.method, launch, req.shape)
     path = req.out_dir / key.filename
-    order = choose(list(space.candidates(req.shape)), space.default(), req.strategy, req.max_configs, req.seed)
+    optuna = req.strategy == "optuna"
+    order = ([] if optuna else
+             choose(list(space.candidates(req.shape)), space.default(), req.strategy, req.max_configs, req.seed))
     tf = _open_cache(path, key, req.replace_stale, lambda msg: progress(launch, 0, len(order), msg))
     tf = tf or TuneFile(key=key, default=space.default())
     if req.retry_failed:
         tf.candidates = [c for c in tf.candidates if c.status != "failed"]
+    if optuna:
+        return _tune_with_optuna(req, launch, space, tf, path, progress)
     todo = [c for c in order if tf.measured(c) is None]
     if len(todo) < len(order) and todo:
         progress(launch, len(order) - len(todo), len(order),
@@ -150,7 +148,7 @@ def tune_launch(req: TuneRequest, launch: str, progress: Callable[..., None]) ->
             tf.candidates.append(rec)
             tf.save(req.out_dir)  # after every candidate: an interruption loses at most one
             done += 1
-            progress(launch, done, len(order), f"{launch} {done}/{len(order)} {_record_text(rec)}")
+            progress(launch, done, len(order), f"{launch} {done}/{len(order)} {rec.describe()}")
         progress(launch, done, len(order))
         if req.strategy == "halving":
             _halve(tf, worker, req, lambda msg: progress(launch, done, len(order), msg))
@@ -160,6 +158,26 @@ def tune_launch(req: TuneRequest, launch: str, progress: Callable[..., None]) ->
         worker.close()
     measured_now = done - (len(order) - len(todo))
     return LaunchOutcome(launch, path, tf, measured_now, time.perf_counter() - t0, len(todo) - measured_now)
+
+
+def _tune_with_optuna(req: TuneRequest, launch: str, space, tf: TuneFile, path: Path,
+                      progress: Callable[..., None]) -> LaunchOutcome:
+    """TPE-proposed screening with pruning (:mod:`kprof.tuning.optuna_search`), then the finalists."""
+    from kprof.tuning.optuna_search import screen_with_optuna
+
+    spec = WorkerSpec(req.method, req.workload, req.device, launch, req.rounds, req.observations, req.warmup,
+                      req.evict_mib)
+    worker = CandidateWorker(spec, req.timeout_s)
+    t0 = time.perf_counter()
+    try:
+        measured, left = screen_with_optuna(
+            tf, space, req.shape, worker, req.rounds, req.max_configs, req.budget_s, req.seed,
+            lambda: tf.save(req.out_dir), lambda done, total, msg: progress(launch, done, total, msg))
+        _finalize(tf, worker, req, lambda msg: progress(launch, measured, measured, msg))
+        tf.save(req.out_dir)
+    finally:
+        worker.close()
+    return LaunchOutcome(launch, path, tf, measured, time.perf_counter() - t0, left)
 
 
 def _halve(tf: TuneFile, worker: CandidateWorker, req: TuneRequest, note: Callable[[str], None]) -> None:

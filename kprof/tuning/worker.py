@@ -10,7 +10,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -44,7 +44,8 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _serve(conn, spec: WorkerSpec) -> None:
-    """Worker loop: ("measure", cfg) -> CandidateRecord fields; ("paired", cfg, protocol) -> observations."""
+    """Worker loop: ("measure", cfg[, rounds]) -> CandidateRecord fields; ("paired", cfg, protocol) ->
+    observations."""
     load_plugins()
     target = resolve_target(spec.device)
     workload = resolve_workload(spec.workload, device=target.device)
@@ -82,7 +83,10 @@ def _serve(conn, spec: WorkerSpec) -> None:
             index = names.index(spec.launch)
             for _ in range(spec.warmup):
                 prepared.run()
-            obs = screening.launch(stages, index, spec.observations).observations[0]
+            harness = screening if len(msg) < 3 or msg[2] is None else Harness(
+                target.device, replace(screening.protocol, rounds=msg[2]), telemetry=False,
+                eviction=screening.eviction)
+            obs = harness.launch(stages, index, spec.observations).observations[0]
             conn.send(("ok", round_medians(obs).tolist()))
         except Exception as exc:  # compile errors, out of resources, bad configs: recorded, not fatal
             conn.send(("failed", _one_line(exc)))
@@ -148,9 +152,10 @@ class CandidateWorker:
             self._kill()
             return ("failed", f"worker process died (exit code {code})")
 
-    def measure(self, config: dict) -> CandidateRecord:
+    def measure(self, config: dict, rounds: int | None = None) -> CandidateRecord:
+        """Screen one config (``rounds`` screening rounds instead of the spec's, if given)."""
         t0 = time.perf_counter()
-        reply = self._request(("measure", config))
+        reply = self._request(("measure", config, rounds))
         seconds = time.perf_counter() - t0
         if reply[0] == "ok":
             rounds = reply[1]

@@ -20,7 +20,7 @@ def test_report_markdown_csv_and_plot(real_result, tmp_path):
     assert lines[5].startswith("| math#2 | 39.9") or lines[5].startswith("| math#2 | 40.0")
     assert "| 1.25" in lines[5]
     r = CliRunner().invoke(cli, ["report", "--csv", str(path)])
-    assert r.output.splitlines()[0].startswith("workload,kind,row,mode,median_us")
+    assert r.output.splitlines()[0].startswith("workload,tokens,kind,row,mode,median_us")
     pytest.importorskip("matplotlib")
     png = tmp_path / "p.png"
     r = CliRunner().invoke(cli, ["report", str(path), "--plot", str(png)])

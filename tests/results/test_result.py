@@ -110,3 +110,20 @@ def test_a_version_1_result_still_reads():
     res = load_result(Path(__file__).parents[1] / "fixtures" / "results" / "h200-result-v1.json")
     assert res.schema == "kprof-result/1" and res.speedups and res.speedups[0].interval.has_interval
     assert res.summaries["flash"].median_us.estimate > 40 and not res.design
+
+
+def test_throughput_is_declared_bytes_over_the_median_against_the_measured_peak(cpu_result):
+    import copy
+
+    shape = cpu_result.workload["shape"]
+    dense = 2 * shape["hkv"] * shape["n"] * shape["d"] * 4 + 2 * shape["hq"] * shape["d"] * 4  # fp32 K, V, q, o
+    rec = cpu_result.methods[0]
+    assert rec.bytes_per_call == dense and rec.bytes_source == "declared by the method"
+    assert rec.validation.error_vs_dense == rec.validation.rel_error  # math's own reference is fp64 dense
+    res = copy.deepcopy(cpu_result)
+    median = res.summaries["math"].median_us.estimate
+    assert res.throughput("math") == (pytest.approx(dense / median / 1e3), None)  # no peak measured
+    res.environment["copy_peak_gbs"] = 2 * dense / median / 1e3
+    assert res.throughput("math")[1] == pytest.approx(0.5)
+    res.methods[0].bytes_per_call = None
+    assert res.throughput("math") == (None, None)

@@ -1,0 +1,76 @@
+"""The device's measured copy peak: the bandwidth a plain device-to-device copy reaches here.
+
+Percent of peak in kprof's tables is against this measured number, not the datasheet's: a
+decode kernel that reads its bytes at 90% of what ``copy_`` reaches is near its floor whatever
+the datasheet says. It is measured once (``kprof env --measure-peak``) and cached per device,
+driver and torch build, so every later run reports against the same number.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import torch
+
+from kprof.core.atomic import atomic_write_text
+from kprof.core.paths import kprof_home
+from kprof.measure.harness import Harness
+from kprof.measure.protocol import default_protocol
+from kprof.measure.stats import latency
+
+COPY_MIB = {"cuda": 2048, "cpu": 256}  # far beyond any L2 / last-level cache
+
+
+@dataclass
+class CopyPeak:
+    device: str  # what it was measured on (GPU name, or "cpu")
+    key: str  # device, driver and torch build: a cached peak is used only where this matches
+    gbs: float  # (bytes read + bytes written) / median copy time, in GB/s (1e9 bytes)
+    copy_bytes: int  # bytes of the source buffer
+    median_us: float
+    measured: str
+
+
+def peak_key(environment: dict) -> str:
+    gpu = environment.get("gpu") or {}
+    return "|".join(str(x) for x in (gpu.get("name", environment.get("execution")), environment.get("driver"),
+                                      environment.get("torch")))
+
+
+def peak_file() -> Path:
+    return kprof_home() / "profiles" / "copy-peak.json"
+
+
+def load_peak(environment: dict) -> CopyPeak | None:
+    """The cached peak of this device, driver and torch build, if one was measured."""
+    path = peak_file()
+    try:
+        doc = json.loads(path.read_text())
+        return CopyPeak(**doc[peak_key(environment)])
+    except (FileNotFoundError, KeyError, TypeError, json.JSONDecodeError):
+        return None
+
+
+def measure_peak(device: torch.device, environment: dict) -> CopyPeak:
+    """Time ``dst.copy_(src)`` under kprof's protocol and cache the result."""
+    nbytes = COPY_MIB[device.type] << 20
+    src = torch.randn(nbytes // 4, device=device)
+    dst = torch.empty_like(src)
+    protocol = default_protocol(device.type == "cuda").with_overrides(host_bound=True)
+    obs = Harness(device, protocol).time(lambda: dst.copy_(src)).observations[0]
+    median_us = latency(obs, protocol.level).estimate
+    gpu = environment.get("gpu") or {}
+    peak = CopyPeak(device=gpu.get("name", device.type), key=peak_key(environment), gbs=2 * nbytes / median_us / 1e3,
+                    copy_bytes=nbytes, median_us=median_us,
+                    measured=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    path = peak_file()
+    try:
+        doc = json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        doc = {}
+    doc[peak.key] = asdict(peak)
+    atomic_write_text(path, json.dumps(doc, indent=2))
+    return peak

@@ -1,0 +1,75 @@
+"""Sweeps: --vary expands a method option into rows, --workload repeats into one paired run per
+workload, and one Result (and table, CSV, plot) holds the whole grid."""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from kprof.cli.main import cli
+from kprof.commands.sweep import expand_vary, with_variants
+from kprof.core.errors import KprofError
+from kprof.workloads.storage import save
+
+TINY = ["--rounds", "2", "--observations", "1", "--warmup-pairs", "0", "--evict-mib", "1", "--device", "cpu"]
+
+
+@pytest.mark.parametrize("text, rows", [
+    ("santa:s=32,64", ["santa:s=32", "santa:s=64"]),
+    ("santa:p=16,r=4:s=32,64", ["santa:p=16,r=4,s=32", "santa:p=16,r=4,s=64"]),
+    ("triton-dense:partial.BLOCK_N=16, 32", ["triton-dense:partial.BLOCK_N=16", "triton-dense:partial.BLOCK_N=32"]),
+    ("pkg.mod:Cls:scale=1,2", ["pkg.mod:Cls:scale=1", "pkg.mod:Cls:scale=2"]),
+])
+def test_vary_expands_into_specs(text, rows):
+    assert expand_vary(text) == rows
+
+
+@pytest.mark.parametrize("text", ["santa", "santa:s", "santa:s=", ":s=1,2", "santa:=1,2"])
+def test_a_malformed_vary_names_the_form(text):
+    with pytest.raises(KprofError, match=r"write SPEC:KEY=V1,V2"):
+        expand_vary(text)
+
+
+def test_variants_follow_the_candidates_once():
+    assert with_variants(["flash", "santa:s=32"], ["santa:s=32,64"]) == ["flash", "santa:s=32", "santa:s=64"]
+
+
+@pytest.fixture
+def two_workloads(tmp_path, make_workload):
+    paths = []
+    for n, seed in ((128, 1), (256, 2)):
+        path = tmp_path / f"tiny-{n}.safetensors"
+        save(make_workload(4, 2, n, 16, seed=seed), path)
+        paths.append(str(path))
+    return paths
+
+
+def test_a_2x2_sweep_is_one_result_one_table_and_a_plot(two_workloads, tmp_path):
+    out = tmp_path / "sweep.json"
+    args = ["compare", "--baseline", "math", "--vary", "triton-dense:partial.BLOCK_N=16,32", "--out", str(out), *TINY]
+    for w in two_workloads:
+        args += ["--workload", w]
+    r = CliRunner().invoke(cli, args)
+    assert r.exit_code == 0, r.output
+    assert "workload 2/2" in r.output and "BLOCK_N=32" in r.output
+    doc = json.loads(out.read_text())
+    rows = [(m["workload"], m["label"]) for m in doc["methods"]]
+    names = [p["name"] for p in doc["workload"]["points"]]
+    assert len(rows) == 6 and {w for w, _ in rows} == set(names)
+    assert all(label.endswith(f" @ {w}") for w, label in rows)
+    pairs = [(s["baseline"], s["candidate"]) for s in doc["speedups"]]
+    assert len(pairs) == 4 and all(b.split(" @ ")[1] == c.split(" @ ")[1] for b, c in pairs)  # within a workload
+    assert all(m["validation"]["passed"] and m["bytes_per_call"] > 0 for m in doc["methods"])
+    r = CliRunner().invoke(cli, ["report", str(out), "--csv", "--plot", str(tmp_path / "sweep.png")])
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "sweep.png").stat().st_size > 10_000
+    lines = r.output.splitlines()
+    header = lines[0].split(",")
+    tokens = {line.split(",")[header.index("tokens")] for line in lines[1:7]}
+    assert tokens == {"128", "256"}
+
+
+def test_one_workload_twice_is_refused(two_workloads):
+    r = CliRunner().invoke(cli, ["compare", "--baseline", "math", "--method", "math", "--workload", two_workloads[0],
+                                 "--workload", two_workloads[0], *TINY])
+    assert r.exit_code != 0 and "names one workload twice" in r.output

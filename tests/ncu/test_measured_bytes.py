@@ -1,0 +1,26 @@
+"""DRAM bytes from ncu are kept per setup and read back for exactly that setup."""
+
+import json
+
+import pandas as pd
+
+from kprof.cli.ncu_cmd import _record_bytes
+from kprof.ncu.measured_bytes import READ, WRITE, bytes_key, lookup_bytes, record_bytes
+
+
+def test_bytes_are_kept_per_setup():
+    key = bytes_key("NVIDIA H200", "abc", "santa", {"attend": {"BLOCK_N": 64}})
+    assert lookup_bytes(key) is None
+    record_bytes(key, 123_456)
+    assert lookup_bytes(key) == 123_456
+    assert lookup_bytes(bytes_key("NVIDIA H200", "abc", "santa", {"attend": {"BLOCK_N": 32}})) is None
+    assert lookup_bytes(bytes_key("NVIDIA H100", "abc", "santa", {"attend": {"BLOCK_N": 64}})) is None
+
+
+def test_kprof_ncu_records_the_sum_over_launches(tmp_path):
+    describe = tmp_path / "target.json"
+    key = bytes_key("NVIDIA H200", "w", "flash", {})
+    describe.write_text(json.dumps({"key": key}))
+    table = pd.DataFrame({"kernel": ["a", "b"], READ: [1000.0, 500.0], WRITE: [10.0, 5.0]})
+    _record_bytes(table, describe)
+    assert lookup_bytes(key) == 1515

@@ -1,0 +1,49 @@
+"""--strategy optuna: TPE proposals screened a round at a time, the default first, constraints
+respected, nothing measured twice, a resumed tune teaching the sampler what the cache holds."""
+
+import json
+
+import pytest
+
+from kprof.tuning.search import TuneRequest, tune_launch
+from kprof.workloads import save
+
+pytest.importorskip("optuna", reason="optuna is in kprof[dev]; CI installs it")
+
+
+@pytest.fixture
+def tiny(tmp_path, make_workload):
+    path = tmp_path / "tiny.safetensors"
+    w = make_workload(4, 2, 64, 16, seed=1, scale=2.0)
+    save(w, path)
+    return str(path), w.shape
+
+
+def _request(tiny, tmp_path, **kw):
+    path, shape = tiny
+    base = dict(method="triton-dense", workload=path, shape=shape, device="cpu", strategy="optuna", max_configs=3,
+                rounds=2, observations=1, warmup=0, evict_mib=1, timeout_s=60, finalists=1,
+                paired={"rounds": 10, "warmup_pairs": 0, "observations": 1, "evict_mib": 1}, out_dir=tmp_path / "tuned")
+    base.update(kw)
+    return TuneRequest(**base)
+
+
+def test_optuna_screens_the_default_first_and_never_twice(tiny, tmp_path):
+    messages = []
+    out = tune_launch(_request(tiny, tmp_path), "combine", lambda launch, done, total, msg="": messages.append(msg))
+    configs = [json.dumps(c.config, sort_keys=True) for c in out.file.candidates]
+    assert out.measured_now == 3 and len(configs) == len(set(configs)) == 3
+    assert out.file.candidates[0].config == out.file.default
+    assert all(c.status in ("ok", "pruned") for c in out.file.candidates)
+    assert all(len(c.round_medians_us) in (1, 2) for c in out.file.candidates)
+    assert any(m.startswith("3/3 ") for m in messages)
+    assert out.file.best is not None and out.file.finalists
+    # resumed with a larger cap: the three cached ones teach the sampler and are not measured again
+    again = tune_launch(_request(tiny, tmp_path, max_configs=1), "combine", lambda *a, **k: None)
+    assert again.measured_now == 1 and len(again.file.candidates) == 4
+    assert len({json.dumps(c.config, sort_keys=True) for c in again.file.candidates}) == 4
+
+
+def test_a_space_smaller_than_the_cap_ends_when_it_is_exhausted(tiny, tmp_path):
+    out = tune_launch(_request(tiny, tmp_path, max_configs=10), "combine", lambda *a, **k: None)
+    assert len(out.file.candidates) == 4 and out.left == 0  # combine has four num_warps values
