@@ -19,7 +19,7 @@ from kprof.cli.console import console
               help="Also write a PNG: round medians (drift) and speedups with intervals, or stage medians.")
 def report(results, fmt, plot) -> None:
     """Render stored Results (runs/*.json): terminal tables by default."""
-    from kprof.results.export import result_rows, to_csv, to_markdown
+    from kprof.results.export import to_csv, to_markdown
     from kprof.results.result import load_result
     from kprof.results.tables import compare_table, stages_table
 
@@ -27,7 +27,7 @@ def report(results, fmt, plot) -> None:
     if fmt == "markdown":
         click.echo("\n".join(to_markdown(r) for r in loaded))
     elif fmt == "json":
-        rows = [{k: None if v == "" else v for k, v in row.items()} for r in loaded for row in result_rows(r)]
+        rows = [{k: None if v == "" else v for k, v in row.items()} for r in loaded for row in r.rows()]
         click.echo(json.dumps(rows, indent=2, allow_nan=False))
     elif fmt == "csv":
         click.echo(to_csv(loaded), nl=False)

@@ -155,12 +155,40 @@ class Result:
         return save_result(self, path)
 
     def frame(self):
-        """A pandas DataFrame, one row per timed row (the columns of ``kprof report --format csv``)."""
+        """A pandas DataFrame, one row per timed row (the columns of ``kprof report --csv``)."""
         import pandas as pd  # on demand: measuring never loads pandas
 
-        from kprof.results.export import result_rows
+        return pd.DataFrame(self.rows())
 
-        return pd.DataFrame(result_rows(self))
+    def rows(self) -> list[dict]:
+        """One flat record per timed row (what markdown, CSV, JSON and :meth:`frame` show)."""
+        speed = {s.candidate: s.interval for s in self.speedups}
+        marginal = self.chain_marginals_us()
+        tokens = {w["name"]: (w.get("shape") or {}).get("n") for w in self.workload.get("points", [self.workload])}
+        rows = []
+        for label, s in self.summaries.items():
+            iv = speed.get(label)
+            rec = next((m for m in self.methods if m.label == label), None)
+            workload = (rec.workload if rec else None) or self.workload.get("name")
+            gbs, share = self.throughput(label)
+            rows.append({
+                "workload": workload, "tokens": tokens.get(workload) or "", "kind": self.kind, "row": label,
+                "mode": self.mode,
+                "median_us": _round(s.median_us.estimate, 3), "ci_low_us": _round(s.median_us.low, 3),
+                "ci_high_us": _round(s.median_us.high, 3), "round_min_us": _round(s.round_median_min_us, 3),
+                "round_max_us": _round(s.round_median_max_us, 3),
+                "speedup": _round(iv.estimate, 4) if iv else "", "speedup_low": _round(iv.low, 4) if iv else "",
+                "speedup_high": _round(iv.high, 4) if iv else "",
+                "marginal_us": round(marginal[label], 3) if label in marginal else "",
+                "launches": rec.catalog.launches_per_call if rec and rec.catalog.launches_per_call else "",
+                "bytes_per_call": (rec.bytes_per_call if rec else None) or "",
+                "gb_per_s": _round(gbs, 1) if gbs else "",
+                "pct_copy_peak": _round(100 * share, 1) if share else "",
+                "error_vs_dense": _significant(rec.validation.error_vs_dense if rec else None),
+                "valid": (rec.validation.passed and not rec.faults) if rec else "",
+                "device": (self.environment.get("gpu") or {}).get("name", self.environment.get("execution")),
+            })
+        return rows
 
     def throughput(self, label: str) -> tuple[float | None, float | None]:
         """A row's GB/s (its bytes per call over its median) and that as a share of the measured
@@ -191,6 +219,16 @@ class Result:
     def default_stem(self) -> str:
         stamp = self.created.replace(":", "").replace("-", "").replace("+0000", "Z")[:15]
         return f"{stamp}-{self.kind}-{self.workload.get('name', 'workload')}"
+
+
+def _round(x, digits: int):
+    """A number for a table cell; empty where there is none (no interval, no valid round)."""
+    return "" if x is None or x != x else round(x, digits)
+
+
+def _significant(x: float | None) -> float | str:
+    """An error to 4 significant digits (round() would zero a 3e-9); empty where there is none."""
+    return "" if x is None or x != x else float(f"{x:.4g}")
 
 
 def finite(obj):

@@ -9,15 +9,6 @@ from click.testing import CliRunner
 from kprof.cli.main import cli
 from kprof.core.errors import KprofError
 from kprof.tuning import load_config
-from kprof.workloads import save
-
-
-@pytest.fixture
-def tiny(tmp_path, make_workload):
-    path = tmp_path / "tiny.safetensors"
-    w = make_workload(4, 2, 64, 16, seed=1, scale=2.0)
-    save(w, path)
-    return str(path), w.shape
 
 
 def test_export_then_load_config(tiny, tmp_path):

@@ -6,17 +6,8 @@ import json
 import pytest
 
 from kprof.tuning.search import TuneRequest, tune_launch
-from kprof.workloads import save
 
 pytest.importorskip("optuna", reason="optuna is in kprof[dev]; CI installs it")
-
-
-@pytest.fixture
-def tiny(tmp_path, make_workload):
-    path = tmp_path / "tiny.safetensors"
-    w = make_workload(4, 2, 64, 16, seed=1, scale=2.0)
-    save(w, path)
-    return str(path), w.shape
 
 
 def _request(tiny, tmp_path, **kw):

@@ -10,7 +10,6 @@ import pytest
 from kprof.core.errors import KprofError
 from kprof.tuning.cache import TuneFile, load_tune_file, tune_key
 from kprof.tuning.search import TuneRequest, tune_launch
-from kprof.workloads import save
 
 PLUGIN = textwrap.dedent('''
     import os, time
@@ -43,14 +42,6 @@ PLUGIN = textwrap.dedent('''
             return Prepared(method=self.name, config=config, run=run, stages=(Stage("main", run),),
                             expected_kernels=(), output=out)
 ''')
-
-
-@pytest.fixture
-def tiny(tmp_path, make_workload):
-    path = tmp_path / "tiny.safetensors"
-    w = make_workload(4, 2, 64, 16, seed=1, scale=2.0)
-    save(w, path)
-    return str(path), w.shape
 
 
 def _request(tiny, tmp_path, method="triton-dense", **kw):
