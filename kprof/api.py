@@ -18,6 +18,8 @@ A candidate or the baseline is a callable (any GPU work, not only attention) or 
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import math
 from typing import Callable, Mapping, Sequence
 
@@ -49,7 +51,7 @@ def _fp64(inputs: Mapping[str, object]) -> dict:
             for k, v in inputs.items()}
 
 
-def _expected(reference, inputs: Mapping[str, object] | None):
+def expected_output(reference, inputs: Mapping[str, object] | None):
     """The reference output: a tensor, ``reference()``, or ``reference(**inputs)`` on fp64 CPU copies."""
     if reference is None or isinstance(reference, torch.Tensor):
         return reference
@@ -61,6 +63,20 @@ def _expected(reference, inputs: Mapping[str, object] | None):
     return out
 
 
+def check_output(label: str, out: object, expected: torch.Tensor | None, tolerance: float | None) -> Validation:
+    """``out`` against ``expected``: a Validation, or a one-line error when it cannot be compared."""
+    if expected is None:
+        return Validation(math.nan, math.nan, 0, math.nan, True)
+    if not isinstance(out, torch.Tensor):
+        raise KprofError(f"{label} returned a {type(out).__name__}, not a tensor, so it cannot be checked against "
+                         "the reference: return the output tensor (or pass no reference= to time it unchecked)")
+    if out.shape != expected.shape:
+        raise KprofError(f"{label}: output shape {tuple(out.shape)} differs from the reference's "
+                         f"{tuple(expected.shape)}: return the same shape as the reference")
+    report = compare_outputs(out, expected, tolerance)
+    return Validation(report.rel_error, report.max_abs_error, report.non_finite, report.tolerance, report.passed)
+
+
 def _callable_method(session: MeasurementSession, label: str, role: str, fn: Callable[..., object],
                      expected: torch.Tensor | None, tolerance: float | None) -> ValidatedMethod:
     """A callable as a validated row: run once, its output compared with ``expected``."""
@@ -69,19 +85,13 @@ def _callable_method(session: MeasurementSession, label: str, role: str, fn: Cal
     out = fn()
     if session.target.is_gpu:
         torch.cuda.synchronize()
-    if expected is None or not isinstance(out, torch.Tensor):
-        validation = Validation(math.nan, math.nan, 0, math.nan, True)
-    else:
-        if out.shape != expected.shape:
-            raise KprofError(f"{label}: output shape {tuple(out.shape)} differs from the reference's "
-                             f"{tuple(expected.shape)}: return the same shape as the reference")
-        report = compare_outputs(out, expected, tolerance)
-        validation = Validation(report.rel_error, report.max_abs_error, report.non_finite, report.tolerance,
-                                report.passed)
+    validation = check_output(label, out, expected, tolerance)
+    # a copy: two callables writing one preallocated buffer must not compare equal by aliasing
+    kept = out.detach().clone() if isinstance(out, torch.Tensor) else torch.empty(0)
     prepared = Prepared(method=label, config={}, run=fn, stages=(Stage("call", fn),), expected_kernels=())
     record = MethodRecord(label=label, method="callable", role=role, config={}, details={}, catalog=LaunchCatalog(
         note="a Python callable: launches not recorded"), validation=validation)
-    return ValidatedMethod(record, prepared, out if isinstance(out, torch.Tensor) else torch.empty(0))
+    return ValidatedMethod(record, prepared, kept)
 
 
 def _label(op: Op, fallback: str) -> str:
@@ -105,6 +115,8 @@ def compare(candidates: Mapping[str, Op] | Sequence[Op], baseline: Op, *, inputs
     ``name`` names the setup in the Result: the gate compares only Results of one name.
     Protocol defaults are the CLI's (``kprof compare --help``).
     """
+    if isinstance(candidates, str) or callable(candidates):  # one candidate, not a sequence of them
+        candidates = [candidates]
     items = (list(candidates.items()) if isinstance(candidates, Mapping)
              else [(_label(op, f"candidate{i + 1}"), op) for i, op in enumerate(candidates)])
     if not items:
@@ -121,7 +133,7 @@ def compare(candidates: Mapping[str, Op] | Sequence[Op], baseline: Op, *, inputs
         protocol = default_protocol(target.is_gpu).with_overrides(**overrides)
         notes = [] if target.is_gpu else ["CPU: host clock; these are not GPU numbers"]
         session = MeasurementSession(target, None, protocol, collect_environment(with_ncu=False), notes)
-    expected = _expected(reference, inputs)
+    expected = expected_output(reference, inputs)
     labels = unique_labels([label for label, _ in ops])
     prepared = []
     for i, ((_, op), label) in enumerate(zip(ops, labels)):
@@ -138,9 +150,12 @@ def compare(candidates: Mapping[str, Op] | Sequence[Op], baseline: Op, *, inputs
         session.notes.append("callables were not validated: pass reference= to compare their outputs")
     result = run_prepared(session, prepared, [(0, k) for k in range(1, len(prepared))])
     if session.workload is None:
-        result.workload = {"name": name, "content_hash": f"callables:{name}", "shape": None,
-                           "metadata": {"inputs": {k: list(v.shape) for k, v in (inputs or {}).items()
-                                                   if isinstance(v, torch.Tensor)}}}
+        tensors = {k: {"shape": list(v.shape), "dtype": str(v.dtype).removeprefix("torch."), "device": v.device.type}
+                   for k, v in (inputs or {}).items() if isinstance(v, torch.Tensor)}
+        # the gate compares Results of one name and the same input shapes and dtypes only
+        ident = hashlib.sha256(json.dumps([name, tensors], sort_keys=True).encode()).hexdigest()[:16]
+        result.workload = {"name": name, "content_hash": f"callables:{ident}", "shape": None,
+                           "metadata": {"inputs": tensors}}
     return result
 
 

@@ -36,7 +36,7 @@ def test_a_gemm_comparison_gives_intervals_a_frame_and_a_file(gemm, tmp_path):
     assert list(frame["row"]) == ["mm", "transposed"] and (frame["median_us"] > 0).all()
     path = res.save(tmp_path / "gemm.json")
     again = kprof.load_result(path)
-    assert again.speedup("transposed") == iv and again.workload["metadata"]["inputs"]["input"] == [48, 32]
+    assert again.speedup("transposed") == iv and again.workload["metadata"]["inputs"]["input"]["shape"] == [48, 32]
     r = CliRunner().invoke(cli, ["report", str(path), "--json"])
     assert r.exit_code == 0, r.output
     assert [row["row"] for row in json.loads(r.output)] == ["mm", "transposed"]
@@ -73,6 +73,37 @@ def test_a_wrong_shape_is_named(gemm):
     with pytest.raises(kprof.KprofError, match=r"output shape \(3, 40\) differs from the reference's \(48, 40\)"):
         kprof.compare({"short": lambda input, mat2: input[:3] @ mat2}, baseline=torch.mm, inputs=gemm,
                       reference=torch.mm, **FAST)
+
+
+def test_a_non_tensor_output_cannot_pass_against_a_reference(gemm):
+    with pytest.raises(kprof.KprofError, match="pair returned a tuple, not a tensor"):
+        kprof.compare({"pair": lambda input, mat2: (input @ mat2 + 100, None)}, baseline=torch.mm, inputs=gemm,
+                      reference=torch.mm, **FAST)
+
+
+def test_outputs_are_compared_as_they_were_not_through_a_shared_buffer(gemm):
+    shared = torch.empty(48, 40)
+
+    def right(input, mat2):
+        return torch.mm(input, mat2, out=shared)
+
+    def wrong(input, mat2):
+        return torch.mm(input, mat2 * 2, out=shared)
+
+    res = kprof.compare({"wrong": wrong}, baseline=right, inputs=gemm, strict=False, **FAST)
+    assert res.methods[1].validation.error_vs_baseline == pytest.approx(1.0)
+
+
+def test_one_candidate_may_be_given_bare(gemm):
+    res = kprof.compare(transposed_mm, baseline=torch.mm, inputs=gemm, **FAST)
+    assert [m.label for m in res.methods] == ["mm", "transposed_mm"]
+
+
+def test_other_input_shapes_are_another_setup(gemm):
+    small = {k: v[:16] if k == "input" else v for k, v in gemm.items()}
+    a = kprof.compare([transposed_mm], baseline=torch.mm, inputs=gemm, name="g", **FAST)
+    b = kprof.compare([transposed_mm], baseline=torch.mm, inputs=small, name="g", **FAST)
+    assert a.workload["content_hash"] != b.workload["content_hash"]
 
 
 def test_zero_argument_callables_and_an_unvalidated_run_say_so():

@@ -114,6 +114,10 @@ class _FathomFamily(Method):
         scan = int(prepared.details["scan_bytes_per_step"])
         return scan + 2 * rows * s.d * item + 2 * s.hq * s.d * item
 
+    def bytes_from_host(self, prepared: Prepared) -> bool:
+        """The index or the rows pinned in host memory: their bytes cross PCIe."""
+        return "host" in (self.index, self.rows)
+
     def reference_for(self, workload: Workload, prepared: Prepared) -> torch.Tensor:
         """fp64 exact attention of each head over its own selected tokens (the kernel's winners)."""
         winners = prepared.handle.winners()

@@ -99,16 +99,21 @@ def run_prepared(session: MeasurementSession, prepared: list, pairs: list[tuple[
     return session.result("compare", [pm.record for pm in prepared], m, session.notes + notes, speedups)
 
 
+def baseline_for(session: MeasurementSession, baseline: str) -> tuple[str, list[str]]:
+    """The baseline this session times (on the CPU a GPU-only one becomes SDPA math) and a note
+    when it was substituted."""
+    if get_method(baseline).needs_cuda and not session.target.is_gpu:
+        return CPU_BASELINE_SUBSTITUTE, [f"baseline {baseline!r} needs a GPU; substituted "
+                                         f"{CPU_BASELINE_SUBSTITUTE!r} (SDPA math) on the CPU"]
+    return baseline, []
+
+
 def run_compare(session: MeasurementSession, baseline: str, candidates: list[str],
                 progress: Progress | None = None) -> Result:
     """Candidates against one baseline (on the CPU a GPU-only baseline becomes SDPA math)."""
     if not candidates:
         raise KprofError("no candidate method: pass --method M (repeatable)")
-    notes = []
-    if get_method(baseline).needs_cuda and not session.target.is_gpu:
-        notes.append(f"baseline {baseline!r} needs a GPU; "
-                     f"substituted {CPU_BASELINE_SUBSTITUTE!r} (SDPA math) on the CPU")
-        baseline = CPU_BASELINE_SUBSTITUTE
+    baseline, notes = baseline_for(session, baseline)
     names = [baseline] + list(candidates)
     labels = unique_labels(names)
     pairs = [(0, k) for k in range(1, len(names))]

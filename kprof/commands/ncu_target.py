@@ -13,7 +13,6 @@ import json
 import torch
 
 from kprof.core.atomic import atomic_write_text
-from kprof.ncu.measured_bytes import bytes_key
 from kprof.ncu.run import RANGE
 
 
@@ -38,7 +37,7 @@ def main(argv: list[str] | None = None) -> None:
     method = get_method(args.method)
     prepared = method.prepare(session.workload, session.target, session.launch_config(args.method))
     if args.describe:
-        key = bytes_key(session.environment.gpu.name, session.workload.content_hash(), args.method, prepared.config)
+        key = session.measured_bytes_key(method, args.method, prepared)
         atomic_write_text(args.describe, json.dumps({"key": key}))
     for _ in range(args.warmup):
         prepared.run()

@@ -25,6 +25,7 @@ from kprof.methods.validation import compare_outputs
 from kprof.ncu.measured_bytes import SOURCE as MEASURED_SOURCE
 from kprof.ncu.measured_bytes import bytes_key, lookup_bytes
 from kprof.results.result import MethodRecord, Result, Speedup, Summary, Validation
+from kprof.tuning.cache import source_hash
 from kprof.tuning.lookup import file_overrides, tuned_overrides
 from kprof.workloads import Workload, resolve_workload
 
@@ -115,6 +116,7 @@ class MeasurementSession:
                                   report.passed),
         )
         record.bytes_per_call, record.bytes_source = self.bytes_moved(method, method_name, prepared)
+        record.bytes_from_host = method.bytes_from_host(prepared)
         exact = not method.selection_dependent and type(method).reference is Method.reference
         record.validation.error_vs_dense = (report.rel_error if exact
                                             else compare_outputs(out, self.dense_reference()).rel_error)
@@ -122,13 +124,19 @@ class MeasurementSession:
         self.collect_faults([pm])
         return pm
 
+    def measured_bytes_key(self, method, method_name: str, prepared) -> str | None:
+        """Where ``kprof ncu`` keeps this setup's measured DRAM bytes (None off a GPU)."""
+        if self.environment.gpu is None:
+            return None
+        return bytes_key(self.environment.gpu.name, self.workload.content_hash(), method_name, source_hash(method),
+                         prepared.config)
+
     def bytes_moved(self, method, method_name: str, prepared) -> tuple[int | None, str]:
         """DRAM bytes per call: what ncu measured on this setup (``kprof ncu``), else the method's
         declaration."""
-        if self.environment.gpu is not None:
-            key = bytes_key(self.environment.gpu.name, self.workload.content_hash(), method_name, prepared.config)
-            if (measured := lookup_bytes(key)) is not None:
-                return measured, MEASURED_SOURCE
+        key = self.measured_bytes_key(method, method_name, prepared)
+        if key is not None and (measured := lookup_bytes(key)) is not None:
+            return measured, MEASURED_SOURCE
         declared = method.bytes_per_call(self.workload, prepared)
         return declared, "declared by the method" if declared is not None else ""
 

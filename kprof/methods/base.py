@@ -121,6 +121,11 @@ class Method(ABC):
         s = workload.shape
         return s.kv_bytes + 2 * s.hq * s.d * workload.dtype.itemsize
 
+    def bytes_from_host(self, prepared: Prepared) -> bool:
+        """Whether some of :meth:`bytes_per_call` cross PCIe from host memory: then a percent of the
+        device's copy peak would mislead, and tables leave it out."""
+        return False
+
     def reference(self, workload: Workload) -> torch.Tensor:
         """fp64 CPU output this method must match; dense attention unless the method is sparse."""
         return dense_attention_fp64(workload)

@@ -77,11 +77,23 @@ def load_plugins() -> None:
         except Exception as exc:  # noqa: BLE001 - a broken plugin package: say which, in one line
             raise KprofError(f"entry point {ep.name!r} ({ep.value}) in group {ENTRY_POINT_GROUP!r} cannot be loaded "
                              f"({type(exc).__name__}: {exc}): fix or uninstall that package") from None
-        if inspect.isclass(obj) and issubclass(obj, Method) and obj.name not in METHODS:
-            register(obj)
-            ORIGINS[obj.name] = origin
-        for name in [n for n, c in METHODS.items() if c is obj or inspect.getmodule(c) is obj]:
-            ORIGINS.setdefault(name, origin)
+        if inspect.isclass(obj) and issubclass(obj, Method):
+            cls = obj
+        elif callable(obj) and not inspect.isclass(obj) and not inspect.ismodule(obj):
+            cls = METHODS.get(ep.name) if ORIGINS.get(ep.name) == origin else FunctionMethod.for_function(obj, ep.name)
+        elif inspect.ismodule(obj):  # a module that registers its methods when imported
+            for name in [n for n, c in METHODS.items() if inspect.getmodule(c) is obj]:
+                ORIGINS.setdefault(name, origin)
+            continue
+        else:
+            raise KprofError(f"entry point {ep.name!r} ({ep.value}) is a {type(obj).__name__}: point it at a Method "
+                             "subclass, a function f(q, k, v) -> o, or a module that registers methods")
+        if cls.name in METHODS and METHODS[cls.name] is not cls:
+            raise KprofError(f"entry point {ep.name!r} ({ep.value}) names method {cls.name!r}, which "
+                             f"{origin_of(cls.name)} already registered: give it another name")
+        if cls.name not in METHODS:
+            METHODS[cls.name] = cls
+            ORIGINS[cls.name] = origin
     for module in filter(None, (m.strip() for m in os.environ.get("KPROF_PLUGINS", "").split(","))):
         try:
             _importing(module, f"KPROF_PLUGINS {module}")
@@ -99,6 +111,12 @@ def registered() -> dict[str, type[Method]]:
 
 def origin(name: str) -> str:
     return ORIGINS.get(name, "registered by an imported module")
+
+
+def origin_of(name: str) -> str:
+    """Who registered ``name``, as the subject of a sentence."""
+    where = origin(name)
+    return "kprof itself" if where == "built-in" else where
 
 
 def _is_object_reference(spec: str) -> bool:
@@ -131,7 +149,7 @@ def load_object(spec: str) -> Method:
     if callable(obj) and not inspect.isclass(obj):
         if options:
             raise KprofError(f"--method {spec}: a function takes no options: drop ':{options}'")
-        return FunctionMethod(obj, label)
+        return FunctionMethod.for_function(obj, label)()
     raise KprofError(f"--method {spec}: {attr!r} is a {type(obj).__name__}: name a Method subclass or a function "
                      "f(q, k, v) -> o")
 

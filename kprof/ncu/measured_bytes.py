@@ -1,7 +1,7 @@
 """DRAM bytes ncu measured for one call of a method, kept so later runs report them.
 
 ``kprof ncu`` sums ``dram__bytes_read.sum + dram__bytes_write.sum`` over a method's launches and
-records it under a key of device, workload content, method spec and launch config; a compare on
+records it under a key of device, workload content, method spec, kernel source and launch config; a compare on
 the same key shows GB/s from these measured bytes instead of the method's declared ones.
 """
 
@@ -17,8 +17,10 @@ READ, WRITE = "dram__bytes_read.sum", "dram__bytes_write.sum"
 SOURCE = "ncu dram__bytes read + write"
 
 
-def bytes_key(device: str, workload_hash: str, method: str, config: object) -> str:
-    return "|".join((device, workload_hash, method, json.dumps(config, sort_keys=True, default=str)))
+def bytes_key(device: str, workload_hash: str, method: str, source: str, config: object) -> str:
+    """Device, workload content, method spec, the hash of the method's code (editing a kernel makes
+    its measured bytes stale) and launch config."""
+    return "|".join((device, workload_hash, method, source, json.dumps(config, sort_keys=True, default=str)))
 
 
 def store_file() -> Path:

@@ -73,6 +73,14 @@ def _family(rec) -> str:
     return name.rsplit(":", 1)[0] if "=" in name.rsplit(":", 1)[-1] else name
 
 
+def _has_median(res: Result, label: str) -> bool:
+    """False for a row that was not timed as a whole (stages) or whose observations were all bad."""
+    if label not in res.summaries:
+        return False
+    m = res.summaries[label].median_us.estimate
+    return m is not None and m == m
+
+
 def _tokens(res: Result) -> dict[str, int]:
     return {w["name"]: (w.get("shape") or {}).get("n") for w in res.workload.get("points", [])}
 
@@ -84,7 +92,7 @@ def _scaling_rows(res: Result) -> dict[str, list[tuple[int, object]]]:
         return {}
     rows: dict[str, list] = {}
     for rec in res.methods:
-        if rec.workload in tokens and tokens[rec.workload]:
+        if rec.workload in tokens and tokens[rec.workload] and _has_median(res, rec.label):
             rows.setdefault(rec.label.removesuffix(f" @ {rec.workload}"), []).append(
                 (tokens[rec.workload], res.summaries[rec.label]))
     return rows
@@ -92,7 +100,7 @@ def _scaling_rows(res: Result) -> dict[str, list[tuple[int, object]]]:
 
 def _frontier_rows(res: Result) -> list:
     """Rows with an error against fp64 dense attention, when some method was varied or is sparse."""
-    rows = [rec for rec in res.methods if rec.validation.error_vs_dense is not None]
+    rows = [rec for rec in res.methods if rec.validation.error_vs_dense is not None and _has_median(res, rec.label)]
     varied = len({_family(r) for r in rows}) < len(rows)
     sparse = any((r.validation.error_vs_dense or 0) > 1e-2 for r in rows)
     return rows if len(rows) >= 2 and (varied or sparse) else []

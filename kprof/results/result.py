@@ -96,6 +96,7 @@ class MethodRecord:
     workload: str | None = None  # in a sweep over workloads, the one this row ran on
     bytes_per_call: int | None = None  # DRAM bytes one call moves (None: not known)
     bytes_source: str = ""  # "declared by the method" or what measured them (ncu)
+    bytes_from_host: bool = False  # some of them cross PCIe from host memory: no percent of the device peak
 
 
 @dataclass
@@ -192,14 +193,15 @@ class Result:
 
     def throughput(self, label: str) -> tuple[float | None, float | None]:
         """A row's GB/s (its bytes per call over its median) and that as a share of the measured
-        copy peak; None where the bytes, the median or the peak are not known."""
+        copy peak; None where the bytes, the median or the peak are not known, and no share where
+        some bytes come from host memory."""
         rec = next((m for m in self.methods if m.label == label), None)
         median = self.summaries[label].median_us.estimate
         if rec is None or not rec.bytes_per_call or not median or median != median:
             return None, None
         gbs = rec.bytes_per_call / median / 1e3  # bytes per microsecond -> 1e9 bytes per second
         peak = self.environment.get("copy_peak_gbs")
-        return gbs, gbs / peak if peak else None
+        return gbs, gbs / peak if peak and not rec.bytes_from_host else None
 
     def over_bad_limit(self, limit: float) -> dict[str, float]:
         """Rows whose share of bad observations exceeds ``limit``."""

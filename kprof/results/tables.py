@@ -28,7 +28,11 @@ def _throughput(result: Result, label: str) -> tuple[str, str]:
     gbs, share = result.throughput(label)
     if gbs is None:
         return "", ""
-    pct = "n/a" if share is None else f"{100 * share:.0f}%" if share >= 0.1 else f"{100 * share:.2g}%"
+    host = next((m.bytes_from_host for m in result.methods if m.label == label), False)
+    if host or share is None:
+        pct = "host" if host else "n/a"
+    else:
+        pct = f"{100 * share:.0f}%" if share >= 0.1 else f"{100 * share:.2g}%"
     return (f"{gbs:,.0f}" if gbs >= 100 else f"{gbs:.3g}"), pct
 
 
@@ -91,7 +95,9 @@ def compare_table(result: Result) -> Table:
         t.add_column("% peak", justify="right")
         sources = sorted({rec.bytes_source for rec in result.methods if rec.bytes_per_call})
         t.caption += (f"; GB/s = bytes per call ({', '.join(sources)}) / median, % of the measured copy peak "
-                      + (f"{peak:,.0f} GB/s" if peak else "(not measured: kprof env --measure-peak)"))
+                      + (f"{peak:,.0f} GB/s" if peak else "(not measured: kprof env --measure-peak)")
+                      + ("; host: some bytes cross PCIe from host memory, no % of the device peak"
+                         if any(m.bytes_from_host for m in result.methods) else ""))
     t.add_column("noise", justify="right")
     t.add_column("err vs base", justify="right")
     t.add_column("valid")

@@ -39,11 +39,15 @@ def _interval_info(prefix: str, iv) -> dict:
     return {prefix: iv.estimate, f"{prefix}_low": iv.low, f"{prefix}_high": iv.high}
 
 
+HOST_ROUNDS = 100  # at most this many host-timed calls for pytest-benchmark's own columns
+
+
 def _host_timing(bench, fn: Callable[[], object], rounds: int) -> None:
-    """pytest-benchmark's own statistics of ``fn``: ``rounds`` synchronized calls on its clock."""
+    """pytest-benchmark's own statistics of ``fn``: synchronized calls on its clock, one per kprof
+    observation up to :data:`HOST_ROUNDS`."""
     bench.extra_info["kprof_note"] = ("pytest-benchmark's columns: host clock around one synchronized call; "
                                       "kprof_*: the kprof protocol (device clock, eviction, balanced rounds)")
-    bench.pedantic(_synchronized(fn), rounds=rounds, warmup_rounds=1, iterations=1)
+    bench.pedantic(_synchronized(fn), rounds=min(rounds, HOST_ROUNDS), warmup_rounds=1, iterations=1)
 
 
 @dataclass
@@ -53,8 +57,12 @@ class KprofBenchmark:
     benchmark: object  # pytest-benchmark's BenchmarkFixture
 
     def __call__(self, fn: Callable[[], object], **protocol):
-        """Time ``fn`` (zero-argument); returns its kprof Summary, or None under --benchmark-disable."""
+        """Time ``fn`` (zero-argument); returns its kprof Summary, or None under --benchmark-disable.
+        ``protocol``: ``rounds``, ``observations``, ``warmup_pairs`` (``warmup`` is accepted for it),
+        ``evict_mib``, ``graph``, ``host_bound``, ``device``."""
         bench = self.benchmark
+        if "warmup" in protocol:
+            protocol["warmup_pairs"] = protocol.pop("warmup")
         if bench.disabled:
             bench.pedantic(fn)
             return None
@@ -80,9 +88,16 @@ class KprofCompare:
         callable runs once. pytest-benchmark's own columns time the candidate."""
         bench = self.benchmark
         inputs = options.get("inputs") or {}
-        if bench.disabled:
-            baseline(**inputs)
-            bench.pedantic(candidate, kwargs=dict(inputs))
+        if bench.disabled:  # no timing, but a wrong candidate still fails the test
+            from kprof.api import check_output, expected_output
+
+            expected = expected_output(options.get("reference"), options.get("inputs"))
+            for fn in (baseline, candidate):
+                out = bench.pedantic(fn, kwargs=dict(inputs)) if fn is candidate else fn(**inputs)
+                v = check_output(getattr(fn, "__name__", "callable"), out, expected, options.get("tolerance"))
+                if not v.passed:
+                    raise AssertionError(f"{getattr(fn, '__name__', 'callable')}: output differs from the reference "
+                                         f"(relative error {v.rel_error:.1e} > tolerance {v.tolerance:.1e})")
             return None
         from kprof.api import compare
 

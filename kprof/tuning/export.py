@@ -19,7 +19,7 @@ from typing import Mapping
 from kprof.core.atomic import atomic_write_text
 from kprof.core.errors import KprofError
 from kprof.core.paths import tuned_dir
-from kprof.tuning.cache import TuneFile, load_tune_file, shape_bucket
+from kprof.tuning.cache import TuneFile, load_tune_file, shape_bucket, tune_key
 from kprof.workloads.workload import WorkloadShape
 
 EXPORT_FORMAT = "kprof-configs/1"
@@ -108,11 +108,21 @@ def load_config(method: str, launch: str, shape: WorkloadShape | Mapping, path: 
     """The launch parameters kprof chose for ``method``'s ``launch`` at ``shape`` (its shape
     bucket): from the export file ``path``, else from this machine's tuning caches
     (``profiles/tuned``). ``device`` (a GPU name) picks among several devices' entries."""
-    bucket = shape_bucket(_shape(shape))
+    shape = _shape(shape)
+    bucket = shape_bucket(shape)
     source = _read(Path(path)) if path is not None else _cached(tuned_dir())
-    path = path or tuned_dir()
     entries = [e for e in source if e["method"] == method and e["launch"] == launch
                and e["bucket"] == bucket and (device is None or e["device"] == device)]
+    if path is None and entries:  # this machine's caches: only those measured on its current setup
+        now = asdict(tune_key(method, launch, shape))
+        current = [e for e in entries if e["key"] == now]
+        if not current:
+            differ = sorted({k for e in entries for k in now if e["key"].get(k) != now[k]})
+            raise KprofError(f"the tuned configs of {method}.{launch} at {bucket} were measured on another setup "
+                             f"({', '.join(differ)} differ): re-tune with kprof tune --method {method} "
+                             "--replace-stale, or pass path= to an export you trust")
+        entries = current
+    path = path or tuned_dir()
     devices = sorted({e["device"] for e in entries})
     if not entries:
         raise KprofError(f"{path} has no config for {method}.{launch} at {bucket}"

@@ -5,7 +5,9 @@ proposes the next config from what was measured so far; each proposal is screene
 a time and Optuna's successive-halving pruner stops a candidate whose early rounds are already
 worse than the rung's best. Configs outside the launch's constraints are told to Optuna as
 failed without being run. Earlier screenings in the tuning cache (a resumed tune, or another
-strategy's) are given to the sampler first, so nothing is measured twice.
+strategy's) are given to the sampler first, so nothing is measured twice. Each round is its own
+worker request (prepare, validate, warm up, one round), which costs a little more per round than
+the other strategies' single request: pruning has to win that back on large spaces.
 """
 
 from __future__ import annotations

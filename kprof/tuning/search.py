@@ -125,6 +125,8 @@ def tune_launch(req: TuneRequest, launch: str, progress: Callable[..., None]) ->
     tf = tf or TuneFile(key=key, default=space.default())
     if req.retry_failed:
         tf.candidates = [c for c in tf.candidates if c.status != "failed"]
+    if not optuna:  # a candidate optuna pruned early was never fully screened: screen it now if chosen
+        tf.candidates = [c for c in tf.candidates if c.status != "pruned" or c.config not in order]
     if optuna:
         return _tune_with_optuna(req, launch, space, tf, path, progress)
     todo = [c for c in order if tf.measured(c) is None]

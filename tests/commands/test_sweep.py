@@ -73,3 +73,34 @@ def test_one_workload_twice_is_refused(two_workloads):
     r = CliRunner().invoke(cli, ["compare", "--baseline", "math", "--method", "math", "--workload", two_workloads[0],
                                  "--workload", two_workloads[0], *TINY])
     assert r.exit_code != 0 and "names one workload twice" in r.output
+
+
+def _saved(tmp_path, make_workload, name, **kw):
+    path = tmp_path / name
+    save(make_workload(**kw), path)
+    return str(path)
+
+
+def test_a_method_that_cannot_run_on_one_workload_stops_the_sweep_before_any_timing(tmp_path, make_workload):
+    ok = _saved(tmp_path, make_workload, "d16.safetensors", hq=4, hkv=2, n=64, d=16, seed=1)
+    odd = _saved(tmp_path, make_workload, "d24.safetensors", hq=4, hkv=2, n=64, d=24, seed=2)
+    r = CliRunner().invoke(cli, ["compare", "--baseline", "math", "--method", "triton-dense", "--workload", ok,
+                                 "--workload", odd, *TINY])
+    text = " ".join(r.output.split())
+    assert r.exit_code == 1 and "not every method runs on every workload (triton-dense on random-2" in text
+    assert "timing" not in text  # refused before the first workload was timed
+
+
+def test_the_same_content_twice_is_refused_and_a_shared_name_gets_its_hash(tmp_path, make_workload):
+    a = _saved(tmp_path, make_workload, "a.safetensors", hq=4, hkv=2, n=64, d=16, seed=1)
+    b = _saved(tmp_path, make_workload, "b.safetensors", hq=4, hkv=2, n=64, d=16, seed=1)
+    r = CliRunner().invoke(cli, ["compare", "--baseline", "math", "--method", "math", "--workload", a, "--workload", b,
+                                 *TINY])
+    assert r.exit_code == 1 and "the same workload content twice" in r.output
+    c = _saved(tmp_path, make_workload, "c.safetensors", hq=4, hkv=2, n=128, d=16, seed=1)  # also "random-1"
+    out = tmp_path / "r.json"
+    r = CliRunner().invoke(cli, ["compare", "--baseline", "math", "--method", "math", "--workload", a, "--workload", c,
+                                 "--out", str(out), *TINY])
+    assert r.exit_code == 0, r.output
+    tags = [p["name"] for p in json.loads(out.read_text())["workload"]["points"]]
+    assert len(set(tags)) == 2 and all(t.startswith("random-1-") for t in tags)

@@ -38,26 +38,51 @@ def test_a_user_method_subclass_takes_its_options(userpkg):
     assert r.exit_code == 0, r.output
 
 
-def test_an_installed_entry_point_is_listed_with_its_origin(userpkg, tmp_path, monkeypatch):
+@pytest.fixture
+def installed(userpkg, tmp_path, monkeypatch):
+    """``installed(lines)``: a distribution whose entry points in group kprof.methods are ``lines``;
+    what it registers stays in the test."""
     from kprof.methods import registry
 
-    monkeypatch.setattr(registry, "METHODS", dict(registry.METHODS))  # the registration stays in this test
+    monkeypatch.setattr(registry, "METHODS", dict(registry.METHODS))
     monkeypatch.setattr(registry, "ORIGINS", dict(registry.ORIGINS))
-    dist = tmp_path / "site" / "userpkg_methods-0.1.dist-info"
-    dist.mkdir(parents=True)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: userpkg-methods\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text(textwrap.dedent("""
-        [kprof.methods]
-        my-torch = userpkg.attn:MyTorchAttention
-    """))
-    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+
+    def install(lines: str) -> None:
+        dist = tmp_path / "site" / "userpkg_methods-0.1.dist-info"
+        dist.mkdir(parents=True)
+        (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: userpkg-methods\nVersion: 0.1\n")
+        (dist / "entry_points.txt").write_text("[kprof.methods]\n" + textwrap.dedent(lines))
+        monkeypatch.syspath_prepend(str(tmp_path / "site"))
+
+    return install
+
+
+def test_an_installed_entry_point_is_listed_with_its_origin(installed):
+    installed("my-torch = userpkg.attn:MyTorchAttention\nmy-fn = userpkg.attn:attend\n")
     r = CliRunner().invoke(cli, ["methods", "--json"])
     assert r.exit_code == 0, r.output
-    mine = next(m for m in json.loads(r.output) if m["name"] == "my-torch")
-    assert mine["origin"].startswith("entry point my-torch = userpkg.attn:MyTorchAttention (userpkg-methods)")
-    assert next(m for m in json.loads(r.output) if m["name"] == "santa")["origin"] == "built-in"
-    r = CliRunner().invoke(cli, ["check", "--method", "my-torch", "--device", "cpu"])
-    assert r.exit_code == 0, r.output
+    listed = {m["name"]: m for m in json.loads(r.output)}
+    assert listed["my-torch"]["origin"].startswith(
+        "entry point my-torch = userpkg.attn:MyTorchAttention (userpkg-methods)")
+    assert listed["my-fn"]["origin"].startswith("entry point my-fn = userpkg.attn:attend")
+    assert listed["santa"]["origin"] == "built-in"
+    for name in ("my-torch", "my-fn"):
+        r = CliRunner().invoke(cli, ["check", "--method", name, "--device", "cpu"])
+        assert r.exit_code == 0, r.output
+
+
+def test_an_entry_point_that_takes_a_built_in_name_is_refused(installed):
+    installed("clash = userpkg.attn:Clash\n")
+    r = CliRunner().invoke(cli, ["methods"])
+    assert r.exit_code == 1
+    assert "names method 'santa', which kprof itself already registered" in " ".join(r.output.split())
+
+
+def test_a_function_that_returns_a_tuple_is_one_line(userpkg):
+    r = CliRunner().invoke(cli, ["check", "--method", "userpkg.attn:with_lse", "--device", "cpu"])
+    assert r.exit_code == 1
+    assert "userpkg.attn:with_lse returned a tuple: return the attention output" in " ".join(r.output.split())
+    assert "Traceback" not in r.output
 
 
 def test_unknown_method_names_every_way_to_bring_one():

@@ -8,6 +8,7 @@ import sys
 import textwrap
 
 USER_TEST = textwrap.dedent('''
+    import pytest
     import torch
 
     CALLS = []
@@ -31,6 +32,16 @@ USER_TEST = textwrap.dedent('''
         print("CALLS", CALLS.count("mm"), CALLS.count("einsum"), res is None)
 
 
+    def off_by_one(input, mat2):
+        return torch.mm(input, mat2) + 1
+
+
+    def test_wrong(kprof_compare):
+        with pytest.raises(Exception, match="differs from the reference"):
+            kprof_compare(via_mm, off_by_one, inputs={"input": a, "mat2": b}, reference=torch.mm, **P)
+        print("WRONG CAUGHT")
+
+
     def test_one(kprof_benchmark):
         s = kprof_benchmark(lambda: a @ b, **P)
         print("SUMMARY", s is None)
@@ -48,6 +59,7 @@ def run_inner(tmp_path, *flags):
 def test_autosave_stores_the_speedup_interval_and_the_kprof_median(tmp_path):
     r = run_inner(tmp_path, "--benchmark-autosave")
     assert r.returncode == 0, r.stdout + r.stderr
+    assert "WRONG CAUGHT" in r.stdout
     saved = list((tmp_path / "bench").rglob("*.json"))
     assert len(saved) == 1
     benches = {b["name"]: b for b in json.loads(saved[0].read_text())["benchmarks"]}
@@ -64,4 +76,5 @@ def test_disable_runs_each_callable_once_and_times_nothing(tmp_path):
     r = run_inner(tmp_path, "--benchmark-disable", "--benchmark-autosave")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "CALLS 1 1 True" in r.stdout and "SUMMARY True" in r.stdout
+    assert "WRONG CAUGHT" in r.stdout  # no timing, but a wrong candidate still fails
     assert not list(tmp_path.rglob("*.json"))

@@ -42,3 +42,21 @@ def test_a_foreign_export_file_is_refused_before_the_tune(tiny, tmp_path):
                                  "--export", str(foreign)])
     assert r.exit_code != 0 and "is not a kprof config export" in r.output
     assert foreign.read_text() == '{"mine": true}'
+
+
+def test_load_config_refuses_a_cache_measured_on_another_setup(tiny, tmp_path):
+    from kprof.core.paths import tuned_dir
+    from kprof.tuning.cache import load_tune_file
+
+    path, shape = tiny
+    r = CliRunner().invoke(cli, ["tune", "--method", "triton-dense", "--launch", "combine", "--workload", path,
+                                 "--device", "cpu", "--strategy", "random", "--max-configs", "2", "--rounds", "1",
+                                 "--observations", "1", "--finalists", "1"])
+    assert r.exit_code == 0, r.output
+    cache = next(tuned_dir().glob("triton-dense__combine__*.json"))
+    assert load_config("triton-dense", "combine", shape) == load_tune_file(cache).best
+    doc = json.loads(cache.read_text())
+    doc["key"]["triton"] = "0.0.1"
+    cache.write_text(json.dumps(doc))
+    with pytest.raises(KprofError, match=r"measured on another setup \(triton differ\)"):
+        load_config("triton-dense", "combine", shape)

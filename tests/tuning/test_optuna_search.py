@@ -38,3 +38,39 @@ def test_optuna_screens_the_default_first_and_never_twice(tiny, tmp_path):
 def test_a_space_smaller_than_the_cap_ends_when_it_is_exhausted(tiny, tmp_path):
     out = tune_launch(_request(tiny, tmp_path, max_configs=10), "combine", lambda *a, **k: None)
     assert len(out.file.candidates) == 4 and out.left == 0  # combine has four num_warps values
+
+
+class _FakeWorker:
+    """Round medians of 10 + A + B us (plus a little noise): bad configs are bad from round one."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def measure(self, cfg, rounds=None):
+        import random
+
+        from kprof.tuning.cache import CandidateRecord
+
+        self.calls += 1
+        median = 10.0 + cfg["A"] + cfg["B"] + random.Random(self.calls).random() * 0.01
+        return CandidateRecord(cfg, "ok", median, [median], seconds=0.0)
+
+
+def test_pruning_stops_bad_candidates_early_and_the_search_finds_the_fast_corner(tmp_path):
+    from kprof.core.config_space import LaunchSpace, Param
+    from kprof.tuning.cache import TuneFile, TuneKey
+    from kprof.tuning.optuna_search import screen_with_optuna
+    from kprof.workloads.workload import WorkloadShape
+
+    space = LaunchSpace("main", (Param("A", tuple(range(8)), 4), Param("B", tuple(range(8)), 4)))
+    shape = WorkloadShape(hq=4, hkv=2, n=64, d=16, dtype="fp32")
+    tf = TuneFile(key=TuneKey("m", "main", "cpu", "b", None, None, "t", "tr", "s"), default=space.default())
+    worker = _FakeWorker()
+    measured, left = screen_with_optuna(tf, space, shape, worker, rounds=4, trials=40, budget_s=None, seed=0,
+                                        save=lambda: None, progress=lambda *a: None)
+    assert measured == 40 and left == 0 and tf.candidates[0].config == space.default()
+    pruned = [c for c in tf.candidates if c.status == "pruned"]
+    assert pruned and all(len(c.round_medians_us) < 4 for c in pruned)
+    assert worker.calls < 40 * 4  # pruning saved rounds
+    best = min(tf.ok(), key=lambda c: c.median_us)
+    assert best.config["A"] + best.config["B"] <= 3  # TPE found the fast corner of 64 in 40 tries

@@ -235,3 +235,20 @@ def test_the_pipelined_step_replays_from_a_graph_and_under_another_stream(make_w
     torch.cuda.synchronize()
     assert torch.equal(out, ref)
     assert op.wait_expiries() == 0
+
+
+def test_declared_bytes_are_the_scan_plus_each_kv_heads_distinct_winners(make_workload, target):
+    w = make_workload(4, 2, 128, 128, seed=1)
+    s, item = w.shape, w.dtype.itemsize
+    qo = 2 * s.hq * s.d * item
+    every = get_method("scan32:k=128,gather.CHUNK=256")
+    p = every.prepare(w, target)
+    p.run()
+    scan = int(p.details["scan_bytes_per_step"])
+    assert every.bytes_per_call(w, p) == scan + s.kv_bytes + qo  # k = N: every token wins
+    some = get_method("scan32:k=40,gather.CHUNK=256")
+    p = some.prepare(w, target)
+    p.run()
+    rows = (some.bytes_per_call(w, p) - scan - qo) // (2 * s.d * item)
+    assert 2 * 40 <= rows <= 2 * 2 * 40  # per KV head: one head's 40 winners up to both heads' 80
+    assert some.bytes_from_host(p) == ("host" in (p.details["index"], p.details["rows"]))
