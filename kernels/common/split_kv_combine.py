@@ -1,6 +1,8 @@
 """The split-softmax combine: partials of several key ranges (running max ``m``, mass ``l``,
-weighted values ``acc`` per split) rescaled to a common max and normalised, one program per
-query head. Shared by the dense split-KV decode, SANTA++'s reducer and Fathom's attention."""
+weighted values ``acc`` per split) rescaled to a common max and normalised. ``combine_head`` does
+one query head; the ``split_kv_combine`` launch runs it once per head (the dense split-KV decode,
+SANTA++'s reducer and Fathom's attention), and the one-launch dense decode calls it from the last
+program of each KV head."""
 
 from __future__ import annotations
 
@@ -8,6 +10,27 @@ import triton
 import triton.language as tl
 
 from kprof.kernels.common.dependent_launch import release_dependents, wait_for_predecessor
+
+
+@triton.jit
+def combine_head(
+    M_in, L_in, Acc_in, Out, h, num_splits,
+    stride_mh, stride_ah, stride_as, stride_oh,
+    BLOCK_S: tl.constexpr, HEAD_D: tl.constexpr,
+):
+    # .cg: read through L2 only, so partials written by other programs of the same launch are
+    # never served from a stale L1 line.
+    offs_s = tl.arange(0, BLOCK_S)
+    offs_d = tl.arange(0, HEAD_D)
+    s_mask = offs_s < num_splits
+    m = tl.load(M_in + h * stride_mh + offs_s, mask=s_mask, other=float("-inf"), cache_modifier=".cg")
+    mass = tl.load(L_in + h * stride_mh + offs_s, mask=s_mask, other=0.0, cache_modifier=".cg")
+    acc = tl.load(Acc_in + h * stride_ah + offs_s[:, None] * stride_as + offs_d[None, :],
+                  mask=s_mask[:, None], other=0.0, cache_modifier=".cg")
+    m_max = tl.max(m, axis=0)
+    w = tl.where(s_mask, tl.exp2(m - m_max), 0.0)
+    out = tl.sum(acc * w[:, None], axis=0) / tl.sum(mass * w, axis=0)
+    tl.store(Out + h * stride_oh + offs_d, out.to(Out.dtype.element_ty))
 
 
 @triton.jit
@@ -19,15 +42,5 @@ def split_kv_combine(
 ):
     wait_for_predecessor(PDL)  # the partials come from the launch before
     release_dependents(PDL)
-    h = tl.program_id(0)
-    offs_s = tl.arange(0, BLOCK_S)
-    offs_d = tl.arange(0, HEAD_D)
-    s_mask = offs_s < num_splits
-    m = tl.load(M_in + h * stride_mh + offs_s, mask=s_mask, other=float("-inf"))
-    mass = tl.load(L_in + h * stride_mh + offs_s, mask=s_mask, other=0.0)
-    acc = tl.load(Acc_in + h * stride_ah + offs_s[:, None] * stride_as + offs_d[None, :],
-                  mask=s_mask[:, None], other=0.0)
-    m_max = tl.max(m, axis=0)
-    w = tl.where(s_mask, tl.exp2(m - m_max), 0.0)
-    out = tl.sum(acc * w[:, None], axis=0) / tl.sum(mass * w, axis=0)
-    tl.store(Out + h * stride_oh + offs_d, out.to(Out.dtype.element_ty))
+    combine_head(M_in, L_in, Acc_in, Out, tl.program_id(0), num_splits,
+                 stride_mh, stride_ah, stride_as, stride_oh, BLOCK_S, HEAD_D)

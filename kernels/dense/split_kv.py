@@ -1,9 +1,8 @@
 """Split-KV (flash-decoding) dense decode attention: two launches.
 
 ``partial``: grid (Hkv, splits). One program owns one KV head and one contiguous range of
-keys; it loads the G query heads of that group once and streams K/V tiles of ``BLOCK_N`` rows,
-keeping an online softmax (running max ``m``, mass ``l``, weighted values ``acc``) per head,
-so each K/V byte is read once for all G heads. ``combine``: grid (Hq,). Rescales the split
+keys and runs ``attend_key_range`` over it for the G query heads of that group, so each K/V
+byte is read once for all G heads. ``combine``: grid (Hq,). Rescales the split
 partials of one head to a common max and normalises.
 
 Bytes: K and V once (2·Hkv·N·d·itemsize) plus fp32 partials (Hq·splits·(d+2)·4, written and
@@ -17,13 +16,13 @@ import triton
 import triton.language as tl
 
 from kprof.core.config_space import Constraint, LaunchConfig, LaunchSpace, Param
-from kprof.kernels.common.matmul import dot
 from kprof.kernels.common.split_kv_combine import split_kv_combine
+from kprof.kernels.dense.key_range import attend_key_range
 
 _SMEM_BYTES = 227 * 1024  # H100/H200 per-block maximum; Triton reports OutOfResources beyond it
 
 
-def _tiles_fit_smem(cfg, shape) -> bool:
+def tiles_fit_smem(cfg, shape) -> bool:
     itemsize = 4 if shape.dtype == "fp32" else 2
     return 2 * cfg["BLOCK_N"] * shape.d * itemsize * max(1, cfg["num_stages"]) <= _SMEM_BYTES
 
@@ -39,7 +38,7 @@ LAUNCH_SPACES = {
             Param("num_stages", (1, 2, 3, 4), 3),
         ),
         constraints=(
-            Constraint("K and V tiles of all pipeline stages must fit in 227 KiB of shared memory", _tiles_fit_smem),
+            Constraint("K and V tiles of all pipeline stages must fit in 227 KiB of shared memory", tiles_fit_smem),
         ),
     ),
     "combine": LaunchSpace(
@@ -68,24 +67,9 @@ def _split_kv_partial(
 
     start = split * split_len
     end = tl.minimum(start + split_len, N)
-    m_i = tl.full([BLOCK_G], float("-inf"), dtype=tl.float32)
-    l_i = tl.zeros([BLOCK_G], dtype=tl.float32)
-    acc = tl.zeros([BLOCK_G, HEAD_D], dtype=tl.float32)
-    k_base = K + kvh * stride_kh
-    v_base = V + kvh * stride_vh
-    for n0 in range(start, end, BLOCK_N):
-        offs_n = n0 + tl.arange(0, BLOCK_N)
-        n_mask = offs_n < end
-        k = tl.load(k_base + offs_n[:, None] * stride_kn + offs_d[None, :], mask=n_mask[:, None], other=0.0)
-        s = dot(q, tl.trans(k), DOT_PRECISION) * qk_scale_log2
-        s = tl.where(n_mask[None, :], s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, axis=1))
-        alpha = tl.exp2(m_i - m_new)
-        p = tl.exp2(s - m_new[:, None])
-        l_i = l_i * alpha + tl.sum(p, axis=1)
-        v = tl.load(v_base + offs_n[:, None] * stride_vn + offs_d[None, :], mask=n_mask[:, None], other=0.0)
-        acc = acc * alpha[:, None] + dot(p.to(v.dtype), v, DOT_PRECISION)
-        m_i = m_new
+    m_i, l_i, acc = attend_key_range(
+        q, K + kvh * stride_kh, V + kvh * stride_vh, start, end, stride_kn, stride_vn, qk_scale_log2,
+        BLOCK_G, BLOCK_N, HEAD_D, False, DOT_PRECISION)
 
     tl.store(M_out + heads * stride_mh + split, m_i, mask=head_mask)
     tl.store(L_out + heads * stride_mh + split, l_i, mask=head_mask)

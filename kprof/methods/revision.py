@@ -22,6 +22,7 @@ import types
 from pathlib import Path
 
 from kprof.core.errors import KprofError
+from kprof.methods.base import Method
 
 KERNELS_DIR = "kernels"  # the folder that installs as kprof.kernels (pyproject package-dir)
 REWRITE = 2  # version of the source rewrite below
@@ -240,4 +241,13 @@ def load_method_class(name: str, cls: type, rev: str, capturing, repo: Path | No
         raise RevisionError(f"{name}@{rev}: the revision's code reaches today's kernels ({', '.join(leaked + stray)}), "
                             "so the comparison would time today's code against itself: compare against another "
                             "revision")
-    return type(old.__name__, (old,), {"name": f"{name}@{sha[:12]}", "revision": sha, "__module__": old.__module__})
+    attrs = {"name": f"{name}@{sha[:12]}", "revision": sha, "__module__": old.__module__}
+    if _declares_bytes(cls) and not _declares_bytes(old):
+        # The base class's dense default would be wrong for a sparse method whose revision
+        # predates byte declarations: its throughput is unknown, not dense.
+        attrs["bytes_per_call"] = lambda self, workload, prepared: None
+    return type(old.__name__, (old,), attrs)
+
+
+def _declares_bytes(cls: type) -> bool:
+    return any("bytes_per_call" in vars(c) for c in cls.__mro__ if c is not Method)

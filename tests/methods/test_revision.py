@@ -88,6 +88,20 @@ def test_two_revisions_load_side_by_side_and_compute_their_own_function(repo, ma
     assert after == status and (root / "kernels/toy/scale.py").read_text() == "FACTOR = 2.0\n", "checkout untouched"
 
 
+# Today's toy as a sparse method that declares its bytes (same class name, found in the revision).
+SparseToy = type("Toy", (Toy,), {"bytes_per_call": lambda self, workload, prepared: 123})
+
+
+def test_a_revision_that_declares_no_bytes_reports_none_not_the_dense_default(repo, make_workload):
+    root, one, _, _ = repo
+    w = make_workload(4, 2, 16, 8, seed=3)
+    at_one = load_method_class("toy", SparseToy, one, capturing, root)()
+    prepared = at_one.prepare(w, resolve_target("cpu"))
+    assert at_one.bytes_per_call(w, prepared) is None
+    dense_default = load_method_class("toy", Toy, one, capturing, root)()  # today's declares none either
+    assert dense_default.bytes_per_call(w, prepared) == w.shape.kv_bytes + 2 * w.shape.hq * w.shape.d * 4
+
+
 def test_one_line_errors(repo, tmp_path):
     root, one, _, broken = repo
     with pytest.raises(RevisionError, match="unknown git revision 'nope'") as e:
