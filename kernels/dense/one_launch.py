@@ -23,6 +23,7 @@ import triton.language as tl
 
 from kprof.core.config_space import Constraint, LaunchConfig, LaunchSpace, Param
 from kprof.kernels import INTERPRETED
+from kprof.kernels.common.bound_launch import bound_launch
 from kprof.kernels.common.split_kv_combine import combine_head
 from kprof.kernels.dense.key_range import attend_key_range
 from kprof.kernels.dense.split_kv import tiles_fit_smem
@@ -133,9 +134,9 @@ class OneLaunchDecode:
         self.parallel_combine = (not INTERPRETED and self.num_splits >= self.group
                                  and hq < sm_count(q.device))
 
-    def run(self) -> torch.Tensor:
         cfg = self.cfg
-        _dense_decode[(self.hkv, self.num_splits)](
+        self._launch = bound_launch(
+            _dense_decode, (self.hkv, self.num_splits),
             self.q, self.k, self.v, self.m, self.l, self.acc, self.count, self.out,
             self.n, self.n_blocks, self.num_splits, self.qk_scale_log2,
             self.q.stride(0), self.k.stride(0), self.k.stride(1), self.v.stride(0), self.v.stride(1),
@@ -145,4 +146,7 @@ class OneLaunchDecode:
             PARALLEL_COMBINE=self.parallel_combine,
             DOT_PRECISION=self.precision, num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
         )
+
+    def run(self) -> torch.Tensor:
+        self._launch()
         return self.out

@@ -16,6 +16,7 @@ import triton
 import triton.language as tl
 
 from kprof.core.config_space import Constraint, LaunchConfig, LaunchSpace, Param
+from kprof.kernels.common.bound_launch import bound_launch
 from kprof.kernels.common.split_kv_combine import split_kv_combine
 from kprof.kernels.dense.key_range import attend_key_range
 
@@ -103,10 +104,9 @@ class SplitKVDecode:
         self.qk_scale_log2 = (1.0 / d**0.5) * 1.4426950408889634
         self.block_g = max(16, triton.next_power_of_2(self.group))
         self.precision = "ieee" if q.dtype == torch.float32 else "tf32"
-
-    def launch_partial(self) -> None:
         cfg = self.partial_cfg
-        _split_kv_partial[(self.hkv, self.num_splits)](
+        self.launch_partial = bound_launch(
+            _split_kv_partial, (self.hkv, self.num_splits),
             self.q, self.k, self.v, self.m, self.l, self.acc,
             self.n, self.split_len, self.qk_scale_log2,
             self.q.stride(0), self.k.stride(0), self.k.stride(1), self.v.stride(0), self.v.stride(1),
@@ -115,9 +115,8 @@ class SplitKVDecode:
             DOT_PRECISION=self.precision,
             num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
         )
-
-    def launch_combine(self) -> None:
-        split_kv_combine[(self.q.shape[0],)](
+        self.launch_combine = bound_launch(
+            split_kv_combine, (self.q.shape[0],),
             self.m, self.l, self.acc, self.out,
             self.num_splits,
             self.m.stride(0), self.acc.stride(0), self.acc.stride(1), self.out.stride(0),

@@ -6,7 +6,6 @@ memory (the regime Fathom is built for: the gather kernel reads it over PCIe dir
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Callable
 
@@ -14,6 +13,7 @@ import torch
 import triton
 
 from kprof.core.config_space import Constraint, LaunchSpace, Param
+from kprof.kernels.common.bound_launch import bound_launch
 from kprof.kernels.fathom.store import FathomStore
 from kprof.kernels.fathom.triton_kernels import (
     POLICY_ALL,
@@ -78,13 +78,6 @@ class HeadRange:
     @property
     def n_q(self) -> int:
         return self.n_kv * self.group
-
-
-def bound_launch(kernel, grid: tuple, *args, **kwargs) -> Callable[[], None]:
-    """A launch with its grid, arguments and views fixed once, so that calling it costs the host
-    only Triton's dispatch: a pipelined step makes ~25 launches, each of whose per-head views
-    would otherwise be re-sliced on every call."""
-    return functools.partial(kernel[grid], *args, **kwargs)
 
 
 def split_heads(hkv: int, group: int, pieces: int) -> tuple[HeadRange, ...]:

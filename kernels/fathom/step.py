@@ -21,8 +21,9 @@ import triton
 
 from kprof.core.config_space import Constraint, LaunchSpace, Param
 from kprof.core.host_memory import pinned_like
+from kprof.kernels.common.bound_launch import bound_launch
 from kprof.kernels.common.split_kv_combine import split_kv_combine
-from kprof.kernels.fathom.scan import CHUNK, ChannelPolicy, FathomScan, HeadRange, bound_launch, split_heads
+from kprof.kernels.fathom.scan import CHUNK, ChannelPolicy, FathomScan, HeadRange, split_heads
 from kprof.kernels.fathom.scan import LAUNCH_SPACES as SCAN_SPACES
 from kprof.kernels.fathom.selection import fathom_topk, fathom_union
 from kprof.kernels.fathom.store import FathomStore

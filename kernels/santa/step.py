@@ -13,6 +13,7 @@ import triton
 
 from kprof.core.config_space import Constraint, LaunchConfig, LaunchSpace, Param
 from kprof.core.errors import ConfigError
+from kprof.kernels.common.bound_launch import bound_launch
 from kprof.kernels.common.dependent_launch import resolve_pdl
 from kprof.kernels.common.split_kv_combine import split_kv_combine
 from kprof.kernels.santa import triton_kernels
@@ -144,34 +145,33 @@ class SantaDecode:
         self.n_suffix = e
         self.suffix_k = (suffix_k if e else torch.zeros(hkv, 1, d, dtype=q.dtype, device=dev)).contiguous()
         self.suffix_v = (suffix_v if e else torch.zeros(hkv, 1, d, dtype=q.dtype, device=dev)).contiguous()
+        self.bind()
 
     # ------------------------------------------------------------------ the five launches
 
-    def launch_score(self) -> None:
-        c = self.cfg["score"]
-        a = self.arts
-        santa_score[(self.hkv, triton.cdiv(self.m_max, c["BLOCK_M"]))](
+    def bind(self) -> None:
+        """Fix the five launches' grids and arguments, so a call costs only Triton's dispatch (again
+        after changing ``cfg``)."""
+        c, a, dep = self.cfg, self.arts, self._dependent
+        self.launch_score = bound_launch(
+            santa_score, (self.hkv, triton.cdiv(self.m_max, c["score"]["BLOCK_M"])),
             self.q, a.rep_keys, self.scores, self.m_max,
             self.q.stride(0), a.rep_keys.stride(0), a.rep_keys.stride(1), self.scores.stride(0),
-            GROUP=self.group, BLOCK_G=self.block_g, BLOCK_M=c["BLOCK_M"], HEAD_D=self.d,
-            DOT_PRECISION=self.precision, PDL=self.pdl, num_warps=c["num_warps"], num_stages=c["num_stages"],
+            GROUP=self.group, BLOCK_G=self.block_g, BLOCK_M=c["score"]["BLOCK_M"], HEAD_D=self.d,
+            DOT_PRECISION=self.precision, PDL=self.pdl,
+            num_warps=c["score"]["num_warps"], num_stages=c["score"]["num_stages"],
         )
-
-    def launch_topk(self) -> None:
-        c = self.cfg["topk"]
-        a = self.arts
-        santa_block_topk[(self.hq, self.n_blocks)](
+        self.launch_topk = bound_launch(
+            santa_block_topk, (self.hq, self.n_blocks),
             self.scores, a.team_len, a.num_teams, self.seed, self.cand,
             self.m_max, self.inv_sqrt_d,
             self.scores.stride(0), a.team_len.stride(0), self.cand.stride(0), self.cand.stride(1),
-            GROUP=self.group, BLOCK_T=c["BLOCK_T"], KPAD=self.kpad, NOISE=not self.all_teams,
-            SELECT=c["SELECT"], RADIX_BITS=c["RADIX_BITS"], PDL=self.pdl,
-            num_warps=c["num_warps"], **self._dependent,
+            GROUP=self.group, BLOCK_T=c["topk"]["BLOCK_T"], KPAD=self.kpad, NOISE=not self.all_teams,
+            SELECT=c["topk"]["SELECT"], RADIX_BITS=c["topk"]["RADIX_BITS"], PDL=self.pdl,
+            num_warps=c["topk"]["num_warps"], **dep,
         )
-
-    def launch_merge(self) -> None:
-        a = self.arts
-        santa_merge_union[(self.hkv,)](
+        self.launch_merge = bound_launch(
+            santa_merge_union, (self.hkv,),
             self.cand, self.scores, a.team_len, a.team_start, self.sel_team, self.sel_logc, self.sel_key,
             self.u_team, self.u_start, self.u_rowpre, self.u_count, self.u_mask, self.u_logc,
             self.owner, self.pos, self.seed,
@@ -179,15 +179,12 @@ class SantaDecode:
             self.cand.stride(0), self.scores.stride(0), a.team_len.stride(0), self.sel_team.stride(0),
             self.u_mask.stride(0), self.u_mask.stride(1),
             GROUP=self.group, BLOCK_G=self.merge_g, NCP=self.ncp, NCAND=self.ncand, KPAD=self.kpad,
-            UMAX=self.umax, FRESH=self.fresh, SELECT=self.cfg["merge"]["SELECT"],
-            RADIX_BITS=self.cfg["merge"]["RADIX_BITS"], GATHER=bool(self.cfg["merge"]["GATHER"]), PDL=self.pdl,
-            num_warps=self.cfg["merge"]["num_warps"], **self._dependent,
+            UMAX=self.umax, FRESH=self.fresh, SELECT=c["merge"]["SELECT"],
+            RADIX_BITS=c["merge"]["RADIX_BITS"], GATHER=bool(c["merge"]["GATHER"]), PDL=self.pdl,
+            num_warps=c["merge"]["num_warps"], **dep,
         )
-
-    def launch_attend(self) -> None:
-        c = self.cfg["attend"]
-        a = self.arts
-        santa_attend[(self.hkv, self.splits)](
+        self.launch_attend = bound_launch(
+            santa_attend, (self.hkv, self.splits),
             self.q, a.packed_k, a.packed_v, self.suffix_k, self.suffix_v,
             self.u_start, self.u_rowpre, self.u_logc,
             self.m_part, self.l_part, self.acc,
@@ -195,30 +192,28 @@ class SantaDecode:
             self.q.stride(0), a.packed_k.stride(0), a.packed_k.stride(1),
             self.suffix_k.stride(0), self.suffix_k.stride(1), self.u_mask.stride(0), self.u_mask.stride(1),
             self.m_part.stride(0), self.acc.stride(0), self.acc.stride(1),
-            GROUP=self.group, BLOCK_G=self.block_g, BLOCK_R=c["BLOCK_R"], HEAD_D=self.d, UMAX=self.umax,
+            GROUP=self.group, BLOCK_G=self.block_g, BLOCK_R=c["attend"]["BLOCK_R"], HEAD_D=self.d, UMAX=self.umax,
             NUM_SPLITS=self.splits, ALL_TEAMS=self.all_teams, DOT_PRECISION=self.precision, PV_FP32=self.pv_fp32,
-            SEARCH=c["SEARCH"], LOG2_UMAX=self.umax.bit_length() - 1, SUFFIX=self.n_suffix > 0,
-            PDL=self.pdl, num_warps=c["num_warps"], num_stages=c["num_stages"], **self._dependent,
+            SEARCH=c["attend"]["SEARCH"], LOG2_UMAX=self.umax.bit_length() - 1, SUFFIX=self.n_suffix > 0,
+            PDL=self.pdl, num_warps=c["attend"]["num_warps"], num_stages=c["attend"]["num_stages"], **dep,
         )
-
-    def launch_reduce(self) -> None:
-        split_kv_combine[(self.hq,)](
+        self.launch_reduce = bound_launch(
+            split_kv_combine, (self.hq,),
             self.m_part, self.l_part, self.acc, self.out, self.splits,
             self.m_part.stride(0), self.acc.stride(0), self.acc.stride(1), self.out.stride(0),
             BLOCK_S=max(2, triton.next_power_of_2(self.splits)), HEAD_D=self.d, PDL=self.pdl,
-            num_warps=self.cfg["reduce"]["num_warps"], **self._dependent,
+            num_warps=c["reduce"]["num_warps"], **dep,
         )
+        self._launches = (self.launch_score, self.launch_topk, self.launch_merge, self.launch_attend,
+                          self.launch_reduce)
 
     def stages(self):
         return (("score", self.launch_score), ("topk", self.launch_topk), ("merge", self.launch_merge),
                 ("attend", self.launch_attend), ("reduce", self.launch_reduce))
 
     def run(self) -> torch.Tensor:
-        self.launch_score()
-        self.launch_topk()
-        self.launch_merge()
-        self.launch_attend()
-        self.launch_reduce()
+        for launch in self._launches:
+            launch()
         return self.out
 
     # ------------------------------------------------------------------ validation access

@@ -13,12 +13,13 @@ from kprof.cli.console import console, err_console
 
 @click.command()
 @click.argument("suite_file", type=click.Path(dir_okay=False))
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), required=True,
-              help="Folder for each step's log and suite.json (the outcome of every step, rewritten after each).")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False),
+              help="Folder for each step's log and suite.json (the outcome of every step, rewritten after each); "
+                   "required unless --list.")
 @click.option("--only", multiple=True, metavar="STEP", help="Run only these steps (repeatable).")
 @click.option("--resume", is_flag=True, help="Skip the steps that passed in an earlier run into the same --out.")
 @click.option("--list", "list_only", is_flag=True, help="Print the steps and their commands; run nothing.")
-def suite(suite_file: str, out_dir: str, only: tuple[str, ...], resume: bool, list_only: bool) -> None:
+def suite(suite_file: str, out_dir: str | None, only: tuple[str, ...], resume: bool, list_only: bool) -> None:
     """Run SUITE_FILE's steps in order, each a fresh process with its own time limit and log.
 
     A step that fails, hangs past its limit or needs a GPU that is not there is recorded and the
@@ -28,13 +29,15 @@ def suite(suite_file: str, out_dir: str, only: tuple[str, ...], resume: bool, li
     from kprof.commands.suite import load_suite, run_suite
     from kprof.core.target import cuda_available
 
+    if out_dir is None and not list_only:
+        raise click.UsageError("pass --out DIR for the steps' logs and suite.json (only --list runs without it)")
     spec = load_suite(suite_file)
-    out = Path(out_dir)
     if list_only:
         for step in spec.steps:
             console.print(f"{step.name}: {' '.join(step.argv)}" + ("  (needs a GPU)" if step.requires_gpu else ""),
                           highlight=False, soft_wrap=True)
         return
+    out = Path(out_dir)
     outcomes = run_suite(spec, out, has_gpu=cuda_available(), only=set(only) or None, resume=resume,
                          say=lambda line: err_console.print(line, highlight=False, soft_wrap=True))
     t = Table(title=f"{spec.path.name}: {sum(o.status == 'passed' for o in outcomes)} of {len(outcomes)} passed",

@@ -97,6 +97,7 @@ class MethodRecord:
     bytes_per_call: int | None = None  # DRAM bytes one call moves (None: not known)
     bytes_source: str = ""  # "declared by the method" or what measured them (ncu)
     bytes_from_host: bool = False  # some of them cross PCIe from host memory: no percent of the device peak
+    host_us: float | None = None  # the host's time to issue one call (kprof.measure.host_cost); None off a GPU
 
 
 @dataclass
@@ -182,6 +183,7 @@ class Result:
                 "speedup_high": _round(iv.high, 4) if iv else "",
                 "marginal_us": round(marginal[label], 3) if label in marginal else "",
                 "launches": rec.catalog.launches_per_call if rec and rec.catalog.launches_per_call else "",
+                "host_us": _round(rec.host_us, 3) if rec and rec.host_us is not None else "",
                 "bytes_per_call": (rec.bytes_per_call if rec else None) or "",
                 "gb_per_s": _round(gbs, 1) if gbs else "",
                 "pct_copy_peak": _round(100 * share, 1) if share else "",

@@ -85,6 +85,11 @@ def compare_table(result: Result) -> Table:
         t.add_column("workload", no_wrap=True)
     t.add_column("method", no_wrap=True)
     t.add_column("launches", justify="right")
+    host = any(rec.host_us is not None for rec in result.methods)
+    if host:
+        t.add_column("host us", justify="right")
+        t.caption += ("; host us = the host's time to issue one call (eager, no sync): where it exceeds the "
+                      "median, an eager decode loop is host-bound")
     t.add_column("median us", justify="right", no_wrap=True)
     t.add_column("round medians", justify="right", no_wrap=True)
     t.add_column(f"speedup [{level}% CI]", justify="right", no_wrap=True)
@@ -114,6 +119,7 @@ def compare_table(result: Result) -> Table:
             *([rec.workload] if sweep else []),
             rec.label.removesuffix(f" @ {rec.workload}") if sweep else rec.label,
             _launches(rec),
+            *([_us(rec.host_us) if rec.host_us is not None else ""] if host else ()),
             _us(s.median_us.estimate),
             f"{_us(s.round_median_min_us)}–{_us(s.round_median_max_us)}",
             speedup_text(sp, several, base_row(sp)) if sp else "baseline",

@@ -249,6 +249,7 @@ def test_topk_and_sort_paths_select_identically(make_workload, target, select):
     w, layout, op = _setup(make_workload, target, seed=21)
     op.cfg["topk"]["SELECT"] = select
     op.cfg["merge"]["SELECT"] = select
+    op.bind()
     op.run()
     noise = op.gumbel_noise().cpu()
     for h in range(op.hq):
@@ -336,6 +337,7 @@ def test_merge_by_score_word_equals_the_ordered_merge(make_workload, target, tie
         op.cand.copy_(cand)
         op.cfg["merge"]["SELECT"] = select
         op.cfg["merge"]["GATHER"] = gather
+        op.bind()
         op.sel_team.fill_(-1)
         op.sel_logc.fill_(float("nan"))
         op.launch_merge()
