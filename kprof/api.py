@@ -32,7 +32,6 @@ from kprof.core.target import resolve_target
 from kprof.measure.catalog import LaunchCatalog
 from kprof.measure.fingerprint import collect_environment
 from kprof.measure.harness import Harness
-from kprof.measure.host_cost import host_us_per_call
 from kprof.measure.protocol import default_protocol
 from kprof.methods.base import Prepared, Stage
 from kprof.methods.validation import compare_outputs
@@ -91,8 +90,7 @@ def _callable_method(session: MeasurementSession, label: str, role: str, fn: Cal
     kept = out.detach().clone() if isinstance(out, torch.Tensor) else torch.empty(0)
     prepared = Prepared(method=label, config={}, run=fn, stages=(Stage("call", fn),), expected_kernels=())
     record = MethodRecord(label=label, method="callable", role=role, config={}, details={}, catalog=LaunchCatalog(
-        note="a Python callable: launches not recorded"), validation=validation,
-        host_us=host_us_per_call(fn, session.target.device))
+        note="a Python callable: launches not recorded"), validation=validation)
     return ValidatedMethod(record, prepared, kept)
 
 

@@ -16,21 +16,35 @@ from kprof.kernels.common.dependent_launch import release_dependents, wait_for_p
 def combine_head(
     M_in, L_in, Acc_in, Out, h, num_splits,
     stride_mh, stride_ah, stride_as, stride_oh,
-    BLOCK_S: tl.constexpr, HEAD_D: tl.constexpr,
+    BLOCK_S: tl.constexpr, HEAD_D: tl.constexpr, CHUNK_S: tl.constexpr = 0,
 ):
-    # .cg: read through L2 only, so partials written by other programs of the same launch are
-    # never served from a stale L1 line.
+    """``CHUNK_S``: read the [splits, d] values that many splits at a time (0: all at once), so a
+    caller that inlines this into a larger kernel keeps its register count bounded."""
+    # .cg (L2 only): partials are read once, and in the one-launch decode they were written by
+    # other programs of the same launch (its acquire on the counter orders the reads).
     offs_s = tl.arange(0, BLOCK_S)
     offs_d = tl.arange(0, HEAD_D)
     s_mask = offs_s < num_splits
     m = tl.load(M_in + h * stride_mh + offs_s, mask=s_mask, other=float("-inf"), cache_modifier=".cg")
     mass = tl.load(L_in + h * stride_mh + offs_s, mask=s_mask, other=0.0, cache_modifier=".cg")
-    acc = tl.load(Acc_in + h * stride_ah + offs_s[:, None] * stride_as + offs_d[None, :],
-                  mask=s_mask[:, None], other=0.0, cache_modifier=".cg")
     m_max = tl.max(m, axis=0)
     w = tl.where(s_mask, tl.exp2(m - m_max), 0.0)
-    out = tl.sum(acc * w[:, None], axis=0) / tl.sum(mass * w, axis=0)
-    tl.store(Out + h * stride_oh + offs_d, out.to(Out.dtype.element_ty))
+    denom = tl.sum(mass * w, axis=0)
+    if CHUNK_S == 0:
+        acc = tl.load(Acc_in + h * stride_ah + offs_s[:, None] * stride_as + offs_d[None, :],
+                      mask=s_mask[:, None], other=0.0, cache_modifier=".cg")
+        out = tl.sum(acc * w[:, None], axis=0)
+    else:
+        out = tl.zeros([HEAD_D], dtype=tl.float32)
+        for s0 in range(0, num_splits, CHUNK_S):
+            offs_c = s0 + tl.arange(0, CHUNK_S)
+            c_mask = offs_c < num_splits
+            w_c = tl.where(c_mask, tl.exp2(tl.load(M_in + h * stride_mh + offs_c, mask=c_mask, other=0.0,
+                                                   cache_modifier=".cg") - m_max), 0.0)
+            acc = tl.load(Acc_in + h * stride_ah + offs_c[:, None] * stride_as + offs_d[None, :],
+                          mask=c_mask[:, None], other=0.0, cache_modifier=".cg")
+            out += tl.sum(acc * w_c[:, None], axis=0)
+    tl.store(Out + h * stride_oh + offs_d, (out / denom).to(Out.dtype.element_ty))
 
 
 @triton.jit

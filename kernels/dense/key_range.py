@@ -4,7 +4,8 @@ The loop both dense decode kernels share. The G query heads of one KV head are h
 [BLOCK_G, d] tile, so each K/V tile of ``BLOCK_N`` rows is loaded once for all G heads; the
 result is the running max ``m``, mass ``l`` and weighted values ``acc`` of every head (base 2:
 scores are pre-multiplied by log2(e)/sqrt(d)). ``EVEN`` drops the row masks when the range
-holds whole tiles only.
+holds whole tiles only. Tiles come by per-thread pointers or, with ``TMA``, by the Hopper
+tensor-memory accelerator (one bulk copy per tile, no per-thread address arithmetic).
 """
 
 from __future__ import annotations
@@ -13,6 +14,20 @@ import triton
 import triton.language as tl
 
 from kprof.kernels.common.matmul import dot
+
+
+@triton.jit
+def _online_step(q, k, v, m_i, l_i, acc, valid, qk_scale_log2, EVEN: tl.constexpr, DOT_PRECISION: tl.constexpr):
+    """Fold one tile of keys ``k`` and values ``v`` into the running max, mass and values."""
+    s = dot(q, tl.trans(k), DOT_PRECISION) * qk_scale_log2
+    if not EVEN:
+        s = tl.where(valid[None, :], s, float("-inf"))
+    m_new = tl.maximum(m_i, tl.max(s, axis=1))
+    alpha = tl.exp2(m_i - m_new)
+    p = tl.exp2(s - m_new[:, None])
+    l_i = l_i * alpha + tl.sum(p, axis=1)
+    acc = acc * alpha[:, None] + dot(p.to(v.dtype), v, DOT_PRECISION)
+    return m_new, l_i, acc
 
 
 @triton.jit
@@ -27,23 +42,60 @@ def attend_key_range(
     acc = tl.zeros([BLOCK_G, HEAD_D], dtype=tl.float32)
     for n0 in range(start, end, BLOCK_N):
         offs_n = n0 + tl.arange(0, BLOCK_N)
+        valid = offs_n < end
         if EVEN:
             k = tl.load(k_base + offs_n[:, None] * stride_kn + offs_d[None, :])
-        else:
-            k = tl.load(k_base + offs_n[:, None] * stride_kn + offs_d[None, :],
-                        mask=(offs_n < end)[:, None], other=0.0)
-        s = dot(q, tl.trans(k), DOT_PRECISION) * qk_scale_log2
-        if not EVEN:
-            s = tl.where((offs_n < end)[None, :], s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, axis=1))
-        alpha = tl.exp2(m_i - m_new)
-        p = tl.exp2(s - m_new[:, None])
-        l_i = l_i * alpha + tl.sum(p, axis=1)
-        if EVEN:
             v = tl.load(v_base + offs_n[:, None] * stride_vn + offs_d[None, :])
         else:
-            v = tl.load(v_base + offs_n[:, None] * stride_vn + offs_d[None, :],
-                        mask=(offs_n < end)[:, None], other=0.0)
-        acc = acc * alpha[:, None] + dot(p.to(v.dtype), v, DOT_PRECISION)
-        m_i = m_new
+            k = tl.load(k_base + offs_n[:, None] * stride_kn + offs_d[None, :], mask=valid[:, None], other=0.0)
+            v = tl.load(v_base + offs_n[:, None] * stride_vn + offs_d[None, :], mask=valid[:, None], other=0.0)
+        m_i, l_i, acc = _online_step(q, k, v, m_i, l_i, acc, valid, qk_scale_log2, EVEN, DOT_PRECISION)
     return m_i, l_i, acc
+
+
+@triton.jit
+def attend_key_range_tma(
+    q, k_desc, v_desc, row0, start, end, qk_scale_log2,
+    BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_D: tl.constexpr,
+    EVEN: tl.constexpr, DOT_PRECISION: tl.constexpr,
+):
+    """The same loop with K/V tiles loaded through tensor descriptors over ``[Hkv*N, d]`` (rows of
+    this KV head start at ``row0``). Rows past ``end`` belong to the next split or head, or lie
+    outside the tensor (read as zeros); their scores are masked, so they weigh nothing."""
+    m_i = tl.full([BLOCK_G], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_G], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_G, HEAD_D], dtype=tl.float32)
+    for n0 in range(start, end, BLOCK_N):
+        valid = n0 + tl.arange(0, BLOCK_N) < end
+        k = k_desc.load([row0 + n0, 0])
+        v = v_desc.load([row0 + n0, 0])
+        m_i, l_i, acc = _online_step(q, k, v, m_i, l_i, acc, valid, qk_scale_log2, EVEN, DOT_PRECISION)
+    return m_i, l_i, acc
+
+
+@triton.jit
+def group_partials(
+    Q, K, V, M_ws, L_ws, Acc_ws, kvh, split, start, end, qk_scale_log2,
+    stride_qh, stride_kh, stride_kn, stride_vh, stride_vn, stride_mh, stride_ah, stride_as,
+    GROUP: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_D: tl.constexpr,
+    EVEN: tl.constexpr, DOT_PRECISION: tl.constexpr, TMA: tl.constexpr = False, N=0,
+):
+    """One program's whole share: load KV head ``kvh``'s G queries, attend keys ``[start, end)``
+    and store the partials of split ``split`` for each of the G heads."""
+    offs_g = tl.arange(0, BLOCK_G)
+    offs_d = tl.arange(0, HEAD_D)
+    head_mask = offs_g < GROUP
+    heads = kvh * GROUP + offs_g
+    q = tl.load(Q + heads[:, None] * stride_qh + offs_d[None, :], mask=head_mask[:, None], other=0.0)
+    if TMA:  # K and V are tensor descriptors over [Hkv*N, d]
+        m_i, l_i, acc = attend_key_range_tma(q, K, V, kvh * N, start, end, qk_scale_log2,
+                                             BLOCK_G, BLOCK_N, HEAD_D, EVEN, DOT_PRECISION)
+    else:
+        m_i, l_i, acc = attend_key_range(
+            q, K + kvh.to(tl.int64) * stride_kh, V + kvh.to(tl.int64) * stride_vh, start, end, stride_kn, stride_vn,
+            qk_scale_log2,
+            BLOCK_G, BLOCK_N, HEAD_D, EVEN, DOT_PRECISION)
+    tl.store(M_ws + heads * stride_mh + split, m_i, mask=head_mask)
+    tl.store(L_ws + heads * stride_mh + split, l_i, mask=head_mask)
+    tl.store(Acc_ws + heads[:, None] * stride_ah + split * stride_as + offs_d[None, :], acc,
+             mask=head_mask[:, None])

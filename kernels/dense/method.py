@@ -29,6 +29,7 @@ class TritonDecode(Method):
             expected_kernels=("_dense_decode",),
             output=op.out,
             details={"num_splits": op.num_splits},
+            faults=op.faults,
         )
 
 

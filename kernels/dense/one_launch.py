@@ -20,15 +20,19 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 from kprof.core.config_space import Constraint, LaunchConfig, LaunchSpace, Param
+from kprof.core.errors import ConfigError
 from kprof.kernels import INTERPRETED
 from kprof.kernels.common.bound_launch import bound_launch
 from kprof.kernels.common.split_kv_combine import combine_head
-from kprof.kernels.dense.key_range import attend_key_range
+from kprof.kernels.dense.key_range import group_partials
+from kprof.kernels.dense.operands import DenseOperands
 from kprof.kernels.dense.split_kv import tiles_fit_smem
 
 INTERPRETER_SMS = 4
+MAX_POLLS = 1 << 24  # a combiner's reads of its KV head's counter before it gives up (about a second)
 
 LAUNCH_SPACES = {
     "decode": LaunchSpace(
@@ -39,6 +43,7 @@ LAUNCH_SPACES = {
                   "programs per SM over the whole grid; splits per KV head = ceil(SMs x this / Hkv)"),
             Param("num_warps", (1, 2, 4, 8), 4),
             Param("num_stages", (1, 2, 3, 4, 5), 3),
+            Param("TMA", (0, 1), 0, "1: K/V tiles by tensor-memory-accelerator descriptors (sm_90+); 0: pointers"),
         ),
         constraints=(
             Constraint("K and V tiles of all pipeline stages must fit in 227 KiB of shared memory", tiles_fit_smem),
@@ -55,38 +60,34 @@ def _dense_decode(
     stride_mh, stride_ah, stride_as, stride_oh, stride_cnt,
     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_D: tl.constexpr,
     BLOCK_S: tl.constexpr, EVEN: tl.constexpr, PARALLEL_COMBINE: tl.constexpr, DOT_PRECISION: tl.constexpr,
+    TMA: tl.constexpr, MAX_POLLS: tl.constexpr, COMBINE_CHUNK: tl.constexpr = 32,
 ):
     kvh = tl.program_id(0)
     split = tl.program_id(1)
-    offs_g = tl.arange(0, BLOCK_G)
-    offs_d = tl.arange(0, HEAD_D)
-    head_mask = offs_g < GROUP
-    heads = kvh * GROUP + offs_g
-    q = tl.load(Q + heads[:, None] * stride_qh + offs_d[None, :], mask=head_mask[:, None], other=0.0)
-
-    start = (split * n_blocks // num_splits) * BLOCK_N
-    end = tl.minimum(((split + 1) * n_blocks // num_splits) * BLOCK_N, N)
-    m_i, l_i, acc = attend_key_range(
-        q, K + kvh * stride_kh, V + kvh * stride_vh, start, end, stride_kn, stride_vn, qk_scale_log2,
-        BLOCK_G, BLOCK_N, HEAD_D, EVEN, DOT_PRECISION)
-
-    tl.store(M_ws + heads * stride_mh + split, m_i, mask=head_mask)
-    tl.store(L_ws + heads * stride_mh + split, l_i, mask=head_mask)
-    tl.store(Acc_ws + heads[:, None] * stride_ah + split * stride_as + offs_d[None, :], acc,
-             mask=head_mask[:, None])
+    first = (split.to(tl.int64) * n_blocks // num_splits).to(tl.int32) * BLOCK_N
+    last = ((split + 1).to(tl.int64) * n_blocks // num_splits).to(tl.int32) * BLOCK_N
+    group_partials(Q, K, V, M_ws, L_ws, Acc_ws, kvh, split, first, tl.minimum(last, N), qk_scale_log2,
+                   stride_qh, stride_kh, stride_kn, stride_vh, stride_vn, stride_mh, stride_ah, stride_as,
+                   GROUP, BLOCK_G, BLOCK_N, HEAD_D, EVEN, DOT_PRECISION, TMA, N)
     # Every thread's partials are stored before one thread's gpu-scope release on the counter.
     tl.debug_barrier()
     done = tl.atomic_add(Count + kvh, 1, sem="acq_rel", scope="gpu")
+    tl.debug_barrier()
     if PARALLEL_COMBINE:
         # The last GROUP programs to finish each combine one head of the group, once every
-        # program of the KV head has counted itself done; the last combiner resets both counters.
+        # program of the KV head has counted itself done; the last combiner resets the counters.
         j = num_splits - 1 - done
-        if j < GROUP:
+        if (j >= 0) & (j < GROUP):
             seen = tl.atomic_add(Count + kvh, 0, sem="acquire", scope="gpu")
-            while seen < num_splits:
+            polls = 0
+            while (seen < num_splits) & (polls < MAX_POLLS):
                 seen = tl.atomic_add(Count + kvh, 0, sem="acquire", scope="gpu")
+                polls += 1
+            tl.debug_barrier()
+            if seen < num_splits:  # another kernel holds the SMs the rest would need: say so
+                tl.atomic_add(Count + 2 * stride_cnt + kvh, 1)
             combine_head(M_ws, L_ws, Acc_ws, Out, kvh * GROUP + j, num_splits,
-                         stride_mh, stride_ah, stride_as, stride_oh, BLOCK_S, HEAD_D)
+                         stride_mh, stride_ah, stride_as, stride_oh, BLOCK_S, HEAD_D, COMBINE_CHUNK)
             tl.debug_barrier()
             if tl.atomic_add(Count + stride_cnt + kvh, 1, sem="acq_rel", scope="gpu") == GROUP - 1:
                 tl.store(Count + kvh, 0)
@@ -95,7 +96,7 @@ def _dense_decode(
         if done == num_splits - 1:
             for g in range(GROUP):
                 combine_head(M_ws, L_ws, Acc_ws, Out, kvh * GROUP + g, num_splits,
-                             stride_mh, stride_ah, stride_as, stride_oh, BLOCK_S, HEAD_D)
+                             stride_mh, stride_ah, stride_as, stride_oh, BLOCK_S, HEAD_D, COMBINE_CHUNK)
             tl.store(Count + kvh, 0)
 
 
@@ -109,44 +110,46 @@ class OneLaunchDecode:
     """Owns the workspace, counters and grid of one one-launch decode; a launch allocates nothing."""
 
     def __init__(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, config: dict[str, LaunchConfig]):
-        hq, d = q.shape
-        hkv, n, _ = k.shape
-        if d & (d - 1) or d < 16:
-            raise ValueError(f"head dim {d} unsupported: triton-decode needs a power of two >= 16")
-        self.q, self.k, self.v = q.contiguous(), k.contiguous(), v.contiguous()
-        self.cfg = dict(config["decode"])
-        self.group, self.n, self.d, self.hkv = hq // hkv, n, d, hkv
-        block_n = self.cfg["BLOCK_N"]
-        self.n_blocks = triton.cdiv(n, block_n)
-        wanted = triton.cdiv(sm_count(q.device) * self.cfg["PROGRAMS_PER_SM"], hkv)
-        self.num_splits = max(1, min(wanted, self.n_blocks))
-        dev = q.device
-        self.m = torch.empty(hq, self.num_splits, device=dev, dtype=torch.float32)
-        self.l = torch.empty_like(self.m)
-        self.acc = torch.empty(hq, self.num_splits, d, device=dev, dtype=torch.float32)
-        self.count = torch.zeros(2, hkv, device=dev, dtype=torch.int32)  # programs done, heads combined
-        self.out = torch.empty(hq, d, device=dev, dtype=q.dtype)
-        self.qk_scale_log2 = (1.0 / d**0.5) * 1.4426950408889634
-        self.block_g = max(16, triton.next_power_of_2(self.group))
-        self.precision = "ieee" if q.dtype == torch.float32 else "tf32"
+        o = DenseOperands.of(q, k, v, "triton-decode")
+        cfg = dict(config["decode"])
+        n_blocks = triton.cdiv(o.n, cfg["BLOCK_N"])
+        wanted = triton.cdiv(sm_count(q.device) * cfg["PROGRAMS_PER_SM"], o.hkv)
+        self.num_splits = max(1, min(wanted, n_blocks))
+        m, mass, acc = o.partials(self.num_splits)
+        # per KV head: programs done, heads combined, combiner waits that gave up
+        self.count = torch.zeros(3, o.hkv, device=q.device, dtype=torch.int32)
+        self.m, self.mass, self.acc = m, mass, acc  # kept so that tests can poison them
+        self.out = torch.empty(o.hq, o.d, device=q.device, dtype=q.dtype)
         # Waiting combiners hold at most Hq program slots; fewer than one per SM leaves room for
         # the programs they wait on. The interpreter runs programs one by one, so the last combines all.
-        self.parallel_combine = (not INTERPRETED and self.num_splits >= self.group
-                                 and hq < sm_count(q.device))
-
-        cfg = self.cfg
+        parallel_combine = not INTERPRETED and self.num_splits >= o.group and o.hq < sm_count(q.device)
+        k_arg, v_arg = o.k, o.v
+        if cfg["TMA"]:
+            if q.device.type == "cuda" and torch.cuda.get_device_capability(q.device)[0] < 9:
+                raise ConfigError("decode.TMA=1 needs the tensor-memory accelerator of sm_90 or newer: use TMA=0")
+            k_arg, v_arg = (TensorDescriptor.from_tensor(t.view(o.hkv * o.n, o.d), [cfg["BLOCK_N"], o.d])
+                            for t in (o.k, o.v))
         self._launch = bound_launch(
-            _dense_decode, (self.hkv, self.num_splits),
-            self.q, self.k, self.v, self.m, self.l, self.acc, self.count, self.out,
-            self.n, self.n_blocks, self.num_splits, self.qk_scale_log2,
-            self.q.stride(0), self.k.stride(0), self.k.stride(1), self.v.stride(0), self.v.stride(1),
-            self.m.stride(0), self.acc.stride(0), self.acc.stride(1), self.out.stride(0), self.count.stride(0),
-            GROUP=self.group, BLOCK_G=self.block_g, BLOCK_N=cfg["BLOCK_N"], HEAD_D=self.d,
-            BLOCK_S=max(2, triton.next_power_of_2(self.num_splits)), EVEN=self.n % cfg["BLOCK_N"] == 0,
-            PARALLEL_COMBINE=self.parallel_combine,
-            DOT_PRECISION=self.precision, num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
+            _dense_decode, (o.hkv, self.num_splits),
+            o.q, k_arg, v_arg, m, mass, acc, self.count, self.out,
+            o.n, n_blocks, self.num_splits, o.qk_scale_log2,
+            o.q.stride(0), o.k.stride(0), o.k.stride(1), o.v.stride(0), o.v.stride(1),
+            m.stride(0), acc.stride(0), acc.stride(1), self.out.stride(0), self.count.stride(0),
+            GROUP=o.group, BLOCK_G=o.block_g, BLOCK_N=cfg["BLOCK_N"], HEAD_D=o.d,
+            BLOCK_S=max(2, triton.next_power_of_2(self.num_splits)), EVEN=o.n % cfg["BLOCK_N"] == 0,
+            PARALLEL_COMBINE=parallel_combine,
+            DOT_PRECISION=o.precision, TMA=bool(cfg["TMA"]), MAX_POLLS=MAX_POLLS,
+            num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
         )
 
     def run(self) -> torch.Tensor:
         self._launch()
         return self.out
+
+    def faults(self) -> list[str]:
+        """Combiner waits that gave up so far, one line (a host sync: not timed)."""
+        n = int(self.count[2].sum())
+        if not n:
+            return []
+        return [f"{n} combining program(s) stopped waiting for the rest of their KV head after {MAX_POLLS:,} polls: "
+                "another kernel held the SMs they needed, so those outputs are wrong; run with nothing else on the GPU"]

@@ -6,6 +6,7 @@ no Python loop over heads or teams), so it can be captured in a CUDA graph.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -111,6 +112,7 @@ class SantaDecode:
                               f"working set: use BLOCK_T >= {self.kpad}")
         self.block_g = max(16, triton.next_power_of_2(self.group))  # tl.dot needs >= 16 rows
         self.merge_g = max(2, triton.next_power_of_2(self.group))
+        self._sized_by = (self.cfg["topk"]["BLOCK_T"], self.cfg["attend"]["NUM_SPLITS"])
         self.n_blocks = triton.cdiv(self.m_max, self.cfg["topk"]["BLOCK_T"])
         self.ncand = self.n_blocks * self.kpad
         self.ncp = max(triton.next_power_of_2(self.ncand), self.kpad)
@@ -150,9 +152,13 @@ class SantaDecode:
     # ------------------------------------------------------------------ the five launches
 
     def bind(self) -> None:
-        """Fix the five launches' grids and arguments, so a call costs only Triton's dispatch (again
-        after changing ``cfg``)."""
+        """Fix the five launches' grids and arguments, so a call costs only Triton's dispatch. Call
+        it again after changing a parameter that sizes no buffer (all but ``topk.BLOCK_T`` and
+        ``attend.NUM_SPLITS``, which need a new SantaDecode)."""
         c, a, dep = self.cfg, self.arts, self._dependent
+        if (c["topk"]["BLOCK_T"], c["attend"]["NUM_SPLITS"]) != self._sized_by:
+            raise ValueError("topk.BLOCK_T and attend.NUM_SPLITS size this step's buffers: build a new SantaDecode "
+                             "to change them")
         self.launch_score = bound_launch(
             santa_score, (self.hkv, triton.cdiv(self.m_max, c["score"]["BLOCK_M"])),
             self.q, a.rep_keys, self.scores, self.m_max,
@@ -208,8 +214,13 @@ class SantaDecode:
                           self.launch_reduce)
 
     def stages(self):
-        return (("score", self.launch_score), ("topk", self.launch_topk), ("merge", self.launch_merge),
-                ("attend", self.launch_attend), ("reduce", self.launch_reduce))
+        """The five launches by name; each looks its bound launch up when called, so stages follow a
+        later ``bind()``."""
+        return tuple((name, functools.partial(self._call, f"launch_{name}"))
+                     for name in ("score", "topk", "merge", "attend", "reduce"))
+
+    def _call(self, attribute: str) -> None:
+        getattr(self, attribute)()
 
     def run(self) -> torch.Tensor:
         for launch in self._launches:

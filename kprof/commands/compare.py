@@ -10,6 +10,7 @@ from kprof.commands.session import MeasurementSession
 from kprof.core.errors import KprofError
 from kprof.measure.design import pair_cycles, precedes
 from kprof.measure.harness import Measurement, Progress, TimedOp
+from kprof.measure.host_cost import host_us_per_call
 from kprof.measure.stats import cycle_values, log_ratios, position_effect, speedup_from_cycles
 from kprof.methods import get_method
 from kprof.methods.validation import compare_outputs
@@ -92,6 +93,10 @@ def run_prepared(session: MeasurementSession, prepared: list, pairs: list[tuple[
                     f"timed) per method per round, {session.mode}")
     m = harness.paired(ops)
     session.collect_faults(prepared)
+    # After timing and its fault count: what was timed is what was validated, and the bursts'
+    # extra calls change neither.
+    for pm in prepared:
+        pm.record.host_us = host_us_per_call(pm.prepared.run, session.target.device)
     speedups = [pair_speedup(m, b, c, p.level) for b, c in pairs]
     notes = [f"{sp.candidate}: the order within a round moves its ratio to {sp.baseline} by "
              f"{100 * sp.position_effect:+.1f}%; the balanced design cancels that in the estimate"

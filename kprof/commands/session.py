@@ -17,7 +17,6 @@ from kprof.measure.catalog import record_catalog
 from kprof.measure.copy_peak import load_peak
 from kprof.measure.fingerprint import Environment, collect_environment
 from kprof.measure.harness import Harness, Measurement, Progress
-from kprof.measure.host_cost import host_us_per_call
 from kprof.measure.protocol import TimingProtocol, default_protocol
 from kprof.measure.stats import BAD_LIMIT
 from kprof.methods import Method, Prepared, get_method
@@ -118,7 +117,6 @@ class MeasurementSession:
         )
         record.bytes_per_call, record.bytes_source = self.bytes_moved(method, method_name, prepared)
         record.bytes_from_host = method.bytes_from_host(prepared)
-        record.host_us = host_us_per_call(prepared.run, self.target.device)
         exact = not method.selection_dependent and type(method).reference is Method.reference
         record.validation.error_vs_dense = (report.rel_error if exact
                                             else compare_outputs(out, self.dense_reference()).rel_error)

@@ -4,8 +4,10 @@ Event timing says how long the GPU works; it cannot say whether the host can iss
 fast. A decode loop without CUDA graphs pays the larger of the two per step, so a multi-launch
 method that is fast on the device can still lose in eager use. Calls are issued in short bursts
 with no synchronisation inside a burst (few enough that the launch queue never fills and blocks
-the host), and the median over bursts is reported. Off a GPU every call runs on the host anyway,
-so there is nothing to separate and the answer is None.
+the host), and the median over bursts is reported. A call that waits on the GPU itself (``.item()``,
+``.cpu()``) counts that wait too: it is then host-bound by its own doing. Off a GPU every call
+runs on the host anyway, so there is nothing to separate and the answer is None. Measured after
+timing, so the timed state is the validated one.
 """
 
 from __future__ import annotations

@@ -75,6 +75,8 @@ class LaunchRecord:
 def _arg_type(value) -> str:
     if isinstance(value, torch.Tensor):
         return "*" + _TORCH_TYPES[value.dtype]
+    if hasattr(value, "block_shape") and isinstance(getattr(value, "base", None), torch.Tensor):  # TensorDescriptor
+        return f"tensordesc<{_TORCH_TYPES[value.base.dtype]}[{','.join(map(str, value.block_shape))}]>"
     if isinstance(value, bool):
         return "i1"
     if isinstance(value, int):
@@ -88,6 +90,8 @@ def _divisible_by_16(value) -> bool:
     """What Triton's launcher specialises on: 16-byte aligned pointers and ints divisible by 16."""
     if isinstance(value, torch.Tensor):
         return value.data_ptr() % 16 == 0
+    if hasattr(value, "block_shape"):
+        return False
     return isinstance(value, int) and not isinstance(value, bool) and value % 16 == 0
 
 

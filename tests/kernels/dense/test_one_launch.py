@@ -9,15 +9,24 @@ from kprof.methods.validation import compare_outputs
 from kprof.workloads import synthesize
 
 
+def _poison(op):
+    """NaN in the output and in every partial: a combine that reads a partial before its
+    program wrote it (this call's) cannot pass on the previous call's equal values."""
+    for t in (op.out, op.m, op.mass, op.acc):
+        t.fill_(float("nan"))
+
+
 def _run_checked(workload, target, overrides=None, tol=None, calls=2):
-    """Run ``calls`` times, poisoning the output first each time: the counters must reset."""
+    """Run ``calls`` times, poisoning first each time: the counters must reset between calls."""
     prepared = get_method("triton-decode").prepare(workload, target, overrides)
+    op = prepared.run.__self__  # run is OneLaunchDecode.run
     ref = dense_attention_fp64(workload)
     for _ in range(calls):
-        prepared.output.fill_(float("nan"))
+        _poison(op)
         report = compare_outputs(prepared.run(), ref, tol)
         assert report.non_finite == 0, "the combine left rows unwritten"
         assert report.passed, report
+    assert int(op.count.abs().sum()) == 0 and prepared.faults() == []
     return prepared
 
 
@@ -37,6 +46,17 @@ def test_matches_fp64_reference_fp32(target, make_workload, hq, hkv, n, d, block
     assert prepared.details["num_splits"] >= 1
 
 
+@pytest.mark.parametrize("hq, hkv, n, d, block_n, per_sm", [
+    (14, 2, 1000, 64, 64, 2),     # ragged: the last tile of a head runs into the next head's rows
+    (16, 4, 333, 128, 32, 3),     # uneven splits: tiles run into the next split's rows
+    (4, 4, 77, 64, 128, 1),       # one tile past the end of the whole tensor (read as zeros)
+    (28, 4, 4096, 128, 64, 6),    # EVEN
+])
+def test_tensor_descriptor_loads_match_fp64(target, make_workload, hq, hkv, n, d, block_n, per_sm):
+    w = make_workload(hq, hkv, n, d, seed=hq + n, scale=2.0)
+    _run_checked(w, target, {"decode": {"BLOCK_N": block_n, "PROGRAMS_PER_SM": per_sm, "TMA": 1}}, tol=1e-5)
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_half_precision_inputs(target, make_workload, dtype):
     w = make_workload(16, 2, 515, 64, dtype, seed=13, scale=2.0)
@@ -48,10 +68,11 @@ def test_peaked_synthetic_workload(target):
     _run_checked(synthesize("cpu-smoke"), target, tol=1e-5)
 
 
-def test_counters_return_to_zero(target, make_workload):
-    w = make_workload(8, 2, 300, 64, seed=5)
-    prepared = _run_checked(w, target, {"decode": {"BLOCK_N": 16, "PROGRAMS_PER_SM": 4}}, calls=1)
-    assert int(prepared.run.__self__.count.abs().sum()) == 0  # run is OneLaunchDecode.run
+def test_fewer_splits_than_group_heads(target, make_workload):
+    """5 splits for a group of 7 heads: the last program combines them all, on the GPU too."""
+    w = make_workload(28, 4, 300, 64, seed=5, scale=2.0)
+    prepared = _run_checked(w, target, {"decode": {"BLOCK_N": 64, "PROGRAMS_PER_SM": 8}}, tol=1e-5, calls=3)
+    assert prepared.details["num_splits"] == 5
 
 
 def test_a_wrong_kernel_would_be_caught(target, make_workload):
@@ -69,10 +90,36 @@ def test_qwen_32k_fp16_on_gpu(target):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("tma", [0, 1])
+def test_many_calls_and_graph_replays_on_gpu(target, make_workload, tma):
+    """A race in the waiting combine shows as a wrong or unwritten row in some call: 200 eager
+    calls and 50 graph replays, each on fresh queries and poisoned partials."""
+    w = make_workload(28, 4, 8192, 128, torch.float16, seed=9, scale=2.0)
+    prepared = get_method("triton-decode").prepare(w, target, {"decode": {"TMA": tma}})
+    op = prepared.run.__self__
+    for i in range(200):
+        w.q.copy_(torch.randn_like(w.q) * 2.0)  # the kernel reads w.q itself (already contiguous)
+        _poison(op)
+        report = compare_outputs(prepared.run(), dense_attention_fp64(w), 1e-2)
+        assert report.passed and report.non_finite == 0, (i, report)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        prepared.run()
+    for i in range(50):
+        w.q.copy_(torch.randn_like(w.q) * 2.0)
+        _poison(op)
+        graph.replay()
+        report = compare_outputs(op.out, dense_attention_fp64(w), 1e-2)
+        assert report.passed and report.non_finite == 0, ("replay", i, report)
+    assert int(op.count.abs().sum()) == 0 and prepared.faults() == []
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("hq, hkv, d", [(28, 4, 128), (32, 8, 128), (14, 2, 64)])
 @pytest.mark.parametrize("per_sm", [1, 2, 4])
-def test_gpu_shapes_and_dtypes(target, make_workload, hq, hkv, d, dtype, per_sm):
+@pytest.mark.parametrize("tma", [0, 1])
+def test_gpu_shapes_and_dtypes(target, make_workload, hq, hkv, d, dtype, per_sm, tma):
     w = make_workload(hq, hkv, 5001, d, dtype, seed=hq + d, scale=2.0)
-    _run_checked(w, target, {"decode": {"PROGRAMS_PER_SM": per_sm}}, tol=1e-2 if dtype == torch.float16 else 2e-2,
-                 calls=3)
+    _run_checked(w, target, {"decode": {"PROGRAMS_PER_SM": per_sm, "TMA": tma}},
+                 tol=1e-2 if dtype == torch.float16 else 2e-2, calls=3)

@@ -358,3 +358,20 @@ def test_merge_by_score_word_equals_the_ordered_merge(make_workload, target, tie
         keys = sorted(cand[h].reshape(-1).cpu().tolist(), reverse=True)
         assert set(results[0][0][h]) == {k & 0xFFFFFFFF for k in keys[: op.k]}, f"head {h}"
     assert all(r == results[0] for r in results[1:])
+
+
+def test_bind_refuses_parameters_that_size_buffers_and_stages_follow_a_rebind(make_workload, target):
+    w, layout, op = _setup(make_workload, target, seed=4)
+    before = op.launch_merge
+    op.cfg["merge"]["num_warps"] = 2
+    op.bind()
+    assert op.launch_merge is not before and op.launch_merge.keywords["num_warps"] == 2
+    stages = dict(op.stages())
+    op.bind()
+    calls = []
+    op.launch_score = lambda: calls.append("score")  # a stage calls whatever is bound now
+    stages["score"]()
+    assert calls == ["score"]
+    op.cfg["topk"]["BLOCK_T"] *= 2
+    with pytest.raises(ValueError, match="build a new SantaDecode"):
+        op.bind()
