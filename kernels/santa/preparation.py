@@ -9,7 +9,10 @@ many are real.
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
 import torch
@@ -108,16 +111,38 @@ class TeamLayout:
                     raise ValueError(f"head {h}: representative of team {g} is not its member")
 
 
-def build_layout(k: torch.Tensor, settings: SantaSettings) -> TeamLayout:
-    """Parents and teams for every KV head of ``k [Hkv, N, d]`` (CPU, fp64 distances)."""
-    teams = []
-    for h in range(k.shape[0]):
-        keys = k[h].detach().to("cpu")
+def _head_teams(keys: torch.Tensor, settings: SantaSettings, threads: int | None = None) -> Teams:
+    """Parents and teams of one KV head's keys ``[N, d]`` (in a worker process: ``threads`` caps
+    the BLAS/OpenMP threads of its k-means, so parallel heads do not oversubscribe the cores)."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=threads):
         if settings.parents == "kmeans":
             parents = kmeans_parents(keys, settings.p, settings.seed)
         else:
             parents = contiguous_parents(keys.shape[0], settings.p)
-        teams.append(build_teams(keys, parents, settings.r))
+        return build_teams(keys, parents, settings.r)
+
+
+def layout_workers(hkv: int, n: int, parents: str) -> int:
+    """Processes for the heads' k-means: one per head up to half the cores, once a head's k-means
+    takes seconds (N >= 16K); below that, starting processes costs more than it saves."""
+    if parents != "kmeans" or n < 16_384 or hkv < 2:
+        return 1
+    return max(1, min(hkv, (os.cpu_count() or 1) // 2))
+
+
+def build_layout(k: torch.Tensor, settings: SantaSettings, workers: int | None = None) -> TeamLayout:
+    """Parents and teams for every KV head of ``k [Hkv, N, d]`` (CPU, fp64 distances); the heads'
+    k-means run in ``workers`` processes (default :func:`layout_workers`)."""
+    heads = [k[h].detach().to("cpu") for h in range(k.shape[0])]
+    workers = workers or layout_workers(len(heads), heads[0].shape[0], settings.parents)
+    if workers <= 1:
+        return TeamLayout.from_teams([_head_teams(keys, settings) for keys in heads])
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    context = multiprocessing.get_context("spawn")  # the parent may hold a CUDA context: never fork it
+    with ProcessPoolExecutor(workers, mp_context=context) as pool:
+        teams = list(pool.map(_head_teams, heads, [settings] * len(heads), [threads] * len(heads)))
     return TeamLayout.from_teams(teams)
 
 

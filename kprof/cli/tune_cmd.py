@@ -41,6 +41,11 @@ STRATEGIES = ("exhaustive", "random", "halving", "optuna")
               help="Measure again the candidates the cache holds as failed (each records its cause and the "
                    "timeout it ran under).")
 @click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True)
+@click.option("--devices", default=None, metavar="all|0,1,...",
+              help="Screen candidates on several GPUs of this host at once, one worker process pinned to each "
+                   "(its own eviction buffer and host gate; a crash restarts that worker only); the finalists' "
+                   "paired confirmation runs on the first of them alone. GPUs must be of one model. Without a "
+                   "GPU, the count of interpreter workers. [default: one device]")
 @click.option("--out-dir", type=click.Path(file_okay=False), default=None,
               help="Where the per-launch cache files live (resumable). [default: profiles/tuned under $KPROF_HOME, "
                    "else the project root (pyproject.toml or .git above the working directory), else "
@@ -54,7 +59,7 @@ STRATEGIES = ("exhaustive", "random", "halving", "optuna")
                    "kprof.tuning.load_config(method, launch, shape, path).")
 @click.option("--json", "as_json", is_flag=True, help="Print the cache documents as JSON.")
 def tune(method, workload, launches, strategy, max_configs, budget_s, rounds, observations, finalists, timeout_s,
-         retry_failed, device, out_dir, replace_stale, export_path, as_json) -> None:
+         retry_failed, device, devices, out_dir, replace_stale, export_path, as_json) -> None:
     """Search each launch's declared config space; every candidate validated before it is timed.
 
     Candidates run in a worker process with a timeout, so compile errors, resource errors,
@@ -72,6 +77,11 @@ def tune(method, workload, launches, strategy, max_configs, budget_s, rounds, ob
     req = tune_request(method, workload, device, launches, strategy, max_configs, budget_s, rounds, observations,
                        finalists, timeout_s, Path(out_dir) if out_dir else tuned_dir(), replace_stale)
     req.retry_failed = retry_failed
+    if devices is not None:
+        from kprof.core.target import cuda_device_count
+        from kprof.tuning.pool import parse_devices
+
+        req.devices = parse_devices(devices, cuda_device_count() if resolve_target(device).is_gpu else 0)
     if strategy == "optuna":
         from kprof.tuning.optuna_search import check_available
 

@@ -21,6 +21,10 @@ def cuda_available() -> bool:
     return torch.cuda.is_available()
 
 
+def cuda_device_count() -> int:
+    return torch.cuda.device_count() if cuda_available() else 0
+
+
 def configure_triton() -> bool:
     """Turn on the Triton interpreter when there is no GPU; return whether it is on.
 

@@ -18,6 +18,7 @@ from typing import Callable, Sequence
 
 from kprof.core.errors import KprofError
 from kprof.core.paths import tuned_dir
+from kprof.core.target import resolve_target
 from kprof.measure.stats import paired_speedup
 from kprof.methods import get_method
 from kprof.tuning.cache import (
@@ -27,6 +28,7 @@ from kprof.tuning.cache import (
     load_tune_file,
     tune_key,
 )
+from kprof.tuning.pool import WorkerPool
 from kprof.tuning.worker import CandidateWorker, WorkerSpec
 from kprof.workloads.workload import WorkloadShape
 
@@ -54,6 +56,7 @@ class TuneRequest:
     out_dir: Path = field(default_factory=tuned_dir)
     replace_stale: bool = False  # move a cache measured under another key aside and tune afresh
     retry_failed: bool = False  # measure again the candidates cached as failed (crash, timeout, error)
+    devices: tuple[str, ...] = ()  # screen on these GPUs of the host, one worker each (kprof.tuning.pool)
 
 
 @dataclass
@@ -133,33 +136,44 @@ def tune_launch(req: TuneRequest, launch: str, progress: Callable[..., None]) ->
     if len(todo) < len(order) and todo:
         progress(launch, len(order) - len(todo), len(order),
                  f"{launch}: resuming: {len(order) - len(todo)} of {len(order)} measured ({path.name})")
-    spec = WorkerSpec(req.method, req.workload, req.device, launch, req.rounds, req.observations, req.warmup,
-                      req.evict_mib)
-    worker = CandidateWorker(spec, req.timeout_s)
+    pool = _pool(req, launch, req.devices)
     t0 = time.perf_counter()
     done = len(order) - len(todo)
+
+    def record(rec: CandidateRecord) -> None:
+        nonlocal done
+        if rec.status == "failed" and "timeout" in rec.reason and rec.config == tf.default:
+            raise KprofError(f"{req.method}.{launch}: the default config itself took longer than --timeout-s "
+                             f"{req.timeout_s:g}: raise --timeout-s (nothing was cached for it)")
+        tf.candidates.append(rec)
+        tf.save(req.out_dir)  # after every candidate: an interruption loses at most the ones running
+        done += 1
+        progress(launch, done, len(order), f"{launch} {done}/{len(order)} {rec.describe()}")
+
     try:
-        for cfg in todo:
-            if req.budget_s is not None and time.perf_counter() - t0 > req.budget_s:
-                break
-            progress(launch, done, len(order))
-            rec = worker.measure(cfg)
-            if rec.status == "failed" and "timeout" in rec.reason and cfg == tf.default:
-                raise KprofError(f"{req.method}.{launch}: the default config itself took longer than --timeout-s "
-                                 f"{req.timeout_s:g}: raise --timeout-s (nothing was cached for it)")
-            tf.candidates.append(rec)
-            tf.save(req.out_dir)  # after every candidate: an interruption loses at most one
-            done += 1
-            progress(launch, done, len(order), f"{launch} {done}/{len(order)} {rec.describe()}")
+        pool.start()
+        if len(pool.workers) > 1:
+            progress(launch, done, len(order),
+                     f"{launch}: screening on {len(pool.workers)} devices ({', '.join(pool.devices)}); finalists are "
+                     f"confirmed on device {pool.devices[0]} alone (rounds interleaved across devices are not a "
+                     "paired design)")
+        progress(launch, done, len(order))
+        pool.measure(todo, record, more=lambda: req.budget_s is None or time.perf_counter() - t0 <= req.budget_s)
         progress(launch, done, len(order))
         if req.strategy == "halving":
-            _halve(tf, worker, req, lambda msg: progress(launch, done, len(order), msg))
-        _finalize(tf, worker, req, lambda msg: progress(launch, done, len(order), msg))
+            _halve(tf, pool, req, lambda msg: progress(launch, done, len(order), msg))
+        _finalize(tf, pool.confirmer, req, lambda msg: progress(launch, done, len(order), msg))
         tf.save(req.out_dir)
     finally:
-        worker.close()
+        pool.close()
     measured_now = done - (len(order) - len(todo))
     return LaunchOutcome(launch, path, tf, measured_now, time.perf_counter() - t0, len(todo) - measured_now)
+
+
+def _pool(req: TuneRequest, launch: str, devices: Sequence[str]) -> WorkerPool:
+    spec = WorkerSpec(req.method, req.workload, req.device, launch, req.rounds, req.observations, req.warmup,
+                      req.evict_mib)
+    return WorkerPool(spec, devices, req.timeout_s, pin=resolve_target(req.device).is_gpu)
 
 
 def _tune_with_optuna(req: TuneRequest, launch: str, space, tf: TuneFile, path: Path,
@@ -167,10 +181,12 @@ def _tune_with_optuna(req: TuneRequest, launch: str, space, tf: TuneFile, path: 
     """TPE-proposed screening with pruning (:mod:`kprof.tuning.optuna_search`), then the finalists."""
     from kprof.tuning.optuna_search import screen_with_optuna
 
-    spec = WorkerSpec(req.method, req.workload, req.device, launch, req.rounds, req.observations, req.warmup,
-                      req.evict_mib)
-    worker = CandidateWorker(spec, req.timeout_s)
+    pool = _pool(req, launch, req.devices[:1])  # TPE proposes one config at a time: one device
+    worker = pool.confirmer
     t0 = time.perf_counter()
+    if len(req.devices) > 1:
+        progress(launch, 0, 0, f"{launch}: --strategy optuna proposes one config at a time, so it screens on "
+                               f"device {req.devices[0]} only")
     try:
         measured, left = screen_with_optuna(
             tf, space, req.shape, worker, req.rounds, req.max_configs, req.budget_s, req.seed,
@@ -178,21 +194,23 @@ def _tune_with_optuna(req: TuneRequest, launch: str, space, tf: TuneFile, path: 
         _finalize(tf, worker, req, lambda msg: progress(launch, measured, measured, msg))
         tf.save(req.out_dir)
     finally:
-        worker.close()
+        pool.close()
     return LaunchOutcome(launch, path, tf, measured, time.perf_counter() - t0, left)
 
 
-def _halve(tf: TuneFile, worker: CandidateWorker, req: TuneRequest, note: Callable[[str], None]) -> None:
+def _halve(tf: TuneFile, pool: WorkerPool, req: TuneRequest, note: Callable[[str], None]) -> None:
     """Re-measure the better half repeatedly (more rounds for fewer candidates) down to the finalists."""
     survivors = _halving_survivors(tf.candidates, max(req.finalists, len(tf.ok()) // 2))
     while len(survivors) > req.finalists:
         note(f"{tf.key.launch} halving: re-measuring {len(survivors)} candidates")
-        for cfg in survivors:
-            rec = tf.measured(cfg)
-            extra = worker.measure(cfg)
+
+        def merge(extra: CandidateRecord) -> None:
             if extra.status == "ok":
+                rec = tf.measured(extra.config)
                 rec.round_medians_us += extra.round_medians_us
                 rec.median_us = float(sorted(rec.round_medians_us)[len(rec.round_medians_us) // 2])
+
+        pool.measure(survivors, merge)
         tf.save(req.out_dir)
         survivors = _halving_survivors([tf.measured(c) for c in survivors], max(req.finalists, len(survivors) // 2))
 

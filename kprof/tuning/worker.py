@@ -8,6 +8,7 @@ timed in a worker process; the parent waits with a timeout, and replaces a worke
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import time
 import traceback
 from dataclasses import dataclass, replace
@@ -36,6 +37,7 @@ class WorkerSpec:
     observations: int
     warmup: int
     evict_mib: int
+    visible_device: str | None = None  # CUDA_VISIBLE_DEVICES of this worker's process (one GPU of a host)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -55,7 +57,7 @@ def _serve(conn, spec: WorkerSpec) -> None:
                         TimingProtocol(rounds=spec.rounds, warmup_pairs=0, observations=spec.observations,
                                        evict_mib=spec.evict_mib),
                         telemetry=False)
-    conn.send(("ready",))
+    conn.send(("ready", torch.cuda.get_device_name(target.device) if target.is_gpu else "cpu-interpreter"))
     while True:
         msg = conn.recv()
         if msg[0] == "stop":
@@ -98,6 +100,8 @@ def _serve(conn, spec: WorkerSpec) -> None:
 
 
 def _entry(conn, spec: WorkerSpec) -> None:
+    if spec.visible_device is not None:  # before anything initialises CUDA in this process
+        os.environ["CUDA_VISIBLE_DEVICES"] = spec.visible_device
     try:
         _serve(conn, spec)
     except Exception:
@@ -115,6 +119,7 @@ class CandidateWorker:
         self._proc = None
         self._conn = None
         self.restarts = 0
+        self.device_name: str | None = None  # what the worker process reported on start
 
     def _start(self) -> None:
         parent, child = self._ctx.Pipe()
@@ -129,6 +134,12 @@ class CandidateWorker:
         if msg[0] != "ready":
             self._kill()
             raise RuntimeError(f"tuning worker failed to start: {msg[1] if len(msg) > 1 else msg}")
+        self.device_name = msg[1]
+
+    def start(self) -> None:
+        """Start the process now (otherwise it starts with the first request)."""
+        if self._proc is None or not self._proc.is_alive():
+            self._start()
 
     def _kill(self) -> None:
         if self._proc is not None and self._proc.is_alive():

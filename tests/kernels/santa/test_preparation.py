@@ -90,3 +90,13 @@ def test_spec_workloads_cache_under_kprof_cache(monkeypatch, tmp_path, make_work
     w = make_workload(4, 2, 64, 8)
     path = cache_path(w, SantaSettings(), w.content_hash())
     assert str(path).startswith(str(tmp_path / "cache"))
+
+
+def test_heads_built_in_worker_processes_match_the_sequential_layout(make_workload):
+    w = make_workload(8, 2, 600, 16, seed=12, scale=2.0)
+    settings = SantaSettings(p=8, r=2, s=8, parents="kmeans")
+    one = build_layout(w.k, settings, workers=1)
+    two = build_layout(w.k, settings, workers=2)
+    for name in ("perm", "start", "length", "rep_index", "num_teams"):
+        assert torch.equal(getattr(one, name), getattr(two, name)), name
+    two.check(600)
