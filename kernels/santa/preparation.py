@@ -126,8 +126,9 @@ def _head_teams(keys: torch.Tensor, settings: SantaSettings, threads: int | None
 
 def layout_workers(hkv: int, n: int, parents: str) -> int:
     """Processes for the heads' k-means: one per head up to half the cores, once a head's k-means
-    takes seconds (N >= 16K); below that, starting processes costs more than it saves."""
-    if parents != "kmeans" or n < 16_384 or hkv < 2:
+    takes seconds (N >= 16K); below that, starting processes costs more than it saves. A daemon
+    process (a tuning worker) may not start processes: one."""
+    if parents != "kmeans" or n < 16_384 or hkv < 2 or multiprocessing.current_process().daemon:
         return 1
     return max(1, min(hkv, (os.cpu_count() or 1) // 2))
 

@@ -46,6 +46,10 @@ STRATEGIES = ("exhaustive", "random", "halving", "optuna")
                    "(its own eviction buffer and host gate; a crash restarts that worker only); the finalists' "
                    "paired confirmation runs on the first of them alone. GPUs must be of one model. Without a "
                    "GPU, the count of interpreter workers. [default: one device]")
+@click.option("--backend", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="ray: one actor per GPU of a Ray cluster (pip install 'kprof[ray]'); the cache is written here, "
+                   "by this process only.")
+@click.option("--address", default=None, help="With --backend ray: the cluster's address. [default: a local Ray]")
 @click.option("--out-dir", type=click.Path(file_okay=False), default=None,
               help="Where the per-launch cache files live (resumable). [default: profiles/tuned under $KPROF_HOME, "
                    "else the project root (pyproject.toml or .git above the working directory), else "
@@ -59,7 +63,7 @@ STRATEGIES = ("exhaustive", "random", "halving", "optuna")
                    "kprof.tuning.load_config(method, launch, shape, path).")
 @click.option("--json", "as_json", is_flag=True, help="Print the cache documents as JSON.")
 def tune(method, workload, launches, strategy, max_configs, budget_s, rounds, observations, finalists, timeout_s,
-         retry_failed, device, devices, out_dir, replace_stale, export_path, as_json) -> None:
+         retry_failed, device, devices, backend, address, out_dir, replace_stale, export_path, as_json) -> None:
     """Search each launch's declared config space; every candidate validated before it is timed.
 
     Candidates run in a worker process with a timeout, so compile errors, resource errors,
@@ -81,7 +85,15 @@ def tune(method, workload, launches, strategy, max_configs, budget_s, rounds, ob
         from kprof.core.target import cuda_device_count
         from kprof.tuning.pool import parse_devices
 
-        req.devices = parse_devices(devices, cuda_device_count() if resolve_target(device).is_gpu else 0)
+        local_gpus = cuda_device_count() if backend == "local" and resolve_target(device).is_gpu else 0
+        req.devices = parse_devices(devices, local_gpus)  # with Ray: only a count of CPU-only actors
+    if address and backend != "ray":
+        raise click.UsageError("--address is for --backend ray")
+    if backend == "ray":
+        from kprof.tuning.ray_pool import import_ray
+
+        import_ray()  # a missing Ray is one line now, not after the first launch's setup
+        req.backend, req.ray_address = backend, address
     if strategy == "optuna":
         from kprof.tuning.optuna_search import check_available
 

@@ -57,6 +57,8 @@ class TuneRequest:
     replace_stale: bool = False  # move a cache measured under another key aside and tune afresh
     retry_failed: bool = False  # measure again the candidates cached as failed (crash, timeout, error)
     devices: tuple[str, ...] = ()  # screen on these GPUs of the host, one worker each (kprof.tuning.pool)
+    backend: str = "local"  # "ray": one actor per GPU of a Ray cluster (kprof.tuning.ray_pool)
+    ray_address: str | None = None  # None: a local Ray instance
 
 
 @dataclass
@@ -170,9 +172,13 @@ def tune_launch(req: TuneRequest, launch: str, progress: Callable[..., None]) ->
     return LaunchOutcome(launch, path, tf, measured_now, time.perf_counter() - t0, len(todo) - measured_now)
 
 
-def _pool(req: TuneRequest, launch: str, devices: Sequence[str]) -> WorkerPool:
+def _pool(req: TuneRequest, launch: str, devices: Sequence[str]):
     spec = WorkerSpec(req.method, req.workload, req.device, launch, req.rounds, req.observations, req.warmup,
                       req.evict_mib)
+    if req.backend == "ray":
+        from kprof.tuning.ray_pool import RayPool
+
+        return RayPool(spec, req.timeout_s, req.ray_address, workers=len(devices) or None)
     return WorkerPool(spec, devices, req.timeout_s, pin=resolve_target(req.device).is_gpu)
 
 
@@ -198,7 +204,7 @@ def _tune_with_optuna(req: TuneRequest, launch: str, space, tf: TuneFile, path: 
     return LaunchOutcome(launch, path, tf, measured, time.perf_counter() - t0, left)
 
 
-def _halve(tf: TuneFile, pool: WorkerPool, req: TuneRequest, note: Callable[[str], None]) -> None:
+def _halve(tf: TuneFile, pool, req: TuneRequest, note: Callable[[str], None]) -> None:
     """Re-measure the better half repeatedly (more rounds for fewer candidates) down to the finalists."""
     survivors = _halving_survivors(tf.candidates, max(req.finalists, len(tf.ok()) // 2))
     while len(survivors) > req.finalists:

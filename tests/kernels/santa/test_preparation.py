@@ -100,3 +100,15 @@ def test_heads_built_in_worker_processes_match_the_sequential_layout(make_worklo
     for name in ("perm", "start", "length", "rep_index", "num_teams"):
         assert torch.equal(getattr(one, name), getattr(two, name)), name
     two.check(600)
+
+
+def test_worker_processes_only_for_large_kmeans_builds_outside_daemons(monkeypatch):
+    import multiprocessing
+
+    from kprof.kernels.santa.preparation import layout_workers
+
+    monkeypatch.setattr("os.cpu_count", lambda: 16)
+    assert layout_workers(8, 131_072, "kmeans") == 8
+    assert layout_workers(8, 8_192, "kmeans") == 1 and layout_workers(8, 131_072, "contiguous") == 1
+    monkeypatch.setattr(multiprocessing.current_process(), "daemon", True, raising=False)
+    assert layout_workers(8, 131_072, "kmeans") == 1  # a tuning worker may not have children
