@@ -15,6 +15,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 
 from kprof.core.errors import ConfigError
@@ -111,17 +112,23 @@ class TeamLayout:
                     raise ValueError(f"head {h}: representative of team {g} is not its member")
 
 
-def _head_teams(keys: torch.Tensor, settings: SantaSettings, threads: int | None = None) -> Teams:
-    """Parents and teams of one KV head's keys ``[N, d]`` (in a worker process: ``threads`` caps
-    the BLAS/OpenMP threads of its k-means, so parallel heads do not oversubscribe the cores)."""
+def _head_teams(keys: torch.Tensor, settings: SantaSettings) -> Teams:
+    """Parents and teams of one KV head's keys ``[N, d]``."""
+    if settings.parents == "kmeans":
+        parents = kmeans_parents(keys, settings.p, settings.seed)
+    else:
+        parents = contiguous_parents(keys.shape[0], settings.p)
+    return build_teams(keys, parents, settings.r)
+
+
+def _head_teams_in_worker(keys: np.ndarray, settings: SantaSettings, threads: int) -> Teams:
+    """:func:`_head_teams` in a worker process, its BLAS/OpenMP threads capped so that parallel
+    heads do not oversubscribe the cores. Keys travel as a float32 array (exact for fp16 and
+    bf16; the k-means works in float64), never as a shared-memory tensor."""
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(limits=threads):
-        if settings.parents == "kmeans":
-            parents = kmeans_parents(keys, settings.p, settings.seed)
-        else:
-            parents = contiguous_parents(keys.shape[0], settings.p)
-        return build_teams(keys, parents, settings.r)
+        return _head_teams(torch.from_numpy(keys), settings)
 
 
 def layout_workers(hkv: int, n: int, parents: str) -> int:
@@ -142,8 +149,9 @@ def build_layout(k: torch.Tensor, settings: SantaSettings, workers: int | None =
         return TeamLayout.from_teams([_head_teams(keys, settings) for keys in heads])
     threads = max(1, (os.cpu_count() or 1) // workers)
     context = multiprocessing.get_context("spawn")  # the parent may hold a CUDA context: never fork it
+    arrays = [h.float().numpy().copy() for h in heads]
     with ProcessPoolExecutor(workers, mp_context=context) as pool:
-        teams = list(pool.map(_head_teams, heads, [settings] * len(heads), [threads] * len(heads)))
+        teams = list(pool.map(_head_teams_in_worker, arrays, [settings] * len(heads), [threads] * len(heads)))
     return TeamLayout.from_teams(teams)
 
 

@@ -114,8 +114,8 @@ def _open_cache(path: Path, key, replace_stale: bool, say: Callable[[str], None]
 
 def tune_launch(req: TuneRequest, launch: str, progress: Callable[..., None]) -> LaunchOutcome:
     """Screen, halve and finalise one launch. ``progress(launch, done, total, message="")`` is
-    called before and after every candidate; ``message`` says what just finished (one line, so a
-    log of a run that is cut short still shows how far it got)."""
+    called as each candidate finishes; ``message`` says what just finished (one line, so a log of
+    a run that is cut short still shows how far it got)."""
     method = get_method(req.method)
     spaces = method.config_space()
     if launch not in spaces:
@@ -153,7 +153,7 @@ def tune_launch(req: TuneRequest, launch: str, progress: Callable[..., None]) ->
         progress(launch, done, len(order), f"{launch} {done}/{len(order)} {rec.describe()}")
 
     try:
-        pool.start()
+        pool.start(expected_device=key.device)
         if len(pool.workers) > 1:
             progress(launch, done, len(order),
                      f"{launch}: screening on {len(pool.workers)} devices ({', '.join(pool.devices)}); finalists are "

@@ -8,10 +8,9 @@ timed in a worker process; the parent waits with a timeout, and replaces a worke
 from __future__ import annotations
 
 import multiprocessing as mp
-import os
 import time
 import traceback
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 import torch
@@ -23,6 +22,7 @@ from kprof.measure.stats import round_medians
 from kprof.methods import get_method
 from kprof.methods.registry import load_plugins
 from kprof.methods.validation import compare_outputs
+from kprof.tuning import pinned_start
 from kprof.tuning.cache import CandidateRecord
 from kprof.workloads import resolve_workload
 
@@ -57,7 +57,11 @@ def _serve(conn, spec: WorkerSpec) -> None:
                         TimingProtocol(rounds=spec.rounds, warmup_pairs=0, observations=spec.observations,
                                        evict_mib=spec.evict_mib),
                         telemetry=False)
-    conn.send(("ready", torch.cuda.get_device_name(target.device) if target.is_gpu else "cpu-interpreter"))
+    if target.is_gpu:
+        props = torch.cuda.get_device_properties(target.device)
+        conn.send(("ready", props.name, str(getattr(props, "uuid", ""))))
+    else:
+        conn.send(("ready", "cpu-interpreter", ""))
     while True:
         msg = conn.recv()
         if msg[0] == "stop":
@@ -99,9 +103,8 @@ def _serve(conn, spec: WorkerSpec) -> None:
                     return
 
 
-def _entry(conn, spec: WorkerSpec) -> None:
-    if spec.visible_device is not None:  # before anything initialises CUDA in this process
-        os.environ["CUDA_VISIBLE_DEVICES"] = spec.visible_device
+def entry(conn, spec: WorkerSpec) -> None:
+    """The worker process's body (started through :mod:`kprof.tuning.pinned_start`)."""
     try:
         _serve(conn, spec)
     except Exception:
@@ -120,10 +123,13 @@ class CandidateWorker:
         self._conn = None
         self.restarts = 0
         self.device_name: str | None = None  # what the worker process reported on start
+        self.device_uuid: str = ""
+        self.closed = False
 
     def _start(self) -> None:
         parent, child = self._ctx.Pipe()
-        self._proc = self._ctx.Process(target=_entry, args=(child, self.spec), daemon=True)
+        self._proc = self._ctx.Process(target=pinned_start.start,
+                                       args=(child, asdict(self.spec), self.spec.visible_device), daemon=True)
         self._proc.start()
         child.close()
         self._conn = parent
@@ -134,7 +140,7 @@ class CandidateWorker:
         if msg[0] != "ready":
             self._kill()
             raise RuntimeError(f"tuning worker failed to start: {msg[1] if len(msg) > 1 else msg}")
-        self.device_name = msg[1]
+        self.device_name, self.device_uuid = msg[1], msg[2]
 
     def start(self) -> None:
         """Start the process now (otherwise it starts with the first request)."""
@@ -148,6 +154,8 @@ class CandidateWorker:
         self._proc = self._conn = None
 
     def _request(self, msg) -> tuple:
+        if self.closed:
+            raise RuntimeError("tuning worker used after close()")
         if self._proc is None or not self._proc.is_alive():
             if self._proc is not None:
                 self.restarts += 1
@@ -184,6 +192,7 @@ class CandidateWorker:
         return str(reply[1])
 
     def close(self) -> None:
+        self.closed = True
         if self._conn is not None:
             try:
                 self._conn.send(("stop",))

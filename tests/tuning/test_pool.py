@@ -75,3 +75,90 @@ def test_tune_cli_takes_devices_and_says_what_is_wrong_with_them(tiny, tmp_path)
     r = CliRunner().invoke(cli, [*args, "--devices", "0,1"])
     assert r.exit_code == 0, r.output
     assert "screening on 2 devices" in r.output
+
+
+class FakeWorker:
+    """Stands in for a CandidateWorker: measures in a few milliseconds, or fails to (re)start."""
+
+    def __init__(self, name, broken=False):
+        self.name, self.broken, self.seen, self.closed = name, broken, [], False
+
+    def measure(self, cfg, rounds=None):
+        import time
+
+        from kprof.tuning.cache import CandidateRecord
+
+        if self.broken:
+            raise RuntimeError("tuning worker did not start in time")
+        time.sleep(0.01)
+        self.seen.append(cfg["X"])
+        return CandidateRecord(cfg, "ok", 1.0, [1.0])
+
+    def close(self):
+        self.closed = True
+
+
+def _pool(*workers):
+    from kprof.tuning.worker import WorkerSpec
+
+    pool = WorkerPool(WorkerSpec("triton-dense", "w", "cpu", "combine", 1, 1, 0, 1), ("0", "1"), 10, pin=False)
+    pool.workers = list(workers)
+    return pool
+
+
+def test_measure_spreads_work_over_every_worker_and_hands_each_result_over_once():
+    a, b = FakeWorker("a"), FakeWorker("b")
+    got = []
+    _pool(a, b).measure([{"X": i} for i in range(20)], lambda rec: got.append(rec.config["X"]))
+    assert sorted(got) == list(range(20)) and a.seen and b.seen
+    assert sorted(a.seen + b.seen) == list(range(20))
+
+
+def test_a_worker_that_cannot_restart_is_retired_and_the_rest_finish():
+    good = FakeWorker("good")
+    got = []
+    _pool(good, FakeWorker("broken", broken=True)).measure([{"X": i} for i in range(5)],
+                                                           lambda rec: got.append(rec.config["X"]))
+    assert sorted(got) == list(range(5))
+    with pytest.raises(RuntimeError, match="did not start"):
+        _pool(FakeWorker("x", True), FakeWorker("y", True)).measure([{"X": 1}], lambda rec: None)
+
+
+def test_a_failing_callback_or_budget_stops_the_pool_without_hanging():
+    seen = []
+
+    def stop_at_third(rec):
+        seen.append(rec)
+        if len(seen) == 3:
+            raise KeyboardInterrupt
+
+    a, b = FakeWorker("a"), FakeWorker("b")
+    with pytest.raises(KeyboardInterrupt):
+        _pool(a, b).measure([{"X": i} for i in range(50)], stop_at_third)
+    assert len(a.seen) + len(b.seen) < 50, "nothing new is handed out after the failure"
+
+    def broken_budget():
+        raise ValueError("budget clock broke")
+
+    with pytest.raises(ValueError, match="budget clock"):
+        _pool(FakeWorker("a"), FakeWorker("b")).measure([{"X": 1}], lambda rec: None, more=broken_budget)
+
+
+def test_device_indices_count_within_the_parents_visible_gpus(monkeypatch):
+    from kprof.tuning.pool import physical_device
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert physical_device("1") == "1"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
+    assert physical_device("0") == "2" and physical_device("1") == "3"
+
+
+def test_the_worker_process_entry_imports_no_torch_before_pinning():
+    """CUDA reads CUDA_VISIBLE_DEVICES once, at driver start: the process target must not import
+    torch (whose import of kprof's worker module starts the driver) before setting it."""
+    import subprocess
+    import sys
+
+    code = "import sys, kprof.tuning.pinned_start; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"

@@ -97,6 +97,7 @@ def test_heads_built_in_worker_processes_match_the_sequential_layout(make_worklo
     settings = SantaSettings(p=8, r=2, s=8, parents="kmeans")
     one = build_layout(w.k, settings, workers=1)
     two = build_layout(w.k, settings, workers=2)
+    assert not w.k.is_shared(), "the caller's keys stay where they were (sent as copies)"
     for name in ("perm", "start", "length", "rep_index", "num_teams"):
         assert torch.equal(getattr(one, name), getattr(two, name)), name
     two.check(600)
