@@ -54,9 +54,13 @@ def _finish(result, out: str | None, as_json: bool, table) -> None:
 @click.option("--vary", multiple=True, metavar="SPEC:KEY=V1,V2,...",
               help="Add one candidate row per value of a method option or launch parameter (repeatable), e.g. "
                    "santa:s=32,64,124 or santa:attend.NUM_SPLITS=16,32.")
+@click.option("--devices", default=None, metavar="all|0,1,...",
+              help="With several --workload: run the workloads at once on these GPUs of one model, each "
+                   "workload's rows one paired run on one GPU (a worker process pinned to it). [default: one "
+                   "device, one workload after another]")
 @protocol_options(many_workloads=True)
-def compare(methods: tuple[str, ...], baseline: str, vary: tuple[str, ...], workload: tuple[str, ...], device,
-            config_mode, as_json, out, **kw) -> None:
+def compare(methods: tuple[str, ...], baseline: str, vary: tuple[str, ...], devices: str | None,
+            workload: tuple[str, ...], device, config_mode, as_json, out, **kw) -> None:
     """Time candidates against a baseline in the same rounds, with a speedup interval.
 
     Each round interleaves all methods in the order of a balanced (Williams) design, evicts L2
@@ -77,11 +81,19 @@ def compare(methods: tuple[str, ...], baseline: str, vary: tuple[str, ...], work
 
     check_destination(out, kw.pop("force"))
     overrides = protocol_overrides(kw)
-    defaults = GPU_DEFAULT_CANDIDATES if resolve_target(device).is_gpu else CPU_DEFAULT_CANDIDATES
+    gpu = resolve_target(device).is_gpu
+    defaults = GPU_DEFAULT_CANDIDATES if gpu else CPU_DEFAULT_CANDIDATES
     candidates = with_variants(list(methods) or ([] if vary else list(defaults)), list(vary))
+    spread = ()
+    if devices is not None:
+        from kprof.core.pinned import parse_devices
+        from kprof.core.target import cuda_device_count
+
+        spread = parse_devices(devices, cuda_device_count() if gpu else 0)
     with measurement_progress(as_json) as progress:
         result = run_sweep(lambda w: MeasurementSession.open(device, w, overrides, progress.status, config_mode),
-                           list(workload) or [None], baseline, candidates, progress)
+                           list(workload) or [None], baseline, candidates, progress, devices=spread,
+                           session_args={"device": device, "overrides": overrides, "config_mode": config_mode})
     _finish(result, out, as_json, compare_table)
 
 

@@ -82,8 +82,8 @@ def tune(method, workload, launches, strategy, max_configs, budget_s, rounds, ob
                        finalists, timeout_s, Path(out_dir) if out_dir else tuned_dir(), replace_stale)
     req.retry_failed = retry_failed
     if devices is not None:
+        from kprof.core.pinned import parse_devices
         from kprof.core.target import cuda_device_count
-        from kprof.tuning.pool import parse_devices
 
         local_gpus = cuda_device_count() if backend == "local" and resolve_target(device).is_gpu else 0
         req.devices = parse_devices(devices, local_gpus)  # with Ray: only a count of CPU-only actors

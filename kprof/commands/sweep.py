@@ -9,12 +9,16 @@ row of every run, so the variants of a method are paired with the baseline like 
 from __future__ import annotations
 
 import hashlib
+import multiprocessing as mp
 from dataclasses import replace
-from typing import Callable
+from multiprocessing import connection as mp_connection
+from typing import Callable, Sequence
 
 from kprof.commands.compare import baseline_for, run_compare
 from kprof.commands.session import MeasurementSession
+from kprof.core import pinned
 from kprof.core.errors import KprofError, MethodUnavailable
+from kprof.core.target import cuda_available
 from kprof.measure.harness import Progress
 from kprof.methods import get_method
 from kprof.results.result import Result, Speedup
@@ -47,11 +51,14 @@ def with_variants(candidates: list[str], vary: list[str]) -> list[str]:
 
 
 def run_sweep(open_session: Callable[[str | None], MeasurementSession], workloads: list[str | None],
-              baseline: str, candidates: list[str], progress: Progress | None = None) -> Result:
+              baseline: str, candidates: list[str], progress: Progress | None = None,
+              devices: Sequence[str] = (), session_args: dict | None = None) -> Result:
     """Compare ``candidates`` with ``baseline`` on each workload, one paired run each; one Result.
 
     Every workload is loaded and every method checked on each before anything is timed, so a
-    method that cannot run on one of them stops the sweep at once, not after the others' runs."""
+    method that cannot run on one of them stops the sweep at once, not after the others' runs.
+    With ``devices`` the workloads' runs go to those GPUs at once (``session_args``: what
+    :meth:`MeasurementSession.open` takes, for the worker processes)."""
     progress = progress or Progress()
     if len(set(workloads)) != len(workloads):
         raise KprofError(f"--workload names one workload twice ({', '.join(map(str, workloads))}): pass each once")
@@ -63,11 +70,91 @@ def run_sweep(open_session: Callable[[str | None], MeasurementSession], workload
         sessions.append(open_session(name))
     tags = workload_tags(sessions)
     check_every_pair(sessions, tags, baseline, candidates)
+    if len(devices) > 1:
+        runs = run_on_devices(devices, session_args or {}, workloads, baseline, candidates, progress)
+        models = {(r.environment.get("gpu") or {}).get("name") for r in runs}
+        if len(models) > 1:
+            raise KprofError(f"--devices ran the workloads on different GPU models ({', '.join(map(str, models))}): "
+                             "pass GPUs of one model")
+        joined = join_runs(runs, tags)
+        joined.notes.append(f"workloads ran at once on devices {', '.join(devices)}; each workload's rows are one "
+                            "paired run on one device")
+        return joined
     runs = []
     for i, session in enumerate(sessions):
         progress.status(f"workload {i + 1}/{len(sessions)}: {tags[i]}")
         runs.append(run_compare(session, baseline, candidates, progress))
     return join_runs(runs, tags)
+
+
+def run_on_devices(devices: Sequence[str], session_args: dict, workloads: list[str | None], baseline: str,
+                   candidates: list[str], progress: Progress) -> list[Result]:
+    """Each workload's paired run in a worker process pinned to one of ``devices`` (workloads
+    dealt round-robin); the Results in workload order. A run that fails stops the sweep with its
+    one line once the other devices' current runs end."""
+    ctx = mp.get_context("spawn")
+    pin = session_args.get("device", "auto") != "cpu" and cuda_available()
+    procs, conns, assigned = [], [], {}
+    for i, device in enumerate(devices):
+        mine = workloads[i::len(devices)]
+        if not mine:
+            continue
+        assigned[device] = mine
+        parent, child = ctx.Pipe()
+        visible = pinned.physical_device(device) if pin else None
+        proc = ctx.Process(target=pinned.start, daemon=True,
+                           args=(visible, f"{__name__}:compare_in_process", child, session_args, mine, baseline,
+                                 candidates))
+        proc.start()
+        child.close()
+        procs.append((device, proc))
+        conns.append(parent)
+    results: dict = {}
+    failure = None
+    open_conns = dict(zip(conns, [d for d, _ in procs]))
+    try:
+        while open_conns:
+            for conn in mp_connection.wait(list(open_conns)):
+                device = open_conns[conn]
+                try:
+                    kind, name, payload = conn.recv()
+                except EOFError:
+                    del open_conns[conn]
+                    if any(name not in results for name in assigned[device]) and failure is None:
+                        failure = f"the worker on device {device} ended before its runs did"
+                    continue
+                if kind == "status":
+                    progress.status(f"device {device}: {payload}")
+                elif kind == "ok":
+                    results[name] = payload
+                    progress.status(f"device {device}: {name} done")
+                else:
+                    failure = failure or f"{name} on device {device}: {payload}"
+    finally:
+        for _, proc in procs:
+            proc.join(5)
+            if proc.is_alive():
+                proc.kill()
+    if failure is not None:
+        raise KprofError(f"sweep over devices stopped: {failure}")
+    return [results[name] for name in workloads]
+
+
+def compare_in_process(conn, session_args: dict, workloads: list[str | None], baseline: str,
+                       candidates: list[str]) -> None:
+    """A sweep worker's body: one paired run per workload, each Result sent back as it ends."""
+    for name in workloads:
+        try:
+            session = MeasurementSession.open(
+                session_args.get("device", "auto"), name, session_args.get("overrides", {}),
+                lambda msg, name=name: conn.send(("status", name, f"{name}: {msg}")),
+                session_args.get("config_mode", "auto"))
+            conn.send(("ok", name, run_compare(session, baseline, candidates)))
+        except Exception as exc:  # noqa: BLE001 - one line to the parent, which stops the sweep
+            text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            conn.send(("error", name, text))
+            return
+    conn.close()
 
 
 def workload_tags(sessions: list[MeasurementSession]) -> list[str]:

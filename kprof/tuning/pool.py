@@ -15,39 +15,14 @@ confirmation on one GPU makes.
 from __future__ import annotations
 
 import dataclasses
-import os
 import queue
 import threading
 from typing import Callable, Iterable, Sequence
 
 from kprof.core.errors import KprofError
+from kprof.core.pinned import physical_device
 from kprof.tuning.cache import CandidateRecord
 from kprof.tuning.worker import CandidateWorker, WorkerSpec
-
-
-def parse_devices(text: str | None, gpu_count: int) -> tuple[str, ...]:
-    """``--devices``: ``all`` or ``0,1,...`` -> the CUDA_VISIBLE_DEVICES value of each worker.
-    Without a GPU the values only count interpreter workers (no pinning)."""
-    if text is None:
-        return ()
-    if text.strip() == "all":
-        return tuple(str(i) for i in range(max(1, gpu_count)))
-    try:
-        ids = [int(t) for t in text.split(",") if t.strip()]
-    except ValueError:
-        raise KprofError(f"--devices {text!r}: write all, or GPU indices such as 0,1,3") from None
-    if not ids or len(set(ids)) != len(ids) or min(ids) < 0:
-        raise KprofError(f"--devices {text!r}: give distinct GPU indices such as 0,1,3, or all")
-    if gpu_count and max(ids) >= gpu_count:
-        raise KprofError(f"--devices {text!r}: this host has {gpu_count} GPU(s), indices 0 to {gpu_count - 1}")
-    return tuple(str(i) for i in ids)
-
-
-def physical_device(index: str) -> str:
-    """The ``CUDA_VISIBLE_DEVICES`` entry for visible GPU ``index`` of this process: indices count
-    within the parent's own visible list when it has one (``2,3`` makes index 0 GPU 2)."""
-    parent = [d.strip() for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
-    return parent[int(index)] if parent and int(index) < len(parent) else index
 
 
 class WorkerPool:

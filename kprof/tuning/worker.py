@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 import torch
 
+from kprof.core import pinned
 from kprof.core.target import resolve_target
 from kprof.measure.harness import Harness, TimedOp
 from kprof.measure.protocol import TimingProtocol
@@ -22,7 +23,6 @@ from kprof.measure.stats import round_medians
 from kprof.methods import get_method
 from kprof.methods.registry import load_plugins
 from kprof.methods.validation import compare_outputs
-from kprof.tuning import pinned_start
 from kprof.tuning.cache import CandidateRecord
 from kprof.workloads import resolve_workload
 
@@ -103,8 +103,9 @@ def _serve(conn, spec: WorkerSpec) -> None:
                     return
 
 
-def entry(conn, spec: WorkerSpec) -> None:
-    """The worker process's body (started through :mod:`kprof.tuning.pinned_start`)."""
+def entry(conn, spec_fields: dict) -> None:
+    """The worker process's body (started through :mod:`kprof.core.pinned`)."""
+    spec = WorkerSpec(**spec_fields)
     try:
         _serve(conn, spec)
     except Exception:
@@ -128,8 +129,8 @@ class CandidateWorker:
 
     def _start(self) -> None:
         parent, child = self._ctx.Pipe()
-        self._proc = self._ctx.Process(target=pinned_start.start,
-                                       args=(child, asdict(self.spec), self.spec.visible_device), daemon=True)
+        self._proc = self._ctx.Process(target=pinned.start, daemon=True,
+                                       args=(self.spec.visible_device, f"{__name__}:entry", child, asdict(self.spec)))
         self._proc.start()
         child.close()
         self._conn = parent

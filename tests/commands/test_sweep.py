@@ -104,3 +104,50 @@ def test_the_same_content_twice_is_refused_and_a_shared_name_gets_its_hash(tmp_p
     assert r.exit_code == 0, r.output
     tags = [p["name"] for p in json.loads(out.read_text())["workload"]["points"]]
     assert len(set(tags)) == 2 and all(t.startswith("random-1-") for t in tags)
+
+
+def test_a_sweep_spread_over_two_devices_is_the_same_grid_in_one_result(two_workloads, tmp_path):
+    """Without a GPU, --devices 0,1 runs the two workloads in two interpreter worker processes."""
+    out = tmp_path / "spread.json"
+    args = ["compare", "--baseline", "math", "--method", "triton-dense", "--devices", "0,1", "--out", str(out), *TINY]
+    for w in two_workloads:
+        args += ["--workload", w]
+    r = CliRunner().invoke(cli, args)
+    assert r.exit_code == 0, r.output
+    assert "device 0:" in r.output and "device 1:" in r.output
+    doc = json.loads(out.read_text())
+    names = [p["name"] for p in doc["workload"]["points"]]
+    rows = [(m["workload"], m["label"]) for m in doc["methods"]]
+    assert len(rows) == 4 and [w for w, _ in rows] == [names[0], names[0], names[1], names[1]]
+    assert len(doc["speedups"]) == 2 and all(m["validation"]["passed"] for m in doc["methods"])
+    assert any("ran at once on devices 0, 1" in n for n in doc["notes"])
+
+
+BROKEN = """
+from kprof.methods.base import Method
+from kprof.methods.registry import register
+
+
+@register
+class Broken(Method):
+    name = "test-broken"
+    summary = "available everywhere, fails when prepared"
+
+    def _prepare(self, workload, config):
+        raise RuntimeError("simulated failure while preparing")
+"""
+
+
+def test_a_run_failing_on_one_device_stops_the_spread_sweep_with_one_line(two_workloads, tmp_path, monkeypatch):
+    (tmp_path / "broken_plugin.py").write_text(BROKEN)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    monkeypatch.setenv("KPROF_PLUGINS", "broken_plugin")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    out = tmp_path / "x.json"
+    args = ["compare", "--baseline", "math", "--method", "test-broken", "--devices", "0,1", "--out", str(out), *TINY]
+    for w in two_workloads:
+        args += ["--workload", w]
+    r = CliRunner().invoke(cli, args)
+    assert r.exit_code == 1 and "Traceback" not in r.output, r.output
+    assert "sweep over devices stopped" in r.output and "simulated failure while preparing" in r.output
+    assert not out.exists()
