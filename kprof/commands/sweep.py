@@ -63,6 +63,8 @@ def run_sweep(open_session: Callable[[str | None], MeasurementSession], workload
     if len(set(workloads)) != len(workloads):
         raise KprofError(f"--workload names one workload twice ({', '.join(map(str, workloads))}): pass each once")
     if len(workloads) == 1:
+        if len(devices) > 1:
+            progress.status("one workload: --devices spreads several workloads, so this runs on one device")
         return run_compare(open_session(workloads[0]), baseline, candidates, progress)
     sessions = []
     for i, name in enumerate(workloads):
