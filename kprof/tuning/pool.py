@@ -25,6 +25,16 @@ from kprof.tuning.cache import CandidateRecord
 from kprof.tuning.worker import CandidateWorker, WorkerSpec
 
 
+def check_models(names: set[str], expected: str | None, where: str) -> None:
+    """Refuse workers on GPUs of several models, or of another model than the cache's key."""
+    if len(names) > 1:
+        raise KprofError(f"{where} mixes GPU models ({', '.join(sorted(names))}): their times do not compare and "
+                         "they never share a tuning cache; use GPUs of one model")
+    if expected is not None and names != {expected}:
+        raise KprofError(f"{where} runs on {', '.join(sorted(names))} but this cache is keyed by {expected} (this "
+                         "process's GPU): use GPUs of that model")
+
+
 class WorkerPool:
     def __init__(self, spec: WorkerSpec, devices: Sequence[str], timeout_s: float, pin: bool = True):
         """``devices``: one worker per entry (visible GPU indices), pinned to that GPU when ``pin``
@@ -56,13 +66,7 @@ class WorkerPool:
             t.join()
         if errors:
             raise errors[0]
-        names = {w.device_name for w in self.workers}
-        if len(names) > 1:
-            raise KprofError(f"--devices {','.join(self.devices)} mixes GPU models ({', '.join(sorted(names))}): their "
-                             "times do not compare and they never share a tuning cache; pass GPUs of one model")
-        if expected_device is not None and names != {expected_device}:
-            raise KprofError(f"the tuning workers run on {', '.join(sorted(names))} but this cache is keyed by "
-                             f"{expected_device} (this process's GPU): pass --devices of that model")
+        check_models({w.device_name for w in self.workers}, expected_device, f"--devices {','.join(self.devices)}")
         uuids = [w.device_uuid for w in self.workers if w.device_uuid]
         if self.pinned and len(set(uuids)) < len(uuids):
             raise KprofError(f"--devices {','.join(self.devices)}: several workers landed on one GPU; check "

@@ -14,6 +14,7 @@ from typing import Callable, Iterable
 
 from kprof.core.errors import KprofError
 from kprof.tuning.cache import CandidateRecord
+from kprof.tuning.pool import check_models
 from kprof.tuning.worker import CandidateWorker, WorkerSpec
 
 
@@ -75,13 +76,8 @@ class RayPool:
         self.confirmer = _Confirmer(ray, self.actors[0])
 
     def start(self, expected_device: str | None = None) -> None:
-        names = set(self._ray.get([a.device_name.remote() for a in self.actors]))
-        if len(names) > 1:
-            raise KprofError(f"the Ray cluster mixes GPU models ({', '.join(sorted(names))}): their times do not "
-                             "compare and they never share a tuning cache; use GPUs of one model")
-        if expected_device is not None and names != {expected_device}:
-            raise KprofError(f"the Ray actors run on {', '.join(sorted(names))} but this cache is keyed by "
-                             f"{expected_device} (the driver's GPU): run the driver on a GPU of the actors' model")
+        check_models(set(self._ray.get([a.device_name.remote() for a in self.actors])), expected_device,
+                     "the Ray cluster")
 
     def measure(self, configs: Iterable[dict], on_result: Callable[[CandidateRecord], None],
                 more: Callable[[], bool] = lambda: True, rounds: int | None = None) -> None:
