@@ -6,7 +6,12 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
+
+try:
+    import torch
+except ModuleNotFoundError:  # a bare interpreter: say how to get the test environment, in one line
+    pytest.exit("kprof's tests need torch and the dev extra: run the README's test command "
+                "(pip install \"torch==2.13.0\" && pip install -e '.[dev]' && python -m pytest -q)", returncode=4)
 
 import kprof.kernels  # noqa: F401  (decides TRITON_INTERPRET before any kernel is compiled)
 from kprof.core.target import resolve_target

@@ -44,12 +44,14 @@ def two_workloads(tmp_path, make_workload):
     return paths
 
 
+def _each_workload(paths):
+    return [arg for p in paths for arg in ("--workload", p)]
+
+
 def test_a_2x2_sweep_is_one_result_one_table_and_a_plot(two_workloads, tmp_path):
     out = tmp_path / "sweep.json"
-    args = ["compare", "--baseline", "math", "--vary", "triton-dense:partial.BLOCK_N=16,32", "--out", str(out), *TINY]
-    for w in two_workloads:
-        args += ["--workload", w]
-    r = CliRunner().invoke(cli, args)
+    r = CliRunner().invoke(cli, ["compare", "--baseline", "math", "--vary", "triton-dense:partial.BLOCK_N=16,32",
+                                 "--out", str(out), *TINY, *_each_workload(two_workloads)])
     assert r.exit_code == 0, r.output
     assert "workload 2/2" in r.output and "BLOCK_N=32" in r.output
     doc = json.loads(out.read_text())
@@ -109,10 +111,8 @@ def test_the_same_content_twice_is_refused_and_a_shared_name_gets_its_hash(tmp_p
 def test_a_sweep_spread_over_two_devices_is_the_same_grid_in_one_result(two_workloads, tmp_path):
     """Without a GPU, --devices 0,1 runs the two workloads in two interpreter worker processes."""
     out = tmp_path / "spread.json"
-    args = ["compare", "--baseline", "math", "--method", "triton-dense", "--devices", "0,1", "--out", str(out), *TINY]
-    for w in two_workloads:
-        args += ["--workload", w]
-    r = CliRunner().invoke(cli, args)
+    r = CliRunner().invoke(cli, ["compare", "--baseline", "math", "--method", "triton-dense", "--devices", "0,1",
+                                 "--out", str(out), *TINY, *_each_workload(two_workloads)])
     assert r.exit_code == 0, r.output
     assert "device 0:" in r.output and "device 1:" in r.output
     doc = json.loads(out.read_text())
@@ -144,10 +144,8 @@ def test_a_run_failing_on_one_device_stops_the_spread_sweep_with_one_line(two_wo
     monkeypatch.setenv("KPROF_PLUGINS", "broken_plugin")
     monkeypatch.syspath_prepend(str(tmp_path))
     out = tmp_path / "x.json"
-    args = ["compare", "--baseline", "math", "--method", "test-broken", "--devices", "0,1", "--out", str(out), *TINY]
-    for w in two_workloads:
-        args += ["--workload", w]
-    r = CliRunner().invoke(cli, args)
+    r = CliRunner().invoke(cli, ["compare", "--baseline", "math", "--method", "test-broken", "--devices", "0,1",
+                                 "--out", str(out), *TINY, *_each_workload(two_workloads)])
     assert r.exit_code == 1 and "Traceback" not in r.output, r.output
     assert "sweep over devices stopped" in r.output and "simulated failure while preparing" in r.output
     assert not out.exists()
