@@ -137,10 +137,6 @@ class WorkerPool:
         if len(retired) == len(self.workers):
             raise retired[0]
 
-    @property
-    def restarts(self) -> int:
-        return sum(w.restarts for w in self.workers)
-
     def close(self) -> None:
         for w in self.workers:
             w.close()

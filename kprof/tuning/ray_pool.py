@@ -107,10 +107,6 @@ class RayPool:
         if failure is not None:
             raise failure
 
-    @property
-    def restarts(self) -> int:
-        return 0
-
     def close(self) -> None:
         try:
             self._ray.get([a.close.remote() for a in self.actors], timeout=30)
