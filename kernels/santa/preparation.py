@@ -121,14 +121,25 @@ def _head_teams(keys: torch.Tensor, settings: SantaSettings) -> Teams:
     return build_teams(keys, parents, settings.r)
 
 
-def _head_teams_in_worker(keys: np.ndarray, settings: SantaSettings, threads: int) -> Teams:
+def _head_teams_in_worker(keys: np.ndarray, settings: SantaSettings,
+                          threads: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`_head_teams` in a worker process, its BLAS/OpenMP threads capped so that parallel
-    heads do not oversubscribe the cores. Keys travel as a float32 array (exact for fp16 and
-    bf16; the k-means works in float64), never as a shared-memory tensor."""
+    heads do not oversubscribe the cores. Keys and teams travel as numpy arrays (keys as float32,
+    exact for fp16 and bf16; the k-means works in float64): a torch tensor would travel as one
+    shared-memory file per tensor, and a head at 128K has thousands of teams, past the limit on
+    open files. The teams come back as (members concatenated, sizes, representatives)."""
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(limits=threads):
-        return _head_teams(torch.from_numpy(keys), settings)
+        teams = _head_teams(torch.from_numpy(keys), settings)
+    return (torch.cat(teams.members).numpy(), teams.sizes.numpy(), teams.representatives.numpy())
+
+
+def _teams_from_arrays(members: np.ndarray, sizes: np.ndarray, representatives: np.ndarray) -> Teams:
+    """The :class:`Teams` that :func:`_head_teams_in_worker` flattened."""
+    sizes_t = torch.from_numpy(sizes)
+    return Teams(members=list(torch.from_numpy(members).split(sizes_t.tolist())),
+                 representatives=torch.from_numpy(representatives), sizes=sizes_t)
 
 
 def layout_workers(hkv: int, n: int, parents: str) -> int:
@@ -151,8 +162,8 @@ def build_layout(k: torch.Tensor, settings: SantaSettings, workers: int | None =
     context = multiprocessing.get_context("spawn")  # the parent may hold a CUDA context: never fork it
     arrays = [h.float().numpy().copy() for h in heads]
     with ProcessPoolExecutor(workers, mp_context=context) as pool:
-        teams = list(pool.map(_head_teams_in_worker, arrays, [settings] * len(heads), [threads] * len(heads)))
-    return TeamLayout.from_teams(teams)
+        flat = list(pool.map(_head_teams_in_worker, arrays, [settings] * len(heads), [threads] * len(heads)))
+    return TeamLayout.from_teams([_teams_from_arrays(*f) for f in flat])
 
 
 @dataclass

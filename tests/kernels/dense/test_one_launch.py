@@ -94,7 +94,7 @@ def test_qwen_32k_fp16_on_gpu(target):
 def test_many_calls_and_graph_replays_on_gpu(target, make_workload, tma):
     """A race in the waiting combine shows as a wrong or unwritten row in some call: 200 eager
     calls and 50 graph replays, each on fresh queries and poisoned partials."""
-    w = make_workload(28, 4, 8192, 128, torch.float16, seed=9, scale=2.0)
+    w = make_workload(28, 4, 8192, 128, torch.float16, seed=9, scale=2.0).to(target.device)  # prepare keeps w.q
     prepared = get_method("triton-decode").prepare(w, target, {"decode": {"TMA": tma}})
     op = prepared.run.__self__
     for i in range(200):

@@ -113,3 +113,26 @@ def test_worker_processes_only_for_large_kmeans_builds_outside_daemons(monkeypat
     assert layout_workers(8, 8_192, "kmeans") == 1 and layout_workers(8, 131_072, "contiguous") == 1
     monkeypatch.setattr(multiprocessing.current_process(), "daemon", True, raising=False)
     assert layout_workers(8, 131_072, "kmeans") == 1  # a tuning worker may not have children
+
+
+def test_worker_processes_send_teams_back_within_a_small_open_file_limit(tmp_path):
+    """A head's teams once travelled back as one shared-memory file per team tensor: at 128K on
+    an H200 that ran out of open files. Here a head has hundreds of teams and the worker
+    processes may open at most 128 files."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "build.py"
+    script.write_text(
+        "import resource, torch\n"
+        "from kprof.kernels.santa import SantaSettings, build_layout\n"
+        "if __name__ == '__main__':\n"
+        "    resource.setrlimit(resource.RLIMIT_NOFILE, (128, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))\n"
+        "    k = torch.randn(2, 2400, 16, generator=torch.Generator().manual_seed(3)).half()\n"
+        "    one = build_layout(k, SantaSettings(p=8, r=2, s=8), workers=1)\n"
+        "    two = build_layout(k, SantaSettings(p=8, r=2, s=8), workers=2)\n"
+        "    assert int(two.num_teams.min()) > 128, two.num_teams\n"
+        "    assert all(torch.equal(getattr(one, n), getattr(two, n)) for n in ('perm', 'start', 'length', 'rep_index'))\n"
+        "    print('ok')\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
