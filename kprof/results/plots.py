@@ -4,6 +4,7 @@ error against fp64 dense attention against latency (the accuracy-latency frontie
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 from kprof.core.errors import KprofError
@@ -31,7 +32,9 @@ def plot_results(results: list[Result], path: str | Path) -> Path:
             ax_drift.plot(range(1, len(medians) + 1), medians, marker="o", ms=3, label=label)
         ax_drift.set_xlabel("round")
         ax_drift.set_ylabel("round median (us)")
-        ax_drift.set_title(f"{res.workload.get('name')}: round medians ({res.mode})", fontsize=9)
+        # a sweep's name joins its workloads: wrap it rather than run past the panel
+        ax_drift.set_title("\n".join(textwrap.wrap(f"{res.workload.get('name')}: round medians ({res.mode})", 70)),
+                           fontsize=9)
         ax_drift.legend(fontsize=7)
         if res.kind == "compare" and res.speedups:
             labels = [s.candidate for s in res.speedups]
