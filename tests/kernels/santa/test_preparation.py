@@ -132,7 +132,8 @@ def test_worker_processes_send_teams_back_within_a_small_open_file_limit(tmp_pat
         "    one = build_layout(k, SantaSettings(p=8, r=2, s=8), workers=1)\n"
         "    two = build_layout(k, SantaSettings(p=8, r=2, s=8), workers=2)\n"
         "    assert int(two.num_teams.min()) > 128, two.num_teams\n"
-        "    assert all(torch.equal(getattr(one, n), getattr(two, n)) for n in ('perm', 'start', 'length', 'rep_index'))\n"
+        "    names = ('perm', 'start', 'length', 'rep_index')\n"
+        "    assert all(torch.equal(getattr(one, n), getattr(two, n)) for n in names)\n"
         "    print('ok')\n")
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]

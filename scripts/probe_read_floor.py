@@ -1,0 +1,99 @@
+"""The practical floor of a dense decode call at one workload's size, measured: a kernel that only
+streams the workload's K and V, timed in the same paired rounds as the dense kernels.
+
+The copy peak (``kprof env --measure-peak``) moves 2 GiB, which hides any fixed cost per call. A
+decode call moves 16-512 MiB after an eviction kernel, so what it can reach is fixed + bytes /
+bandwidth, and the fixed part (launch after the eviction, the first touches of cold K/V, the
+ramp of the grid, the tail) matters at 32K. This probe times, in one run of paired rounds:
+
+- ``stream 1/4``, ``stream 1/2``, ``stream``: one launch that reads the first quarter, half and
+  all of K and V (every byte once, 16-byte loads, a few programs per SM) and stores one float
+  per program; a least-squares line through the three gives the fixed cost and the bandwidth;
+- ``empty``: the same grid storing one float per program, reading nothing;
+- the dense methods named by ``--method`` (default triton-decode, triton-dense, flash).
+
+Each stream's sum is checked against torch's first, so the probe provably reads each byte once.
+
+    python scripts/probe_read_floor.py [--workload qwen2.5-7b-l14-32k] [--method M ...] [--json FILE]
+        [--device cpu --workload cpu-smoke]   (a smoke run through the interpreter: not GPU numbers)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from pathlib import Path
+
+import numpy as np
+
+from kprof.kernels.common.stream_read import StreamRead
+from kprof.measure.harness import TimedOp
+
+FRACTIONS = {"stream 1/4": 0.25, "stream 1/2": 0.5, "stream": 1.0}
+
+
+def _check(stream: StreamRead) -> None:
+    """The programs' sums add to torch's sum of the same bytes: every byte read once."""
+    stream.out.fill_(float("nan"))
+    got, want = float(stream.run().double().sum()), stream.expected_sum()
+    if not abs(got - want) <= 1e-4 * abs(want) + 1e-5 * stream.total:
+        raise SystemExit(f"stream of {stream.total} elements summed to {got}, torch says {want}: the probe is wrong")
+
+
+def _median(x: np.ndarray) -> float:
+    return statistics.median(float(np.median(r)) for r in x)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--workload", default="qwen2.5-7b-l14-32k", help="workload name or captured file")
+    ap.add_argument("--method", action="append", help="dense methods timed beside the probe "
+                    "(default: triton-decode, triton-dense, flash; math on the CPU)")
+    ap.add_argument("--programs-per-sm", type=int, default=4, help="stream programs per SM")
+    ap.add_argument("--block", type=int, default=4096, help="elements each stream program loads per step")
+    ap.add_argument("--rounds", type=int, default=None, help="rounds (default: the protocol's)")
+    ap.add_argument("--observations", type=int, default=None, help="timed calls per row per round")
+    ap.add_argument("--json", type=Path, help="write medians, the fitted line and bytes here")
+    ap.add_argument("--device", default="cuda", help="cuda, or cpu for a smoke run through the interpreter")
+    args = ap.parse_args()
+
+    from kprof.commands.session import MeasurementSession
+    from kprof.kernels.dense.one_launch import sm_count
+
+    overrides = {k: v for k, v in (("rounds", args.rounds), ("observations", args.observations)) if v is not None}
+    session = MeasurementSession.open(args.device, args.workload, overrides, config_mode="default")
+    w = session.workload.to(session.target.device)
+    gpu = session.target.is_gpu
+    methods = args.method or (["triton-decode", "triton-dense", "flash"] if gpu else ["triton-decode", "math"])
+    programs = (sm_count(w.k.device) if gpu else 2) * args.programs_per_sm
+    streams = {label: StreamRead(w.k, w.v, f, programs, args.block) for label, f in FRACTIONS.items()}
+    streams["empty"] = StreamRead(w.k, w.v, 1.0, programs, args.block, empty=True)
+    for stream in streams.values():
+        if not stream.empty:
+            _check(stream)
+    prepared = {m: session.prepare(m, m, "subject").prepared for m in methods}
+    ops = [TimedOp(label, s.run) for label, s in streams.items()] + [TimedOp(m, p.run) for m, p in prepared.items()]
+    obs = session.harness().paired(ops).observations
+    medians = {op.label: _median(x) for op, x in zip(ops, obs)}
+
+    xs = np.array([streams[label].bytes for label in FRACTIONS], dtype=float)
+    ys = np.array([medians[label] for label in FRACTIONS])
+    slope, fixed = np.polyfit(xs, ys, 1)
+    gbs = 1e-3 / slope if slope > 0 else float("inf")
+    kv_bytes = streams["stream"].bytes
+    print(f"{w.metadata.get('name', args.workload)}: K+V {kv_bytes / 2**20:.0f} MiB, {programs} stream programs")
+    print(f"{'row':>16s} {'median us':>10s} {'GB/s':>8s}")
+    for label, m in medians.items():
+        b = streams[label].bytes if label in streams else kv_bytes
+        print(f"{label:>16s} {m:10.2f} {b / m / 1e3 if b else 0:8.0f}")
+    print(f"stream time = {fixed:.2f} us + bytes / {gbs:,.4g} GB/s; the floor of a call moving this workload's "
+          f"K and V here: {medians['stream']:.2f} us")
+    if args.json:
+        args.json.write_text(json.dumps({"workload": w.metadata.get("name", args.workload), "kv_bytes": kv_bytes,
+                                         "programs": programs, "medians_us": medians, "fixed_us": fixed,
+                                         "stream_gbs": gbs}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
