@@ -79,6 +79,16 @@ def santa_gumbel_dump(SeedPtr, Out, m_max, stride_oh, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def score_tile(q, Rep, kvh, offs_m, m_max, stride_rh, stride_rm, HEAD_D: tl.constexpr,
+               DOT_PRECISION: tl.constexpr):
+    """q [BLOCK_G, d] . l_g for the representatives ``offs_m`` of KV head ``kvh``: [BLOCK_G, BLOCK_M]."""
+    offs_d = tl.arange(0, HEAD_D)
+    rep = tl.load(Rep + kvh * stride_rh + offs_m[:, None] * stride_rm + offs_d[None, :],
+                  mask=(offs_m < m_max)[:, None], other=0.0)
+    return dot(q, tl.trans(rep), DOT_PRECISION)
+
+
+@triton.jit
 def santa_score(
     Q, Rep, Scores,
     m_max,
@@ -99,12 +109,36 @@ def santa_score(
     offs_d = tl.arange(0, HEAD_D)
     heads = kvh * GROUP + offs_g
     g_mask = offs_g < GROUP
-    m_mask = offs_m < m_max
     q = tl.load(Q + heads[:, None] * stride_qh + offs_d[None, :], mask=g_mask[:, None], other=0.0)
-    rep = tl.load(Rep + kvh * stride_rh + offs_m[:, None] * stride_rm + offs_d[None, :], mask=m_mask[:, None],
-                  other=0.0)
-    s = dot(q, tl.trans(rep), DOT_PRECISION)
-    tl.store(Scores + heads[:, None] * stride_sh + offs_m[None, :], s, mask=g_mask[:, None] & m_mask[None, :])
+    s = score_tile(q, Rep, kvh, offs_m, m_max, stride_rh, stride_rm, HEAD_D, DOT_PRECISION)
+    tl.store(Scores + heads[:, None] * stride_sh + offs_m[None, :], s, mask=g_mask[:, None] & (offs_m < m_max)[None, :])
+
+
+@triton.jit
+def store_block_top(y, offs, Out, BLOCK_T: tl.constexpr, KPAD: tl.constexpr, SELECT: tl.constexpr,
+                    RADIX_BITS: tl.constexpr):
+    """The KPAD best (y, team) keys of one block at ``Out`` (launch 2's SELECT variants)."""
+    if SELECT == 2:
+        keys = tl.reshape(_to_key(y, offs), (1, BLOCK_T))
+        keep = select_top(keys, KPAD, tl.full([1], 1, tl.int1), RADIX_BITS)
+        slot = tl.cumsum(keep.to(tl.int32), axis=1) - 1
+        tl.store(Out + slot, keys, mask=keep)
+    elif SELECT == 1:
+        tl.store(Out + tl.arange(0, KPAD), tl.topk(_to_key(y, offs), KPAD))
+    elif SELECT == 3:
+        bits = y.to(tl.int32, bitcast=True)
+        word = tl.where(bits < 0, bits ^ 0x7FFFFFFF, bits)  # the key's high word: same order as y
+        kth = tl.min(tl.topk(word, KPAD), axis=0)
+        keep = word >= kth
+        if tl.sum(keep.to(tl.int32), axis=0) == KPAD:
+            slot = tl.cumsum(keep.to(tl.int32), axis=0) - 1
+            tl.store(Out + slot, _to_key(y, offs), mask=keep)
+        else:  # the KPAD-th word is tied: order the tie by team index as the int64 keys do
+            tl.store(Out + tl.arange(0, KPAD), tl.topk(_to_key(y, offs), KPAD))
+    else:
+        keys = tl.sort(_to_key(y, offs), descending=True)
+        rank = tl.arange(0, BLOCK_T)
+        tl.store(Out + rank, keys, mask=rank < KPAD)
 
 
 @triton.jit
@@ -142,27 +176,7 @@ def santa_block_topk(
     if NOISE:
         y = y + noise
     y = tl.where(valid, y, float("-inf"))
-    if SELECT == 2:
-        keys = tl.reshape(_to_key(y, offs), (1, BLOCK_T))
-        keep = select_top(keys, KPAD, tl.full([1], 1, tl.int1), RADIX_BITS)
-        slot = tl.cumsum(keep.to(tl.int32), axis=1) - 1
-        tl.store(Cand + h * stride_ch + blk * stride_cb + slot, keys, mask=keep)
-    elif SELECT == 1:
-        tl.store(Cand + h * stride_ch + blk * stride_cb + tl.arange(0, KPAD), tl.topk(_to_key(y, offs), KPAD))
-    elif SELECT == 3:
-        bits = y.to(tl.int32, bitcast=True)
-        word = tl.where(bits < 0, bits ^ 0x7FFFFFFF, bits)  # the key's high word: same order as y
-        kth = tl.min(tl.topk(word, KPAD), axis=0)
-        keep = word >= kth
-        if tl.sum(keep.to(tl.int32), axis=0) == KPAD:
-            slot = tl.cumsum(keep.to(tl.int32), axis=0) - 1
-            tl.store(Cand + h * stride_ch + blk * stride_cb + slot, _to_key(y, offs), mask=keep)
-        else:  # the KPAD-th word is tied: order the tie by team index as the int64 keys do
-            tl.store(Cand + h * stride_ch + blk * stride_cb + tl.arange(0, KPAD), tl.topk(_to_key(y, offs), KPAD))
-    else:
-        keys = tl.sort(_to_key(y, offs), descending=True)
-        rank = tl.arange(0, BLOCK_T)
-        tl.store(Cand + h * stride_ch + blk * stride_cb + rank, keys, mask=rank < KPAD)
+    store_block_top(y, offs, Cand + h * stride_ch + blk * stride_cb, BLOCK_T, KPAD, SELECT, RADIX_BITS)
 
 
 @triton.jit
@@ -248,35 +262,31 @@ def _correct_and_union(team, chosen, tau, sel_slot, kvh, heads, offs_g,
 
 
 @triton.jit
-def santa_merge_union(
-    Cand, Scores, Lengths, Starts, SelTeam, SelLogC, SelKey,
-    UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos, SeedPtr,
-    inv_sqrt_d, k_sel, m_max,
-    stride_ch, stride_sh, stride_lh, stride_selh, stride_uh, stride_um,
-    GROUP: tl.constexpr, BLOCK_G: tl.constexpr, NCP: tl.constexpr, NCAND: tl.constexpr, KPAD: tl.constexpr,
-    UMAX: tl.constexpr, FRESH: tl.constexpr, SELECT: tl.constexpr, RADIX_BITS: tl.constexpr,
-    GATHER: tl.constexpr = False, PDL: tl.constexpr = False,
-):
-    """Launch 3, grid (Hkv,): global top-K and tau per head, corrections, GQA union.
-
-    Writes per head the selected team ids and log c_g (for validation), and per KV head the
-    union of teams selected by its G heads (each once) with member range, row prefix sums,
-    a per-head selection mask and per-head log c_g (``_correct_and_union``). SELECT 0-2 order
-    the K+1 best keys (sort, tl.topk, radix select) and union them in (head, rank) order; 3
-    selects by the 32-bit score word (``_select_by_word``) and unions in (head, candidate) order.
-    """
-    kvh = tl.program_id(0)
+def reset_union_tables(UMask, ULogC, kvh, stride_uh, stride_um, BLOCK_G: tl.constexpr, UMAX: tl.constexpr):
+    """Clear KV head ``kvh``'s selection mask and set its log c_g table to +inf (a head that did
+    not select a team: attend's logit - log c_g is then -inf)."""
     offs_g = tl.arange(0, BLOCK_G)
-    heads = kvh * GROUP + offs_g
-    g_mask = offs_g < GROUP
-    # prologue (overlaps launch 2 under PDL): reset the mask and log c_g tables, which only this
-    # launch writes and only launch 4 reads. +inf log c_g marks a head that did not select the
-    # team: attend's logit - log c_g is then -inf
     offs_u = tl.arange(0, UMAX)
     tl.store(UMask + kvh * stride_uh + offs_u[:, None] * stride_um + offs_g[None, :], 0)
     tl.store(ULogC + kvh * stride_uh + offs_u[:, None] * stride_um + offs_g[None, :], float("inf"))
-    wait_for_predecessor(PDL)
-    release_dependents(PDL)
+
+
+@triton.jit
+def merge_union(
+    kvh, Cand, Scores, Lengths, Starts, SelTeam, SelLogC, SelKey,
+    UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos,
+    inv_sqrt_d, k_sel, m_max,
+    stride_ch, stride_sh, stride_lh, stride_selh, stride_uh, stride_um,
+    GROUP: tl.constexpr, BLOCK_G: tl.constexpr, NCP: tl.constexpr, NCAND: tl.constexpr, KPAD: tl.constexpr,
+    UMAX: tl.constexpr, SELECT: tl.constexpr, RADIX_BITS: tl.constexpr, GATHER: tl.constexpr,
+):
+    """Global top-K and tau of each head of KV head ``kvh`` from the blocks' candidates, then
+    corrections and the GQA union (``_correct_and_union``). SELECT 0-2 order the K+1 best keys
+    (sort, tl.topk, radix select) and union them in (head, rank) order; 3 selects by the 32-bit
+    score word (``_select_by_word``) and unions in (head, candidate) order."""
+    offs_g = tl.arange(0, BLOCK_G)
+    heads = kvh * GROUP + offs_g
+    g_mask = offs_g < GROUP
     offs_c = tl.arange(0, NCP)
     # padding keys sit below every real key and stay unique within a row (low word = column)
     pad = tl.full([BLOCK_G, NCP], -9223372036854775807, tl.int64) + offs_c[None, :]
@@ -315,6 +325,34 @@ def santa_merge_union(
                        SelLogC, UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos,
                        inv_sqrt_d, m_max, stride_sh, stride_lh, stride_selh, stride_uh, stride_um,
                        BLOCK_G=BLOCK_G, WIDTH=NCP if SELECT == 3 else KPAD, UMAX=UMAX, GATHER=GATHER)
+
+
+@triton.jit
+def santa_merge_union(
+    Cand, Scores, Lengths, Starts, SelTeam, SelLogC, SelKey,
+    UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos, SeedPtr,
+    inv_sqrt_d, k_sel, m_max,
+    stride_ch, stride_sh, stride_lh, stride_selh, stride_uh, stride_um,
+    GROUP: tl.constexpr, BLOCK_G: tl.constexpr, NCP: tl.constexpr, NCAND: tl.constexpr, KPAD: tl.constexpr,
+    UMAX: tl.constexpr, FRESH: tl.constexpr, SELECT: tl.constexpr, RADIX_BITS: tl.constexpr,
+    GATHER: tl.constexpr = False, PDL: tl.constexpr = False,
+):
+    """Launch 3, grid (Hkv,): global top-K and tau per head, corrections, GQA union (``merge_union``).
+
+    Writes per head the selected team ids and log c_g (for validation), and per KV head the
+    union of teams selected by its G heads (each once) with member range, row prefix sums,
+    a per-head selection mask and per-head log c_g (``_correct_and_union``).
+    """
+    kvh = tl.program_id(0)
+    # prologue (overlaps launch 2 under PDL): reset the mask and log c_g tables, which only this
+    # launch writes and only launch 4 reads
+    reset_union_tables(UMask, ULogC, kvh, stride_uh, stride_um, BLOCK_G, UMAX)
+    wait_for_predecessor(PDL)
+    release_dependents(PDL)
+    merge_union(kvh, Cand, Scores, Lengths, Starts, SelTeam, SelLogC, SelKey,
+                UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos,
+                inv_sqrt_d, k_sel, m_max, stride_ch, stride_sh, stride_lh, stride_selh, stride_uh, stride_um,
+                GROUP, BLOCK_G, NCP, NCAND, KPAD, UMAX, SELECT, RADIX_BITS, GATHER)
     if FRESH:
         if kvh == 0:
             tl.store(SeedPtr, tl.load(SeedPtr) + 1)
@@ -343,7 +381,34 @@ def santa_attend(
     PV_FP32: tl.constexpr, SEARCH: tl.constexpr = 1, LOG2_UMAX: tl.constexpr = 8, SUFFIX: tl.constexpr = True,
     PDL: tl.constexpr = False,
 ):
-    """Launch 4, grid (Hkv, NUM_SPLITS): exact attention over the union's rows, per-head masks.
+    """Launch 4, grid (Hkv, NUM_SPLITS): exact attention over the union's rows (``attend_split``)."""
+    kvh = tl.program_id(0)
+    split = tl.program_id(1)
+    offs_g = tl.arange(0, BLOCK_G)
+    heads = kvh * GROUP + offs_g
+    q = tl.load(Q + heads[:, None] * stride_qh + tl.arange(0, HEAD_D)[None, :], mask=(offs_g < GROUP)[:, None],
+                other=0.0)
+    wait_for_predecessor(PDL)  # everything below reads launch 3's union
+    release_dependents(PDL)
+    attend_split(q, kvh, split, PK, PV, SK, SV, UStart, URowPre, ULogC, M_out, L_out, Acc_out,
+                 n_prompt, n_suffix, qk_scale_log2, stride_kh, stride_kn, stride_sk_h, stride_sk_n,
+                 stride_uh, stride_um, stride_mh, stride_ah, stride_as,
+                 GROUP, BLOCK_G, BLOCK_R, HEAD_D, UMAX, NUM_SPLITS, ALL_TEAMS, DOT_PRECISION, PV_FP32,
+                 SEARCH, LOG2_UMAX, SUFFIX)
+
+
+@triton.jit
+def attend_split(
+    q, kvh, split, PK, PV, SK, SV, UStart, URowPre, ULogC, M_out, L_out, Acc_out,
+    n_prompt, n_suffix, qk_scale_log2,
+    stride_kh, stride_kn, stride_sk_h, stride_sk_n, stride_uh, stride_um,
+    stride_mh, stride_ah, stride_as,
+    GROUP: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_R: tl.constexpr, HEAD_D: tl.constexpr,
+    UMAX: tl.constexpr, NUM_SPLITS: tl.constexpr, ALL_TEAMS: tl.constexpr, DOT_PRECISION: tl.constexpr,
+    PV_FP32: tl.constexpr, SEARCH: tl.constexpr, LOG2_UMAX: tl.constexpr, SUFFIX: tl.constexpr,
+):
+    """Split ``split`` of KV head ``kvh``: exact attention over its range of the union's rows, with
+    per-head masks, into that split's partials (q [BLOCK_G, d], the group's queries).
 
     Virtual rows are the union's member rows (packed, contiguous per team) followed by the exact
     suffix. Each program takes one contiguous range of virtual rows, reads each K/V row once for
@@ -353,15 +418,10 @@ def santa_attend(
     are kept to three levels (union ends -> entry start, base, log c -> K/V rows): after the
     upstream eviction each level is a DRAM round trip.
     """
-    kvh = tl.program_id(0)
-    split = tl.program_id(1)
     offs_g = tl.arange(0, BLOCK_G)
     offs_d = tl.arange(0, HEAD_D)
     heads = kvh * GROUP + offs_g
     g_mask = offs_g < GROUP
-    q = tl.load(Q + heads[:, None] * stride_qh + offs_d[None, :], mask=g_mask[:, None], other=0.0)
-    wait_for_predecessor(PDL)  # everything below reads launch 3's union
-    release_dependents(PDL)
     offs_u = tl.arange(0, UMAX)
     row_pre = URowPre + kvh * (UMAX + 1)
     if ALL_TEAMS:
