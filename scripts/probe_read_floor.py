@@ -59,7 +59,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from kprof.commands.session import MeasurementSession
-    from kprof.kernels.dense.one_launch import sm_count
+    from kprof.kernels.common.grid_sync import sm_count
 
     overrides = {k: v for k, v in (("rounds", args.rounds), ("observations", args.observations)) if v is not None}
     session = MeasurementSession.open(args.device, args.workload, overrides, config_mode="default")

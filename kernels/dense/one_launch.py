@@ -9,7 +9,7 @@ spreads the combine over G SMs instead of one. Under the interpreter, which runs
 after another, the last program combines every head.
 
 ``PROGRAMS_PER_SM`` sets the grid from the device instead of a fixed split count, so one config
-fills any GPU once; the Triton interpreter has no SMs and counts as ``INTERPRETER_SMS``.
+fills any GPU once; the Triton interpreter has no SMs and counts as ``grid_sync.INTERPRETER_SMS``.
 
 Bytes: K and V once (2·Hkv·N·d·itemsize), q and the output, and the fp32 partials
 (Hq·splits·(d+2)·4, written once and read once from L2).
@@ -24,15 +24,12 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from kprof.core.config_space import Constraint, LaunchConfig, LaunchSpace, Param
 from kprof.core.errors import ConfigError
-from kprof.kernels import INTERPRETED
 from kprof.kernels.common.bound_launch import bound_launch
+from kprof.kernels.common.grid_sync import MAX_POLLS, sm_count, wait_at_least, waiters_fit
 from kprof.kernels.common.split_kv_combine import combine_head
 from kprof.kernels.dense.key_range import group_partials
 from kprof.kernels.dense.operands import DenseOperands
 from kprof.kernels.dense.split_kv import tiles_fit_smem
-
-INTERPRETER_SMS = 4
-MAX_POLLS = 1 << 24  # a combiner's reads of its KV head's counter before it gives up (about a second)
 
 LAUNCH_SPACES = {
     "decode": LaunchSpace(
@@ -78,14 +75,8 @@ def _dense_decode(
         # program of the KV head has counted itself done; the last combiner resets the counters.
         j = num_splits - 1 - done
         if (j >= 0) & (j < GROUP):
-            seen = tl.atomic_add(Count + kvh, 0, sem="acquire", scope="gpu")
-            polls = 0
-            while (seen < num_splits) & (polls < MAX_POLLS):
-                seen = tl.atomic_add(Count + kvh, 0, sem="acquire", scope="gpu")
-                polls += 1
-            tl.debug_barrier()
-            if seen < num_splits:  # another kernel holds the SMs the rest would need: say so
-                tl.atomic_add(Count + 2 * stride_cnt + kvh, 1)
+            # gives up (a fault) only if another kernel holds the SMs the rest would need
+            wait_at_least(Count + kvh, num_splits, Count + 2 * stride_cnt + kvh, MAX_POLLS)
             combine_head(M_ws, L_ws, Acc_ws, Out, kvh * GROUP + j, num_splits,
                          stride_mh, stride_ah, stride_as, stride_oh, BLOCK_S, HEAD_D, COMBINE_CHUNK)
             tl.debug_barrier()
@@ -98,12 +89,6 @@ def _dense_decode(
                 combine_head(M_ws, L_ws, Acc_ws, Out, kvh * GROUP + g, num_splits,
                              stride_mh, stride_ah, stride_as, stride_oh, BLOCK_S, HEAD_D, COMBINE_CHUNK)
             tl.store(Count + kvh, 0)
-
-
-def sm_count(device: torch.device) -> int:
-    if device.type != "cuda":
-        return INTERPRETER_SMS
-    return torch.cuda.get_device_properties(device).multi_processor_count
 
 
 class OneLaunchDecode:
@@ -122,7 +107,7 @@ class OneLaunchDecode:
         self.out = torch.empty(o.hq, o.d, device=q.device, dtype=q.dtype)
         # Waiting combiners hold at most Hq program slots; fewer than one per SM leaves room for
         # the programs they wait on. The interpreter runs programs one by one, so the last combines all.
-        parallel_combine = not INTERPRETED and self.num_splits >= o.group and o.hq < sm_count(q.device)
+        parallel_combine = self.num_splits >= o.group and waiters_fit(o.hq, q.device)
         k_arg, v_arg = o.k, o.v
         if cfg["TMA"]:
             if q.device.type == "cuda" and torch.cuda.get_device_capability(q.device)[0] < 9:

@@ -5,7 +5,8 @@ Options are given with the method name: ``santa:p=16,r=4,s=124,parents=kmeans,se
 draws new noise on every call, and ``out=fp32`` keeps P.V and the output in fp32 so validation
 sees the accumulation error without the final fp16/bf16 rounding; ``pdl=0|1`` turns programmatic
 dependent launch of launches 2-5 off or on, default on where the GPU supports it). Preparation (teams,
-packing, workspaces) happens in ``prepare``; ``run`` is the five launches.
+packing, workspaces) happens in ``prepare``; ``run`` is the five launches. ``santa-fused`` takes
+the same options and runs the same estimator in two launches (``kernels/santa/fused.py``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from kprof.core.config_space import MethodConfig
 from kprof.core.errors import ConfigError, MethodUnavailable
 from kprof.core.target import ExecutionTarget
 from kprof.kernels.santa import SantaSettings, load_or_build, pack
+from kprof.kernels.santa.fused import FUSED_KERNEL_NAMES, FUSED_LAUNCH_SPACES, SantaFusedDecode
 from kprof.kernels.santa.reference import Selection, attention_with_selection
 from kprof.kernels.santa.step import KERNEL_NAMES, LAUNCH_SPACES, SantaDecode
 from kprof.methods.base import Method, Prepared, Stage
@@ -65,8 +67,10 @@ class Santa(Method):
                 raise ConfigError(f"unknown santa option {key!r}: use {', '.join(_INT_OPTIONS + ('parents', 'out'))}")
         return cls(**kw)
 
-    def config_space(self):
+    decode_class = SantaDecode
+    kernel_names = KERNEL_NAMES
 
+    def config_space(self):
         return LAUNCH_SPACES
 
     def check_available(self, workload: Workload, target: ExecutionTarget) -> None:
@@ -81,15 +85,15 @@ class Santa(Method):
         arts = pack(workload.k, workload.v, layout)
         m_min, m_max = int(layout.num_teams.min()), int(layout.num_teams.max())
         k = self.k_override if self.k_override is not None else self.settings.budget(m_min)
-        op = SantaDecode(workload.q, arts, k, config, seed=self.noise_seed, fresh=self.fresh,
-                         out_dtype=torch.float32 if self.out == "fp32" else None, pdl=self.pdl)
+        op = self.decode_class(workload.q, arts, k, config, seed=self.noise_seed, fresh=self.fresh,
+                               out_dtype=torch.float32 if self.out == "fp32" else None, pdl=self.pdl)
         mem = arts.memory()
         return Prepared(
             method=self.name,
             config=config,
             run=op.run,
             stages=tuple(Stage(name, fn) for name, fn in op.stages()),
-            expected_kernels=KERNEL_NAMES,
+            expected_kernels=self.kernel_names,
             output=op.out,
             details={
                 "settings": self.settings.__dict__, "noise_seed": self.noise_seed, "out": self.out, "k": op.k,
@@ -98,6 +102,7 @@ class Santa(Method):
                 "memory_bytes": mem, "team_cache": outcome.status, "prepare_seconds": time.perf_counter() - t0,
             },
             handle=op,
+            faults=getattr(op, "faults", None),
         )
 
     def bytes_per_call(self, workload: Workload, prepared: Prepared) -> int:
@@ -121,3 +126,17 @@ class Santa(Method):
         teams, corrections = op.selections()
         return attention_with_selection(workload.q, workload.k, workload.v, op.arts.layout.teams(),
                                         [Selection(t, c) for t, c in zip(teams, corrections)])
+
+
+@register
+class SantaFused(Santa):
+    """The same estimator, options and validation as ``santa`` in two launches (``kernels/santa/fused.py``)."""
+
+    name = "santa-fused"
+    summary = ("SANTA++ in two launches: score + Gumbel top-(K+1) per block; merge, selected attention "
+               "and reduce in one launch whose programs take tickets")
+    decode_class = SantaFusedDecode
+    kernel_names = FUSED_KERNEL_NAMES
+
+    def config_space(self):
+        return FUSED_LAUNCH_SPACES

@@ -81,6 +81,8 @@ KERNEL_NAMES = ("santa_score", "santa_block_topk", "santa_merge_union", "santa_a
 class SantaDecode:
     """One SANTA++ decode operator bound to a prepared workload."""
 
+    block_t_name = "topk.BLOCK_T"  # the launch parameter that sets candidates per block
+
     def __init__(self, q: torch.Tensor, arts: SantaArtifacts, k_teams: int, config: dict[str, LaunchConfig],
                  seed: int = 0, fresh: bool = False, suffix_k: torch.Tensor | None = None,
                  suffix_v: torch.Tensor | None = None, out_dtype: torch.dtype | None = None,
@@ -108,7 +110,7 @@ class SantaDecode:
         self.cfg = {name: dict(c) for name, c in config.items()}
         self.kpad = max(2, triton.next_power_of_2(self.k + 1))
         if self.cfg["topk"]["BLOCK_T"] < self.kpad:
-            raise ConfigError(f"topk.BLOCK_T={self.cfg['topk']['BLOCK_T']} cannot hold the K+1={self.k + 1} "
+            raise ConfigError(f"{self.block_t_name}={self.cfg['topk']['BLOCK_T']} cannot hold the K+1={self.k + 1} "
                               f"working set: use BLOCK_T >= {self.kpad}")
         self.block_g = max(16, triton.next_power_of_2(self.group))  # tl.dot needs >= 16 rows
         self.merge_g = max(2, triton.next_power_of_2(self.group))

@@ -156,6 +156,16 @@ def with_pdl(rec: LaunchRecord) -> LaunchRecord:
                                options=rec.options | {"launch_pdl": 1})
 
 
+def with_gpu_paths(rec: LaunchRecord) -> list[LaunchRecord]:
+    """The launch as recorded, and, where it has a path only a GPU takes (programs waiting for
+    others of the launch, ``PARALLEL_COMBINE``: never under the interpreter), that path too."""
+    import dataclasses
+
+    if rec.constexprs.get("PARALLEL_COMBINE") is False:
+        return [rec, dataclasses.replace(rec, constexprs=rec.constexprs | {"PARALLEL_COMBINE": True})]
+    return [rec]
+
+
 def compile_record(rec: LaunchRecord, arch: int):
     """Compile one launch to a cubin for ``sm_<arch>`` (interpreter off); returns Triton's compiled kernel."""
     import importlib
@@ -282,6 +292,7 @@ def main(arch: int, methods: tuple[str, ...], shape: str, dump: Path | None, pdl
     records = [LaunchRecord(**r) for r in json.loads(proc.stdout.strip().splitlines()[-1])]
     if pdl:
         records = [with_pdl(r) for r in records]
+    records = [variant for r in records for variant in with_gpu_paths(r)]
     os.environ["TRITON_INTERPRET"] = "0"
     failures = 0
     for rec in records:

@@ -1,0 +1,271 @@
+"""``santa-fused``: the SANTA++ estimator of ``santa`` in two launches.
+
+``santa`` keeps the paper's five launches (Appendix D); this is kprof's answer to the launch
+floor its chain probe measured. Same input, same noise, same selections and the same inclusion
+corrections, through the same Triton helpers:
+
+- ``select``, grid (Hq, cdiv(M_max, BLOCK_T)): each program scores its block of representatives
+  for its query head (the group's [G, BLOCK_M] tile product, as ``santa``'s launch 1, of which it
+  keeps its own row), adds log n_g and the Gumbel noise of (seed, head, team), and writes the
+  block's KPAD best keys (``santa``'s launch 2).
+- ``attend``, Hkv x (NUM_SPLITS + 1) programs that take tickets in the order they start (an
+  atomic counter). The first Hkv tickets merge one KV head each (``santa``'s launch 3: global
+  top-(K+1), tau, corrections, the GQA union) and publish it on a flag: a program that holds a
+  ticket is running, so those merges always finish. Every later ticket is one (KV head, split)
+  of ``santa``'s launch 4: it waits for its head's flag, attends its range of the union's rows
+  and counts itself done; the last G programs of a KV head each combine one query head once the
+  rest are done (launch 5, as ``triton-decode`` combines), and the last of all resets the
+  counters for the next call or graph replay.
+
+Waits are bounded (``MAX_POLLS``) and counted as faults, never hangs. Under the interpreter,
+which runs programs one after another in grid order, the merges come first and the last attend
+program of a KV head combines all of its heads.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+import triton
+import triton.language as tl
+
+from kprof.core.config_space import Constraint, LaunchConfig, LaunchSpace, Param
+from kprof.kernels.common.bound_launch import bound_launch
+from kprof.kernels.common.dependent_launch import release_dependents, wait_for_predecessor
+from kprof.kernels.common.grid_sync import MAX_POLLS, wait_at_least, waiters_fit
+from kprof.kernels.common.split_kv_combine import combine_head
+from kprof.kernels.santa.step import _TOPK_AVAILABLE, MERGE_SELECT_HELP, RADIX_HELP, TOPK_SELECT_HELP, SantaDecode
+from kprof.kernels.santa.triton_kernels import (
+    HAS_GATHER,
+    HAS_TOPK,
+    LOG2E,
+    _gumbel,
+    attend_split,
+    merge_union,
+    reset_union_tables,
+    score_tile,
+    store_block_top,
+)
+
+# Sync words: tickets taken, query heads combined, waits that gave up; then a flag and a done
+# count per KV head
+TICKETS = tl.constexpr(0)
+COMBINED = tl.constexpr(1)
+FAULTS = tl.constexpr(2)
+FLAGS = tl.constexpr(4)
+
+
+@triton.jit
+def santa_select(
+    Q, Rep, Scores, Lengths, NumTeams, SeedPtr, Cand,
+    m_max, inv_sqrt_d,
+    stride_qh, stride_rh, stride_rm, stride_sh, stride_lh, stride_ch, stride_cb,
+    GROUP: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_M: tl.constexpr,
+    HEAD_D: tl.constexpr, KPAD: tl.constexpr, NOISE: tl.constexpr, SELECT: tl.constexpr,
+    RADIX_BITS: tl.constexpr, DOT_PRECISION: tl.constexpr, PDL: tl.constexpr = False,
+):
+    """Launch 1, grid (Hq, cdiv(M_max, BLOCK_T)): scores, routing logits, noise, the block's top keys."""
+    wait_for_predecessor(PDL)
+    release_dependents(PDL)
+    h = tl.program_id(0)
+    blk = tl.program_id(1)
+    kvh = h // GROUP
+    offs_g = tl.arange(0, BLOCK_G)
+    offs_d = tl.arange(0, HEAD_D)
+    heads = kvh * GROUP + offs_g
+    q = tl.load(Q + heads[:, None] * stride_qh + offs_d[None, :], mask=(offs_g < GROUP)[:, None], other=0.0)
+    mine = (heads == h)[:, None]
+    for m0 in range(0, BLOCK_T, BLOCK_M):
+        offs_m = blk * BLOCK_T + m0 + tl.arange(0, BLOCK_M)
+        s = score_tile(q, Rep, kvh, offs_m, m_max, stride_rh, stride_rm, HEAD_D, DOT_PRECISION)
+        # this head's row of the group's tile (adding zeros keeps it exact)
+        tl.store(Scores + h * stride_sh + offs_m, tl.sum(tl.where(mine, s, 0.0), axis=0), mask=offs_m < m_max)
+    tl.debug_barrier()  # the block's scores were stored by every thread; each reads them all
+    offs = blk * BLOCK_T + tl.arange(0, BLOCK_T)
+    valid = offs < tl.load(NumTeams + kvh)
+    log_n = tl.log(tl.load(Lengths + kvh * stride_lh + offs, mask=valid, other=1).to(tl.float32))
+    y = tl.load(Scores + h * stride_sh + offs, mask=valid, other=0.0) * inv_sqrt_d + log_n
+    if NOISE:
+        y = y + _gumbel(tl.load(SeedPtr), h, blk * BLOCK_T, BLOCK_T, m_max)
+    y = tl.where(valid, y, float("-inf"))
+    store_block_top(y, offs, Cand + h * stride_ch + blk * stride_cb, BLOCK_T, KPAD, SELECT, RADIX_BITS)
+
+
+@triton.jit
+def santa_merge_attend_reduce(
+    Q, Cand, Scores, Lengths, Starts, SelTeam, SelLogC, SelKey,
+    UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos, SeedPtr,
+    PK, PV, SK, SV, M_part, L_part, Acc_part, Out, Sync,
+    inv_sqrt_d, k_sel, m_max, n_prompt, n_suffix, qk_scale_log2, hkv,
+    stride_qh, stride_ch, stride_sh, stride_lh, stride_selh, stride_uh, stride_um,
+    stride_kh, stride_kn, stride_sk_h, stride_sk_n, stride_mh, stride_ah, stride_as, stride_oh,
+    GROUP: tl.constexpr, BLOCK_G: tl.constexpr, MERGE_G: tl.constexpr, NCP: tl.constexpr, NCAND: tl.constexpr,
+    KPAD: tl.constexpr, UMAX: tl.constexpr, FRESH: tl.constexpr, MERGE_SELECT: tl.constexpr, RADIX_BITS: tl.constexpr,
+    GATHER: tl.constexpr, BLOCK_R: tl.constexpr, HEAD_D: tl.constexpr, NUM_SPLITS: tl.constexpr,
+    ALL_TEAMS: tl.constexpr, DOT_PRECISION: tl.constexpr, PV_FP32: tl.constexpr, SEARCH: tl.constexpr,
+    LOG2_UMAX: tl.constexpr, SUFFIX: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_HKV: tl.constexpr,
+    PARALLEL_COMBINE: tl.constexpr, MAX_POLLS: tl.constexpr, PDL: tl.constexpr = False,
+):
+    """Launch 2, Hkv x (NUM_SPLITS + 1) programs: merge, attend and reduce (module docstring)."""
+    wait_for_predecessor(PDL)  # everything below reads launch 1's candidates
+    release_dependents(PDL)
+    ticket = tl.atomic_add(Sync + TICKETS, 1, sem="relaxed", scope="gpu")
+    flags = Sync + FLAGS
+    done_counts = flags + hkv
+    faults = Sync + FAULTS
+    if ticket < hkv:
+        kvh = ticket
+        reset_union_tables(UMask, ULogC, kvh, stride_uh, stride_um, MERGE_G, UMAX)
+        merge_union(kvh, Cand, Scores, Lengths, Starts, SelTeam, SelLogC, SelKey,
+                    UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos,
+                    inv_sqrt_d, k_sel, m_max, stride_ch, stride_sh, stride_lh, stride_selh, stride_uh, stride_um,
+                    GROUP, MERGE_G, NCP, NCAND, KPAD, UMAX, MERGE_SELECT, RADIX_BITS, GATHER)
+        if FRESH:
+            if kvh == 0:
+                tl.store(SeedPtr, tl.load(SeedPtr) + 1)  # launch 1 of this call has drawn its noise
+        tl.debug_barrier()  # every thread's union stores happen before the release
+        tl.atomic_xchg(flags + kvh, 1, sem="release", scope="gpu")
+    else:
+        t = ticket - hkv
+        kvh = t % hkv
+        split = t // hkv
+        offs_g = tl.arange(0, BLOCK_G)
+        heads = kvh * GROUP + offs_g
+        q = tl.load(Q + heads[:, None] * stride_qh + tl.arange(0, HEAD_D)[None, :],
+                    mask=(offs_g < GROUP)[:, None], other=0.0)
+        # with K = M attend reads no union table, but the merge must still be done before the
+        # reset at the end of the call
+        wait_at_least(flags + kvh, 1, faults, MAX_POLLS)
+        attend_split(q, kvh, split, PK, PV, SK, SV, UStart, URowPre, ULogC, M_part, L_part, Acc_part,
+                     n_prompt, n_suffix, qk_scale_log2, stride_kh, stride_kn, stride_sk_h, stride_sk_n,
+                     stride_uh, stride_um, stride_mh, stride_ah, stride_as,
+                     GROUP, BLOCK_G, BLOCK_R, HEAD_D, UMAX, NUM_SPLITS, ALL_TEAMS, DOT_PRECISION, PV_FP32,
+                     SEARCH, LOG2_UMAX, SUFFIX)
+        tl.debug_barrier()  # every thread's partials are stored before the release
+        done = tl.atomic_add(done_counts + kvh, 1, sem="acq_rel", scope="gpu")
+        tl.debug_barrier()
+        finished = -1
+        if PARALLEL_COMBINE:
+            # the last GROUP programs of the KV head each combine one head, once all are done
+            j = NUM_SPLITS - 1 - done
+            if (j >= 0) & (j < GROUP):
+                wait_at_least(done_counts + kvh, NUM_SPLITS, faults, MAX_POLLS)
+                combine_head(M_part, L_part, Acc_part, Out, kvh * GROUP + j, NUM_SPLITS,
+                             stride_mh, stride_ah, stride_as, stride_oh, BLOCK_S, HEAD_D, 32)
+                tl.debug_barrier()
+                finished = tl.atomic_add(Sync + COMBINED, 1, sem="acq_rel", scope="gpu") + 1
+        else:
+            if done == NUM_SPLITS - 1:
+                for g in range(GROUP):
+                    combine_head(M_part, L_part, Acc_part, Out, kvh * GROUP + g, NUM_SPLITS,
+                                 stride_mh, stride_ah, stride_as, stride_oh, BLOCK_S, HEAD_D, 32)
+                tl.debug_barrier()
+                finished = tl.atomic_add(Sync + COMBINED, GROUP, sem="acq_rel", scope="gpu") + GROUP
+        if finished == hkv * GROUP:  # the last program of the call: every other one has finished
+            offs_hkv = tl.arange(0, BLOCK_HKV)
+            tl.store(flags + offs_hkv, 0, mask=offs_hkv < hkv)
+            tl.store(done_counts + offs_hkv, 0, mask=offs_hkv < hkv)
+            tl.store(Sync + COMBINED, 0)
+            tl.store(Sync + TICKETS, 0)
+
+
+def sync_words(hkv: int) -> int:
+    """Int32 words of the ``Sync`` buffer for ``hkv`` KV heads."""
+    return FLAGS.value + 2 * hkv
+
+
+_BEST_SELECT = 1 if HAS_TOPK else 0
+_BEST_BLOCK_SELECT = 3 if HAS_TOPK else 0
+FUSED_LAUNCH_SPACES = {
+    "select": LaunchSpace("select", (
+        Param("BLOCK_T", (32, 64, 128, 256, 512, 1024, 2048), 512, "teams per program (>= K+1)"),
+        Param("BLOCK_M", (16, 32, 64, 128), 64, "representatives scored per tile product"),
+        Param("SELECT", (0, 1, 2, 3), _BEST_BLOCK_SELECT, TOPK_SELECT_HELP),
+        Param("RADIX_BITS", (1, 2, 4), 2, RADIX_HELP),
+        Param("num_warps", (1, 2, 4, 8, 16), 8),
+    ), (_TOPK_AVAILABLE, Constraint("select.BLOCK_M must not exceed select.BLOCK_T",
+                                    lambda c, s: c["BLOCK_M"] <= c["BLOCK_T"]))),
+    "attend": LaunchSpace("attend", (
+        Param("MERGE_SELECT", (0, 1, 2, 3), _BEST_SELECT, MERGE_SELECT_HELP),
+        Param("RADIX_BITS", (1, 2, 4), 2, RADIX_HELP),
+        Param("GATHER", (0, 1), 0, "union position of a repeated team: 0 from a table, 1 by tl.gather"),
+        Param("BLOCK_R", (16, 32, 64), 64, "virtual rows per tile"),
+        Param("NUM_SPLITS", (8, 16, 32, 64, 128), 64, "row ranges per KV head"),
+        Param("SEARCH", (0, 1, 2), 2, "union entry of each row (as santa's attend.SEARCH)"),
+        Param("num_warps", (2, 4, 8), 4),
+        Param("num_stages", (1, 2, 3), 1),
+    ), (Constraint("attend.MERGE_SELECT=1 and 3 need tl.topk, which this Triton lacks",
+                   lambda c, s: c["MERGE_SELECT"] not in (1, 3) or HAS_TOPK),
+        Constraint("attend.GATHER=1 needs tl.gather (Triton 3.2+)", lambda c, s: not c["GATHER"] or HAS_GATHER))),
+}
+
+FUSED_KERNEL_NAMES = ("santa_select", "santa_merge_attend_reduce")
+
+
+class SantaFusedDecode(SantaDecode):
+    """SANTA++ in two launches over the same buffers as :class:`SantaDecode` (whose validation
+    access it keeps), plus the ``sync`` words of launch 2."""
+
+    block_t_name = "select.BLOCK_T"
+
+    def __init__(self, q, arts, k_teams: int, config: dict[str, LaunchConfig], **kwargs):
+        self.fused_cfg = {name: dict(c) for name, c in config.items()}
+        sel, att = self.fused_cfg["select"], self.fused_cfg["attend"]
+        # the buffers SantaDecode sizes from its topk.BLOCK_T and attend.NUM_SPLITS
+        sizing = {"topk": {"BLOCK_T": sel["BLOCK_T"]}, "attend": {"NUM_SPLITS": att["NUM_SPLITS"]}}
+        hkv = arts.packed_k.shape[0]
+        self.sync = torch.zeros(sync_words(hkv), dtype=torch.int32, device=q.device)
+        super().__init__(q, arts, k_teams, sizing, **kwargs)
+
+    def bind(self) -> None:
+        """Fix both launches' grids and arguments (``select.BLOCK_T`` and ``attend.NUM_SPLITS`` size
+        buffers: changing them needs a new operator)."""
+        sel, att, a, dep = self.fused_cfg["select"], self.fused_cfg["attend"], self.arts, self._dependent
+        if (sel["BLOCK_T"], att["NUM_SPLITS"]) != self._sized_by:
+            raise ValueError("select.BLOCK_T and attend.NUM_SPLITS size this step's buffers: build a new "
+                             "SantaFusedDecode to change them")
+        self.launch_select = bound_launch(
+            santa_select, (self.hq, self.n_blocks),
+            self.q, a.rep_keys, self.scores, a.team_len, a.num_teams, self.seed, self.cand,
+            self.m_max, self.inv_sqrt_d,
+            self.q.stride(0), a.rep_keys.stride(0), a.rep_keys.stride(1), self.scores.stride(0),
+            a.team_len.stride(0), self.cand.stride(0), self.cand.stride(1),
+            GROUP=self.group, BLOCK_G=self.block_g, BLOCK_T=sel["BLOCK_T"], BLOCK_M=sel["BLOCK_M"], HEAD_D=self.d,
+            KPAD=self.kpad, NOISE=not self.all_teams, SELECT=sel["SELECT"], RADIX_BITS=sel["RADIX_BITS"],
+            DOT_PRECISION=self.precision, PDL=self.pdl, num_warps=sel["num_warps"],
+        )
+        splits = att["NUM_SPLITS"]
+        self.launch_attend = bound_launch(
+            santa_merge_attend_reduce, (self.hkv * (splits + 1),),
+            self.q, self.cand, self.scores, a.team_len, a.team_start, self.sel_team, self.sel_logc, self.sel_key,
+            self.u_team, self.u_start, self.u_rowpre, self.u_count, self.u_mask, self.u_logc, self.owner, self.pos,
+            self.seed, a.packed_k, a.packed_v, self.suffix_k, self.suffix_v, self.m_part, self.l_part, self.acc,
+            self.out, self.sync,
+            self.inv_sqrt_d, self.k, self.m_max, self.n, self.n_suffix, self.inv_sqrt_d * LOG2E, self.hkv,
+            self.q.stride(0), self.cand.stride(0), self.scores.stride(0), a.team_len.stride(0),
+            self.sel_team.stride(0), self.u_mask.stride(0), self.u_mask.stride(1),
+            a.packed_k.stride(0), a.packed_k.stride(1), self.suffix_k.stride(0), self.suffix_k.stride(1),
+            self.m_part.stride(0), self.acc.stride(0), self.acc.stride(1), self.out.stride(0),
+            GROUP=self.group, BLOCK_G=self.block_g, MERGE_G=self.merge_g, NCP=self.ncp, NCAND=self.ncand,
+            KPAD=self.kpad, UMAX=self.umax, FRESH=self.fresh, MERGE_SELECT=att["MERGE_SELECT"],
+            RADIX_BITS=att["RADIX_BITS"], GATHER=bool(att["GATHER"]), BLOCK_R=att["BLOCK_R"], HEAD_D=self.d,
+            NUM_SPLITS=splits, ALL_TEAMS=self.all_teams, DOT_PRECISION=self.precision, PV_FP32=self.pv_fp32,
+            SEARCH=att["SEARCH"], LOG2_UMAX=self.umax.bit_length() - 1, SUFFIX=self.n_suffix > 0,
+            BLOCK_S=max(2, triton.next_power_of_2(splits)), BLOCK_HKV=max(2, triton.next_power_of_2(self.hkv)),
+            PARALLEL_COMBINE=splits >= self.group and waiters_fit(self.hq, self.q.device), MAX_POLLS=MAX_POLLS,
+            PDL=self.pdl, num_warps=att["num_warps"], num_stages=att["num_stages"], **dep,
+        )
+        self._launches = (self.launch_select, self.launch_attend)
+
+    def stages(self):
+        return tuple((name, functools.partial(self._call, f"launch_{name}")) for name in ("select", "attend"))
+
+    def faults(self) -> list[str]:
+        """Waits that gave up so far, one line (a host sync: not timed)."""
+        n = int(self.sync[FAULTS.value])
+        if not n:
+            return []
+        return [f"{n} santa-fused program(s) stopped waiting for others of their launch after {MAX_POLLS:,} "
+                "polls: another kernel held the SMs they needed, so those outputs are wrong; run with nothing "
+                "else on the GPU"]

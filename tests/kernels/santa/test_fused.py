@@ -1,0 +1,148 @@
+"""santa-fused (two launches) against the fp64 replay of its own selections, and against santa's
+five launches for the same noise: same teams, same corrections."""
+
+import pytest
+import torch
+
+from kprof.core.config_space import resolve_method_config
+from kprof.kernels.santa import SantaSettings, build_layout, pack
+from kprof.kernels.santa.fused import FUSED_LAUNCH_SPACES, SantaFusedDecode
+from kprof.kernels.santa.reference import Selection, attention_with_selection
+from kprof.kernels.santa.step import LAUNCH_SPACES, SantaDecode
+from kprof.methods import get_method
+from kprof.methods.dense_reference import dense_attention_fp64
+from kprof.methods.validation import compare_outputs
+
+FIVE = {"score": {"BLOCK_M": 16}, "topk": {"BLOCK_T": 32}, "attend": {"BLOCK_R": 16, "NUM_SPLITS": 4}}
+TWO = {"select": {"BLOCK_T": 32, "BLOCK_M": 16}, "attend": {"BLOCK_R": 16, "NUM_SPLITS": 8}}
+
+
+def _pair(make_workload, target, hq=8, hkv=2, n=300, d=16, k=5, dtype=torch.float32, seed=0, fresh=False,
+          two=None, five=None):
+    """The five-launch and the two-launch operator on one workload and layout, same noise seed."""
+    w = make_workload(hq, hkv, n, d, dtype, seed=seed, scale=2.0)
+    layout = build_layout(w.k, SantaSettings(p=8, r=2, s=8, parents="contiguous"))
+    arts = pack(w.k.to(target.device), w.v.to(target.device), layout)
+    q = w.q.to(target.device)
+    five_op = SantaDecode(q, arts, k, resolve_method_config(LAUNCH_SPACES, five or FIVE, w.shape), seed=seed,
+                          fresh=fresh)
+    two_op = SantaFusedDecode(q, arts, k, resolve_method_config(FUSED_LAUNCH_SPACES, two or TWO, w.shape),
+                              seed=seed, fresh=fresh)
+    return w, layout, five_op, two_op
+
+
+def _run_poisoned(op):
+    for t in (op.out, op.m_part, op.l_part, op.acc, op.scores, op.u_logc):
+        t.fill_(float("nan"))
+    op.cand.fill_(-1)
+    return op.run().cpu()
+
+
+def _error_against_own_selection(w, layout, op):
+    out = _run_poisoned(op)
+    teams, corr = op.selections()
+    ref = attention_with_selection(w.q, w.k, w.v, layout.teams(), [Selection(t, c) for t, c in zip(teams, corr)])
+    assert torch.isfinite(out).all(), "rows left unwritten"
+    return compare_outputs(out, ref, None), teams, corr
+
+
+@pytest.mark.parametrize("hq, hkv, dtype, tol", [
+    (8, 2, torch.float32, 1e-5),    # group 4, two KV heads
+    (7, 1, torch.float16, 1e-2),    # group 7, one KV head
+    (12, 4, torch.bfloat16, 2e-2),  # group 3, four KV heads
+])
+def test_same_selections_corrections_and_output_as_the_five_launches(make_workload, target, hq, hkv, dtype, tol):
+    w, layout, five, two = _pair(make_workload, target, hq=hq, hkv=hkv, dtype=dtype, seed=3)
+    report, teams, corr = _error_against_own_selection(w, layout, two)
+    assert report.rel_error < tol, report
+    five_out = _run_poisoned(five)
+    five_teams, five_corr = five.selections()
+    for h in range(two.hq):
+        assert sorted(teams[h].tolist()) == sorted(five_teams[h].tolist()), h
+        order, five_order = torch.argsort(teams[h]), torch.argsort(five_teams[h])
+        assert torch.allclose(corr[h][order], five_corr[h][five_order], rtol=1e-5, atol=0), h
+    assert compare_outputs(two.out.cpu(), five_out.double(), tol).passed
+
+
+def test_candidate_blocks_and_merge_selects_do_not_change_the_selection(make_workload, target):
+    """BLOCK_T sets how candidates are split over programs and MERGE_SELECT how the global top is
+    found: the selection is the same set either way."""
+    runs = []
+    for block_t, merge in ((32, 0), (64, 2), (128, 3)):
+        two = {"select": {"BLOCK_T": block_t, "BLOCK_M": 16}, "attend": TWO["attend"] | {"MERGE_SELECT": merge}}
+        w, layout, _, op = _pair(make_workload, target, seed=5, two=two)
+        report, teams, _ = _error_against_own_selection(w, layout, op)
+        assert report.rel_error < 1e-5, (block_t, merge, report)
+        runs.append([sorted(t.tolist()) for t in teams])
+    assert runs[0] == runs[1] == runs[2]
+
+
+def test_calls_in_a_row_reset_the_counters_and_fresh_noise_follows_santa(make_workload, target):
+    w, layout, five, two = _pair(make_workload, target, seed=9, fresh=True)
+    for call in range(3):
+        report, teams, _ = _error_against_own_selection(w, layout, two)
+        assert report.rel_error < 1e-5, (call, report)
+        _run_poisoned(five)
+        assert [sorted(t.tolist()) for t in teams] == [sorted(t.tolist()) for t in five.selections()[0]], call
+        assert int(two.sync.abs().sum()) == 0, ("counters not reset", call, two.sync.tolist())
+    assert two.faults() == []
+
+
+def test_k_equal_m_is_dense_attention(make_workload, target):
+    w, _, _, two = _pair(make_workload, target, k=10_000, seed=4)
+    assert two.all_teams
+    out = _run_poisoned(two).double()
+    assert (out - dense_attention_fp64(w)).abs().max() < 1e-5
+    assert int(two.sync.abs().sum()) == 0
+
+
+def test_fewer_splits_than_group_heads(make_workload, target):
+    """4 splits for a group of 7: the last program of the KV head combines all of its heads."""
+    two = {"select": TWO["select"], "attend": {"BLOCK_R": 16, "NUM_SPLITS": 8}}
+    w, layout, _, op = _pair(make_workload, target, hq=14, hkv=2, seed=6, two=two)
+    assert _error_against_own_selection(w, layout, op)[0].rel_error < 1e-5
+
+
+def test_the_check_would_catch_a_wrong_output(make_workload, target):
+    w, layout, _, two = _pair(make_workload, target, seed=8)
+    _run_poisoned(two)
+    teams, corr = two.selections()
+    wrong = [Selection(t[:-1], c[:-1]) for t, c in zip(teams, corr)]  # one selected team left out
+    ref = attention_with_selection(w.q, w.k, w.v, layout.teams(), wrong)
+    assert not compare_outputs(two.out.cpu(), ref, 1e-5).passed
+
+
+def test_method_runs_through_prepare_and_validates(make_workload, target):
+    w = make_workload(8, 2, 400, 16, torch.float32, seed=1, scale=2.0)
+    method = get_method("santa-fused:p=8,r=2,s=8,parents=contiguous")
+    prepared = method.prepare(w, target, {"select": {"BLOCK_T": 32, "BLOCK_M": 16},
+                                          "attend": {"BLOCK_R": 16, "NUM_SPLITS": 8}})
+    assert [name for name, _ in prepared.handle.stages()] == ["select", "attend"]
+    prepared.output.fill_(float("nan"))
+    out = prepared.run()
+    assert compare_outputs(out.cpu(), method.reference_for(w, prepared), 1e-5).passed
+    assert prepared.faults() == []
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_gpu_many_calls_and_graph_replays(make_workload, target, dtype):
+    """The ticketed launch on real SMs: merges, waiting splits and waiting combiners, 100 eager
+    calls with fresh noise and 30 graph replays, each checked against santa's selections."""
+    w, layout, five, two = _pair(make_workload, target, hq=28, hkv=4, n=8192, d=128, k=31, dtype=dtype, seed=2,
+                                 fresh=True, two={}, five={})
+    tol = 1e-2 if dtype == torch.float16 else 2e-2
+    for call in range(100):
+        report, teams, _ = _error_against_own_selection(w, layout, two)
+        assert report.rel_error < tol, (call, report)
+        _run_poisoned(five)
+        assert [sorted(t.tolist()) for t in teams] == [sorted(t.tolist()) for t in five.selections()[0]], call
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        two.run()
+    for replay in range(30):
+        two.out.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.isfinite(two.out).all(), replay
+    assert int(two.sync.abs().sum()) == 0 and two.faults() == []
