@@ -10,6 +10,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import time
 import traceback
+import warnings
 from dataclasses import asdict, dataclass, replace
 
 import numpy as np
@@ -106,6 +107,8 @@ def _serve(conn, spec: WorkerSpec) -> None:
 def entry(conn, spec_fields: dict) -> None:
     """The worker process's body (started through :mod:`kprof.core.pinned`)."""
     spec = WorkerSpec(**spec_fields)
+    # the harness's warnings reach the user's terminal as one line each, not as a source listing
+    warnings.formatwarning = lambda message, *args, **kwargs: f"warning (tuning worker): {message}\n"
     try:
         _serve(conn, spec)
     except Exception:
