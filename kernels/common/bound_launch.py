@@ -9,8 +9,10 @@ and compiles, a bound launch calls the compiled kernel's launcher directly with 
 arguments in declaration order, the way Triton's own ``JITFunction.run`` ends.
 
 The direct path is taken only where it is known to match Triton's: a compiled GPU kernel
-(never the interpreter), Triton 3.3 or newer (whose launcher takes every declared argument,
-constexprs included), and no launch hooks registered (a profiler's hooks see Triton's path).
+(never the interpreter), Triton 3.4 or newer (whose launcher takes every declared argument,
+constexprs included, and whose launch hooks live in ``triton.knobs``), and no launch hooks
+registered (a profiler's hooks see Triton's path). It skips Triton's per-call check that module
+globals a kernel was compiled against have not changed: kprof's kernels read only constant ones.
 Anything bound must stay the same object for the life of the launch: buffers are filled in
 place, never replaced.
 """
@@ -64,7 +66,7 @@ class BoundLaunch:
         self._triton_call = kernel[grid]
         self._args, self._kwargs = args, kwargs
         self._grid = (tuple(grid) + (1, 1))[:3]
-        self._values = declared_arguments(kernel, args, kwargs) if _triton_at_least(3, 3) else None
+        self._values = declared_arguments(kernel, args, kwargs) if _triton_at_least(3, 4) else None
         self._direct: tuple | None = None  # (run, function, packed metadata, stream getter, device)
 
     @property

@@ -17,7 +17,8 @@ import triton.language as tl
 from kprof.kernels import INTERPRETED
 
 INTERPRETER_SMS = 4  # the interpreter has no SMs; grids sized per SM count it as this many
-MAX_POLLS = 1 << 24  # reads of a flag or counter before a waiting program gives up (about a second)
+MAX_POLLS = 1 << 24  # reads of a flag or counter before a waiting program gives up (a second or more)
+LINE_WORDS = tl.constexpr(32)  # int32 words per 128-byte line: a flag or counter that programs poll sits alone on one
 
 
 def sm_count(device: torch.device) -> int:
@@ -34,9 +35,10 @@ def waiters_fit(waiters: int, device: torch.device) -> bool:
 
 @triton.jit
 def wait_at_least(ptr, target, Faults, MAX_POLLS: tl.constexpr):
-    """Poll ``*ptr`` (gpu-scope acquire) until it reaches ``target``, then return; after
-    MAX_POLLS reads give up and add one to ``*Faults``. Every thread of the program sees what
-    was released before the value it waited for."""
+    """Poll ``*ptr`` (gpu-scope acquire) until it reaches ``target`` and return True; after
+    MAX_POLLS reads give up, add one to ``*Faults`` and return False. Every thread of the program
+    sees what was released before the value it waited for: the acquire, then the barrier, is what
+    makes the caller's plain (L1-cached) loads of that data safe."""
     seen = tl.atomic_add(ptr, 0, sem="acquire", scope="gpu")
     polls = 0
     while (seen < target) & (polls < MAX_POLLS):
@@ -45,3 +47,4 @@ def wait_at_least(ptr, target, Faults, MAX_POLLS: tl.constexpr):
     tl.debug_barrier()
     if seen < target:
         tl.atomic_add(Faults, 1)
+    return seen >= target

@@ -33,7 +33,7 @@ import triton.language as tl
 from kprof.core.config_space import Constraint, LaunchConfig, LaunchSpace, Param
 from kprof.kernels.common.bound_launch import bound_launch
 from kprof.kernels.common.dependent_launch import release_dependents, wait_for_predecessor
-from kprof.kernels.common.grid_sync import MAX_POLLS, wait_at_least, waiters_fit
+from kprof.kernels.common.grid_sync import LINE_WORDS, MAX_POLLS, wait_at_least, waiters_fit
 from kprof.kernels.common.split_kv_combine import combine_head
 from kprof.kernels.santa.step import _TOPK_AVAILABLE, MERGE_SELECT_HELP, RADIX_HELP, TOPK_SELECT_HELP, SantaDecode
 from kprof.kernels.santa.triton_kernels import (
@@ -48,12 +48,13 @@ from kprof.kernels.santa.triton_kernels import (
     store_block_top,
 )
 
-# Sync words: tickets taken, query heads combined, waits that gave up; then a flag and a done
-# count per KV head
+# Sync words: tickets taken, programs finished (merges and combiners), waits that gave up; then a
+# flag and a done count per KV head
+# (each word on its own 128-byte line: programs poll the flags and counts)
 TICKETS = tl.constexpr(0)
-COMBINED = tl.constexpr(1)
-FAULTS = tl.constexpr(2)
-FLAGS = tl.constexpr(4)
+FINISHED = tl.constexpr(LINE_WORDS)
+FAULTS = tl.constexpr(2 * LINE_WORDS)
+FLAGS = tl.constexpr(3 * LINE_WORDS)
 
 
 @triton.jit
@@ -111,9 +112,10 @@ def santa_merge_attend_reduce(
     wait_for_predecessor(PDL)  # everything below reads launch 1's candidates
     release_dependents(PDL)
     ticket = tl.atomic_add(Sync + TICKETS, 1, sem="relaxed", scope="gpu")
-    flags = Sync + FLAGS
-    done_counts = flags + hkv
+    flags = Sync + FLAGS  # KV head h's flag at flags[h * LINE_WORDS], its done count after the flags
+    done_counts = flags + hkv * LINE_WORDS
     faults = Sync + FAULTS
+    finished = -1  # programs finished when this one was (merges and combiners count)
     if ticket < hkv:
         kvh = ticket
         reset_union_tables(UMask, ULogC, kvh, stride_uh, stride_um, MERGE_G, UMAX)
@@ -125,7 +127,10 @@ def santa_merge_attend_reduce(
             if kvh == 0:
                 tl.store(SeedPtr, tl.load(SeedPtr) + 1)  # launch 1 of this call has drawn its noise
         tl.debug_barrier()  # every thread's union stores happen before the release
-        tl.atomic_xchg(flags + kvh, 1, sem="release", scope="gpu")
+        tl.atomic_xchg(flags + kvh * LINE_WORDS, 1, sem="release", scope="gpu")
+        # a merge counts toward the end of the call: a reader that gave up on its flag must not let
+        # the reset run before this merge's flag store, or the flag would stay set for the next call
+        finished = tl.atomic_add(Sync + FINISHED, 1, sem="acq_rel", scope="gpu") + 1
     else:
         t = ticket - hkv
         kvh = t % hkv
@@ -134,45 +139,48 @@ def santa_merge_attend_reduce(
         heads = kvh * GROUP + offs_g
         q = tl.load(Q + heads[:, None] * stride_qh + tl.arange(0, HEAD_D)[None, :],
                     mask=(offs_g < GROUP)[:, None], other=0.0)
-        # with K = M attend reads no union table, but the merge must still be done before the
-        # reset at the end of the call
-        wait_at_least(flags + kvh, 1, faults, MAX_POLLS)
+        # with K = M attend reads no union table, but waits all the same (one path to check). The
+        # acquire and barrier in wait_at_least make attend's plain loads of the union safe.
+        merged = wait_at_least(flags + kvh * LINE_WORDS, 1, faults, MAX_POLLS)
         attend_split(q, kvh, split, PK, PV, SK, SV, UStart, URowPre, ULogC, M_part, L_part, Acc_part,
                      n_prompt, n_suffix, qk_scale_log2, stride_kh, stride_kn, stride_sk_h, stride_sk_n,
                      stride_uh, stride_um, stride_mh, stride_ah, stride_as,
                      GROUP, BLOCK_G, BLOCK_R, HEAD_D, UMAX, NUM_SPLITS, ALL_TEAMS, DOT_PRECISION, PV_FP32,
                      SEARCH, LOG2_UMAX, SUFFIX)
+        if not merged:  # it read a union that was not there: make its heads' outputs NaN, not plausible
+            tl.store(M_part + heads * stride_mh + split, float("nan"), mask=offs_g < GROUP)
         tl.debug_barrier()  # every thread's partials are stored before the release
-        done = tl.atomic_add(done_counts + kvh, 1, sem="acq_rel", scope="gpu")
+        done = tl.atomic_add(done_counts + kvh * LINE_WORDS, 1, sem="acq_rel", scope="gpu")
         tl.debug_barrier()
-        finished = -1
         if PARALLEL_COMBINE:
             # the last GROUP programs of the KV head each combine one head, once all are done
             j = NUM_SPLITS - 1 - done
             if (j >= 0) & (j < GROUP):
-                wait_at_least(done_counts + kvh, NUM_SPLITS, faults, MAX_POLLS)
+                wait_at_least(done_counts + kvh * LINE_WORDS, NUM_SPLITS, faults, MAX_POLLS)
                 combine_head(M_part, L_part, Acc_part, Out, kvh * GROUP + j, NUM_SPLITS,
                              stride_mh, stride_ah, stride_as, stride_oh, BLOCK_S, HEAD_D, 32)
                 tl.debug_barrier()
-                finished = tl.atomic_add(Sync + COMBINED, 1, sem="acq_rel", scope="gpu") + 1
+                finished = tl.atomic_add(Sync + FINISHED, 1, sem="acq_rel", scope="gpu") + 1
         else:
             if done == NUM_SPLITS - 1:
                 for g in range(GROUP):
                     combine_head(M_part, L_part, Acc_part, Out, kvh * GROUP + g, NUM_SPLITS,
                                  stride_mh, stride_ah, stride_as, stride_oh, BLOCK_S, HEAD_D, 32)
                 tl.debug_barrier()
-                finished = tl.atomic_add(Sync + COMBINED, GROUP, sem="acq_rel", scope="gpu") + GROUP
-        if finished == hkv * GROUP:  # the last program of the call: every other one has finished
-            offs_hkv = tl.arange(0, BLOCK_HKV)
-            tl.store(flags + offs_hkv, 0, mask=offs_hkv < hkv)
-            tl.store(done_counts + offs_hkv, 0, mask=offs_hkv < hkv)
-            tl.store(Sync + COMBINED, 0)
-            tl.store(Sync + TICKETS, 0)
+                finished = tl.atomic_add(Sync + FINISHED, GROUP, sem="acq_rel", scope="gpu") + GROUP
+    # the last of Hkv merges and Hq combines: every program of the call has taken its ticket and
+    # is past its waits, so the sync words can be zeroed for the next call or graph replay
+    if finished == hkv * (GROUP + 1):
+        offs_hkv = tl.arange(0, BLOCK_HKV) * LINE_WORDS
+        tl.store(flags + offs_hkv, 0, mask=offs_hkv < hkv * LINE_WORDS)
+        tl.store(done_counts + offs_hkv, 0, mask=offs_hkv < hkv * LINE_WORDS)
+        tl.store(Sync + FINISHED, 0)
+        tl.store(Sync + TICKETS, 0)
 
 
 def sync_words(hkv: int) -> int:
     """Int32 words of the ``Sync`` buffer for ``hkv`` KV heads."""
-    return FLAGS.value + 2 * hkv
+    return FLAGS.value + 2 * hkv * LINE_WORDS.value
 
 
 _BEST_SELECT = 1 if HAS_TOPK else 0

@@ -102,7 +102,7 @@ def test_real_kernel_is_right_on_every_call_and_direct_only_when_compiled(target
         y.fill_(float("nan"))
         launch()
         assert torch.equal(y.cpu(), 3 * x.cpu()), i
-    assert launch.direct == (not target.interpreted and bl._triton_at_least(3, 3))
+    assert launch.direct == (not target.interpreted and bl._triton_at_least(3, 4))
 
 
 @pytest.mark.gpu
@@ -127,7 +127,9 @@ def test_direct_launches_are_captured_into_cuda_graphs(target):
 def test_installed_triton_launches_the_way_the_direct_path_copies():
     """Fails when a Triton release changes how JITFunction.run calls the compiled launcher: the
     direct path must then be re-checked before it is trusted."""
-    if not bl._triton_at_least(3, 3):
-        pytest.skip("Triton before 3.3 takes the dispatch path only")
-    source = inspect.getsource(triton.runtime.jit.JITFunction.run)
-    assert "kernel.function, kernel.packed_metadata" in source and "*bound_args.values()" in source
+    if not bl._triton_at_least(3, 4):
+        pytest.skip("Triton before 3.4 takes the dispatch path only")
+    source = " ".join(inspect.getsource(triton.runtime.jit.JITFunction.run).split())
+    call = ("kernel.run(grid_0, grid_1, grid_2, stream, kernel.function, kernel.packed_metadata, launch_metadata, "
+            "knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook, *bound_args.values())")
+    assert call in source
