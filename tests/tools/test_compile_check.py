@@ -9,8 +9,8 @@ import pytest
 
 # fathom at k = 64: the recording workload (4,096 tokens) then has enough chunks for the Triton top-k
 # (its union inside the top-k launch; topk.UNION=0 launches the union on its own)
-_METHODS = ("triton-dense", "santa", "santa:topk.SELECT=2,merge.SELECT=2,topk.RADIX_BITS=4", "fathom:k=64",
-            "fathom:k=64,topk.UNION=0,pieces=1")
+_METHODS = ("triton-dense", "triton-decode", "santa", "santa:topk.SELECT=2,merge.SELECT=2,topk.RADIX_BITS=4",
+            "santa-fused", "fathom:k=64", "fathom:k=64,topk.UNION=0,pieces=1")
 
 
 def _compiler_available() -> bool:
@@ -31,8 +31,11 @@ def test_shipped_launches_compile_for_sm90():
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     summary = proc.stdout.strip().splitlines()[-1]
     done, total = summary.split()[0].split("/")
-    assert done == total and int(total) >= 10, summary  # dense 2, santa 5 + variants, fathom 7
+    assert done == total and int(total) >= 15, summary  # dense 2 + 2, santa 5 + variants + 3, fathom 7
     assert "fathom_topk(" in proc.stdout and "fathom_union(" in proc.stdout, proc.stdout[-2000:]
+    # the waiting paths only a GPU takes (the interpreter records PARALLEL_COMBINE=False) compile too
+    waiting = [ln for ln in proc.stdout.splitlines() if "PARALLEL_COMBINE=True" in ln]
+    assert {ln.split("(")[0].split()[-1] for ln in waiting} == {"_dense_decode", "santa_merge_attend_reduce"}
     import triton
 
     bindir = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
