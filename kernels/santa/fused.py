@@ -120,12 +120,9 @@ def santa_merge_attend_reduce(
         kvh = ticket
         reset_union_tables(UMask, ULogC, kvh, stride_uh, stride_um, MERGE_G, UMAX)
         merge_union(kvh, Cand, Scores, Lengths, Starts, SelTeam, SelLogC, SelKey,
-                    UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos,
+                    UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos, SeedPtr,
                     inv_sqrt_d, k_sel, m_max, stride_ch, stride_sh, stride_lh, stride_selh, stride_uh, stride_um,
-                    GROUP, MERGE_G, NCP, NCAND, KPAD, UMAX, MERGE_SELECT, RADIX_BITS, GATHER)
-        if FRESH:
-            if kvh == 0:
-                tl.store(SeedPtr, tl.load(SeedPtr) + 1)  # launch 1 of this call has drawn its noise
+                    GROUP, MERGE_G, NCP, NCAND, KPAD, UMAX, FRESH, MERGE_SELECT, RADIX_BITS, GATHER)
         tl.debug_barrier()  # every thread's union stores happen before the release
         tl.atomic_xchg(flags + kvh * LINE_WORDS, 1, sem="release", scope="gpu")
         # a merge counts toward the end of the call: a reader that gave up on its flag must not let

@@ -274,16 +274,18 @@ def reset_union_tables(UMask, ULogC, kvh, stride_uh, stride_um, BLOCK_G: tl.cons
 @triton.jit
 def merge_union(
     kvh, Cand, Scores, Lengths, Starts, SelTeam, SelLogC, SelKey,
-    UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos,
+    UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos, SeedPtr,
     inv_sqrt_d, k_sel, m_max,
     stride_ch, stride_sh, stride_lh, stride_selh, stride_uh, stride_um,
     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, NCP: tl.constexpr, NCAND: tl.constexpr, KPAD: tl.constexpr,
-    UMAX: tl.constexpr, SELECT: tl.constexpr, RADIX_BITS: tl.constexpr, GATHER: tl.constexpr,
+    UMAX: tl.constexpr, FRESH: tl.constexpr, SELECT: tl.constexpr, RADIX_BITS: tl.constexpr,
+    GATHER: tl.constexpr,
 ):
     """Global top-K and tau of each head of KV head ``kvh`` from the blocks' candidates, then
     corrections and the GQA union (``_correct_and_union``). SELECT 0-2 order the K+1 best keys
     (sort, tl.topk, radix select) and union them in (head, rank) order; 3 selects by the 32-bit
-    score word (``_select_by_word``) and unions in (head, candidate) order."""
+    score word (``_select_by_word``) and unions in (head, candidate) order. With FRESH, KV head
+    0's merge advances the noise seed: this call's noise was drawn by the launch before."""
     offs_g = tl.arange(0, BLOCK_G)
     heads = kvh * GROUP + offs_g
     g_mask = offs_g < GROUP
@@ -325,6 +327,9 @@ def merge_union(
                        SelLogC, UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos,
                        inv_sqrt_d, m_max, stride_sh, stride_lh, stride_selh, stride_uh, stride_um,
                        BLOCK_G=BLOCK_G, WIDTH=NCP if SELECT == 3 else KPAD, UMAX=UMAX, GATHER=GATHER)
+    if FRESH:
+        if kvh == 0:
+            tl.store(SeedPtr, tl.load(SeedPtr) + 1)
 
 
 @triton.jit
@@ -350,12 +355,9 @@ def santa_merge_union(
     wait_for_predecessor(PDL)
     release_dependents(PDL)
     merge_union(kvh, Cand, Scores, Lengths, Starts, SelTeam, SelLogC, SelKey,
-                UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos,
+                UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos, SeedPtr,
                 inv_sqrt_d, k_sel, m_max, stride_ch, stride_sh, stride_lh, stride_selh, stride_uh, stride_um,
-                GROUP, BLOCK_G, NCP, NCAND, KPAD, UMAX, SELECT, RADIX_BITS, GATHER)
-    if FRESH:
-        if kvh == 0:
-            tl.store(SeedPtr, tl.load(SeedPtr) + 1)
+                GROUP, BLOCK_G, NCP, NCAND, KPAD, UMAX, FRESH, SELECT, RADIX_BITS, GATHER)
 
 
 @triton.jit
