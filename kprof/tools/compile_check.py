@@ -261,6 +261,29 @@ def _dump(kernel, rec: LaunchRecord, folder: Path) -> None:
         atomic_write_text(folder / f"{stem}.sass", sass)
 
 
+def _record_in_processes(methods: tuple[str, ...], shape: str) -> list[LaunchRecord]:
+    """Each method's launches recorded in its own interpreter process, as many at once as there
+    are cores (recording runs the method through the interpreter: most of this tool's time), then
+    merged in method order without repeats."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def record(method: str) -> list[LaunchRecord]:
+        args = [sys.executable, "-m", "kprof.tools.compile_check", "--record-only", "--workload", shape,
+                "--method", method]
+        proc = subprocess.run(args, capture_output=True, text=True, env=os.environ | {"TRITON_INTERPRET": "1"})
+        if proc.returncode != 0:
+            last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            raise click.ClickException(f"recording the launches of {method} failed: {last}")
+        return [LaunchRecord(**r) for r in json.loads(proc.stdout.strip().splitlines()[-1])]
+
+    with ThreadPoolExecutor(max(1, min(len(methods), os.cpu_count() or 1))) as pool:
+        per_method = list(pool.map(record, methods))
+    merged: dict[str, LaunchRecord] = {}
+    for rec in (r for recs in per_method for r in recs):
+        merged.setdefault(rec.key(), rec)
+    return list(merged.values())
+
+
 @click.command()
 @click.option("--arch", type=int, default=90, show_default=True,
               help="Compute capability to compile for (90: H100/H200).")
@@ -283,13 +306,7 @@ def main(arch: int, methods: tuple[str, ...], shape: str, dump: Path | None, pdl
         records = record_launches(methods, _small_workload(shape))
         click.echo(json.dumps([asdict(r) for r in records], default=str))
         return
-    args = [sys.executable, "-m", "kprof.tools.compile_check", "--record-only", "--workload", shape,
-            *sum((["--method", m] for m in methods), [])]
-    proc = subprocess.run(args, capture_output=True, text=True, env=os.environ | {"TRITON_INTERPRET": "1"})
-    if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        raise click.ClickException(f"recording launches failed: {last}")
-    records = [LaunchRecord(**r) for r in json.loads(proc.stdout.strip().splitlines()[-1])]
+    records = _record_in_processes(methods, shape)
     if pdl:
         records = [with_pdl(r) for r in records]
     records = [variant for r in records for variant in with_gpu_paths(r)]
