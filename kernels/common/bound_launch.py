@@ -68,6 +68,7 @@ class BoundLaunch:
         self._grid = (tuple(grid) + (1, 1))[:3]
         self._values = declared_arguments(kernel, args, kwargs) if _triton_at_least(3, 4) else None
         self._direct: tuple | None = None  # (run, function, packed metadata, stream getter, device)
+        self._looked = self._values is None  # whether the direct path was looked for (once, after compiling)
 
     @property
     def keywords(self) -> dict[str, Any]:
@@ -85,8 +86,8 @@ class BoundLaunch:
             run(*self._grid, stream_of(device), function, metadata, None, None, None, *self._values)
             return
         compiled = self._triton_call(*self._args, **self._kwargs)
-        if self._direct is None and self._values is not None:
-            self._direct = _direct_path(compiled)
+        if not self._looked:
+            self._direct, self._looked = _direct_path(compiled), True
 
 
 def _direct_path(compiled) -> tuple | None:

@@ -33,6 +33,14 @@ def waiters_fit(waiters: int, device: torch.device) -> bool:
     return not INTERPRETED and waiters < sm_count(device)
 
 
+def wait_faults(n: int, who: str) -> list[str]:
+    """The one-line report of ``n`` waits that gave up (empty when none did)."""
+    if not n:
+        return []
+    return [f"{n} {who} stopped waiting for others of their launch after {MAX_POLLS:,} polls: another kernel "
+            "held the SMs they needed, so those outputs are wrong; run with nothing else on the GPU"]
+
+
 @triton.jit
 def wait_at_least(ptr, target, Faults, MAX_POLLS: tl.constexpr):
     """Poll ``*ptr`` (gpu-scope acquire) until it reaches ``target`` and return True; after

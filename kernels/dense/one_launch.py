@@ -25,7 +25,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 from kprof.core.config_space import Constraint, LaunchConfig, LaunchSpace, Param
 from kprof.core.errors import ConfigError
 from kprof.kernels.common.bound_launch import bound_launch
-from kprof.kernels.common.grid_sync import MAX_POLLS, sm_count, wait_at_least, waiters_fit
+from kprof.kernels.common.grid_sync import MAX_POLLS, sm_count, wait_at_least, wait_faults, waiters_fit
 from kprof.kernels.common.split_kv_combine import combine_head
 from kprof.kernels.dense.key_range import group_partials
 from kprof.kernels.dense.operands import DenseOperands
@@ -133,8 +133,4 @@ class OneLaunchDecode:
 
     def faults(self) -> list[str]:
         """Combiner waits that gave up so far, one line (a host sync: not timed)."""
-        n = int(self.count[2].sum())
-        if not n:
-            return []
-        return [f"{n} combining program(s) stopped waiting for the rest of their KV head after {MAX_POLLS:,} polls: "
-                "another kernel held the SMs they needed, so those outputs are wrong; run with nothing else on the GPU"]
+        return wait_faults(int(self.count[2].sum()), "combining program(s)")

@@ -24,8 +24,6 @@ program of a KV head combines all of its heads.
 
 from __future__ import annotations
 
-import functools
-
 import torch
 import triton
 import triton.language as tl
@@ -33,11 +31,17 @@ import triton.language as tl
 from kprof.core.config_space import Constraint, LaunchConfig, LaunchSpace, Param
 from kprof.kernels.common.bound_launch import bound_launch
 from kprof.kernels.common.dependent_launch import release_dependents, wait_for_predecessor
-from kprof.kernels.common.grid_sync import LINE_WORDS, MAX_POLLS, wait_at_least, waiters_fit
+from kprof.kernels.common.grid_sync import LINE_WORDS, MAX_POLLS, wait_at_least, wait_faults, waiters_fit
 from kprof.kernels.common.split_kv_combine import combine_head
-from kprof.kernels.santa.step import _TOPK_AVAILABLE, MERGE_SELECT_HELP, RADIX_HELP, TOPK_SELECT_HELP, SantaDecode
+from kprof.kernels.santa.step import (
+    _GATHER_AVAILABLE,
+    _TOPK_AVAILABLE,
+    MERGE_SELECT_HELP,
+    RADIX_HELP,
+    TOPK_SELECT_HELP,
+    SantaDecode,
+)
 from kprof.kernels.santa.triton_kernels import (
-    HAS_GATHER,
     HAS_TOPK,
     LOG2E,
     _gumbel,
@@ -201,8 +205,7 @@ FUSED_LAUNCH_SPACES = {
         Param("num_warps", (2, 4, 8), 4),
         Param("num_stages", (1, 2, 3), 1),
     ), (Constraint("attend.MERGE_SELECT=1 and 3 need tl.topk, which this Triton lacks",
-                   lambda c, s: c["MERGE_SELECT"] not in (1, 3) or HAS_TOPK),
-        Constraint("attend.GATHER=1 needs tl.gather (Triton 3.2+)", lambda c, s: not c["GATHER"] or HAS_GATHER))),
+                   lambda c, s: c["MERGE_SELECT"] not in (1, 3) or HAS_TOPK), _GATHER_AVAILABLE)),
 }
 
 FUSED_KERNEL_NAMES = ("santa_select", "santa_merge_attend_reduce")
@@ -213,6 +216,7 @@ class SantaFusedDecode(SantaDecode):
     access it keeps), plus the ``sync`` words of launch 2."""
 
     block_t_name = "select.BLOCK_T"
+    launch_names = ("select", "attend")
 
     def __init__(self, q, arts, k_teams: int, config: dict[str, LaunchConfig], **kwargs):
         self.fused_cfg = {name: dict(c) for name, c in config.items()}
@@ -263,14 +267,6 @@ class SantaFusedDecode(SantaDecode):
         )
         self._launches = (self.launch_select, self.launch_attend)
 
-    def stages(self):
-        return tuple((name, functools.partial(self._call, f"launch_{name}")) for name in ("select", "attend"))
-
     def faults(self) -> list[str]:
         """Waits that gave up so far, one line (a host sync: not timed)."""
-        n = int(self.sync[FAULTS.value])
-        if not n:
-            return []
-        return [f"{n} santa-fused program(s) stopped waiting for others of their launch after {MAX_POLLS:,} "
-                "polls: another kernel held the SMs they needed, so those outputs are wrong; run with nothing "
-                "else on the GPU"]
+        return wait_faults(int(self.sync[FAULTS.value]), "santa-fused program(s)")

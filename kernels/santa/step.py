@@ -82,6 +82,7 @@ class SantaDecode:
     """One SANTA++ decode operator bound to a prepared workload."""
 
     block_t_name = "topk.BLOCK_T"  # the launch parameter that sets candidates per block
+    launch_names = ("score", "topk", "merge", "attend", "reduce")
 
     def __init__(self, q: torch.Tensor, arts: SantaArtifacts, k_teams: int, config: dict[str, LaunchConfig],
                  seed: int = 0, fresh: bool = False, suffix_k: torch.Tensor | None = None,
@@ -216,10 +217,9 @@ class SantaDecode:
                           self.launch_reduce)
 
     def stages(self):
-        """The five launches by name; each looks its bound launch up when called, so stages follow a
+        """The launches by name; each looks its bound launch up when called, so stages follow a
         later ``bind()``."""
-        return tuple((name, functools.partial(self._call, f"launch_{name}"))
-                     for name in ("score", "topk", "merge", "attend", "reduce"))
+        return tuple((name, functools.partial(self._call, f"launch_{name}")) for name in self.launch_names)
 
     def _call(self, attribute: str) -> None:
         getattr(self, attribute)()
