@@ -7,7 +7,10 @@ corrections, through the same Triton helpers:
 - ``select``, grid (Hq, cdiv(M_max, BLOCK_T)): each program scores its block of representatives
   for its query head (the group's [G, BLOCK_M] tile product, as ``santa``'s launch 1, of which it
   keeps its own row), adds log n_g and the Gumbel noise of (seed, head, team), and writes the
-  block's KPAD best keys (``santa``'s launch 2).
+  block's KPAD best keys (``santa``'s launch 2). The last of a head's programs to finish (an
+  arrival counter; nobody waits) keeps the head's KPAD best keys of all blocks, so the merges of
+  launch 2, which run on only Hkv programs, read KPAD candidates per head instead of
+  blocks x KPAD.
 - ``attend``, Hkv x (NUM_SPLITS + 1) programs that take tickets in the order they start (an
   atomic counter). The first Hkv tickets merge one KV head each (``santa``'s launch 3: global
   top-(K+1), tau, corrections, the GQA union) and publish it on a flag: a program that holds a
@@ -63,14 +66,16 @@ FLAGS = tl.constexpr(3 * LINE_WORDS)
 
 @triton.jit
 def santa_select(
-    Q, Rep, Scores, Lengths, NumTeams, SeedPtr, Cand,
+    Q, Rep, Scores, Lengths, NumTeams, SeedPtr, Cand, Arrivals,
     m_max, inv_sqrt_d,
     stride_qh, stride_rh, stride_rm, stride_sh, stride_lh, stride_ch, stride_cb,
     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_M: tl.constexpr,
     HEAD_D: tl.constexpr, KPAD: tl.constexpr, NOISE: tl.constexpr, SELECT: tl.constexpr,
-    RADIX_BITS: tl.constexpr, DOT_PRECISION: tl.constexpr, PDL: tl.constexpr = False,
+    RADIX_BITS: tl.constexpr, DOT_PRECISION: tl.constexpr, FOLD: tl.constexpr, NCP_FOLD: tl.constexpr,
+    FOLD_TOPK: tl.constexpr, PDL: tl.constexpr = False,
 ):
-    """Launch 1, grid (Hq, cdiv(M_max, BLOCK_T)): scores, routing logits, noise, the block's top keys."""
+    """Launch 1, grid (Hq, cdiv(M_max, BLOCK_T)): scores, routing logits, noise, the block's top
+    keys; with FOLD (more than one block) the head's top keys (``_fold_head_top``)."""
     wait_for_predecessor(PDL)
     release_dependents(PDL)
     h = tl.program_id(0)
@@ -95,6 +100,33 @@ def santa_select(
         y = y + _gumbel(tl.load(SeedPtr), h, blk * BLOCK_T, BLOCK_T, m_max)
     y = tl.where(valid, y, float("-inf"))
     store_block_top(y, offs, Cand + h * stride_ch + blk * stride_cb, BLOCK_T, KPAD, SELECT, RADIX_BITS)
+    if FOLD:
+        _fold_head_top(Cand + h * stride_ch, Arrivals + h * LINE_WORDS, stride_cb, KPAD, NCP_FOLD, FOLD_TOPK)
+
+
+@triton.jit
+def _fold_head_top(Cand, Arrived, stride_cb, KPAD: tl.constexpr, NCP: tl.constexpr, TOPK: tl.constexpr):
+    """Count this program's block in; the head's last program to arrive writes the head's KPAD
+    best keys over all blocks to block 0's slots (the same set as the merge's global top of all
+    blocks: each block kept its KPAD best) and zeroes the count for the next call."""
+    tl.debug_barrier()  # every thread's candidate stores happen before the release
+    arrived = tl.atomic_add(Arrived, 1, sem="acq_rel", scope="gpu")
+    n_blocks = tl.num_programs(1)
+    if arrived == n_blocks - 1:
+        offs = tl.arange(0, NCP)
+        valid = offs < n_blocks * KPAD
+        # .cg: the other blocks' keys come from L2, never from a line this SM's L1 kept
+        keys = tl.load(Cand + (offs // KPAD) * stride_cb + offs % KPAD, mask=valid, other=0, cache_modifier=".cg")
+        # padding keys sit below every real key and stay unique (as the merge pads)
+        keys = tl.where(valid, keys, tl.full([NCP], -9223372036854775807, tl.int64) + offs)
+        if TOPK:
+            top = tl.topk(keys, KPAD)
+        else:
+            keys = tl.reshape(tl.sort(keys, descending=True), (NCP // KPAD, KPAD))
+            top = tl.sum(tl.where(tl.arange(0, NCP // KPAD)[:, None] == 0, keys, 0), axis=0)
+        tl.debug_barrier()  # every thread has read the blocks before block 0's slots are overwritten
+        tl.store(Cand + tl.arange(0, KPAD), top)
+        tl.store(Arrived, 0)
 
 
 @triton.jit
@@ -225,6 +257,7 @@ class SantaFusedDecode(SantaDecode):
         sizing = {"topk": {"BLOCK_T": sel["BLOCK_T"]}, "attend": {"NUM_SPLITS": att["NUM_SPLITS"]}}
         hkv = arts.packed_k.shape[0]
         self.sync = torch.zeros(sync_words(hkv), dtype=torch.int32, device=q.device)
+        self.arrivals = torch.zeros(q.shape[0] * LINE_WORDS.value, dtype=torch.int32, device=q.device)
         super().__init__(q, arts, k_teams, sizing, **kwargs)
 
     def bind(self) -> None:
@@ -236,13 +269,14 @@ class SantaFusedDecode(SantaDecode):
                              "SantaFusedDecode to change them")
         self.launch_select = bound_launch(
             santa_select, (self.hq, self.n_blocks),
-            self.q, a.rep_keys, self.scores, a.team_len, a.num_teams, self.seed, self.cand,
+            self.q, a.rep_keys, self.scores, a.team_len, a.num_teams, self.seed, self.cand, self.arrivals,
             self.m_max, self.inv_sqrt_d,
             self.q.stride(0), a.rep_keys.stride(0), a.rep_keys.stride(1), self.scores.stride(0),
             a.team_len.stride(0), self.cand.stride(0), self.cand.stride(1),
             GROUP=self.group, BLOCK_G=self.block_g, BLOCK_T=sel["BLOCK_T"], BLOCK_M=sel["BLOCK_M"], HEAD_D=self.d,
             KPAD=self.kpad, NOISE=not self.all_teams, SELECT=sel["SELECT"], RADIX_BITS=sel["RADIX_BITS"],
-            DOT_PRECISION=self.precision, PDL=self.pdl, num_warps=sel["num_warps"],
+            DOT_PRECISION=self.precision, FOLD=self.n_blocks > 1, NCP_FOLD=self.ncp, FOLD_TOPK=HAS_TOPK,
+            PDL=self.pdl, num_warps=sel["num_warps"],
         )
         splits = att["NUM_SPLITS"]
         self.launch_attend = bound_launch(
@@ -256,7 +290,8 @@ class SantaFusedDecode(SantaDecode):
             self.sel_team.stride(0), self.u_mask.stride(0), self.u_mask.stride(1),
             a.packed_k.stride(0), a.packed_k.stride(1), self.suffix_k.stride(0), self.suffix_k.stride(1),
             self.m_part.stride(0), self.acc.stride(0), self.acc.stride(1), self.out.stride(0),
-            GROUP=self.group, BLOCK_G=self.block_g, MERGE_G=self.merge_g, NCP=self.ncp, NCAND=self.ncand,
+            # the merges read the head's folded top keys: KPAD candidates, whatever the block count
+            GROUP=self.group, BLOCK_G=self.block_g, MERGE_G=self.merge_g, NCP=self.kpad, NCAND=self.kpad,
             KPAD=self.kpad, UMAX=self.umax, FRESH=self.fresh, MERGE_SELECT=att["MERGE_SELECT"],
             RADIX_BITS=att["RADIX_BITS"], GATHER=bool(att["GATHER"]), BLOCK_R=att["BLOCK_R"], HEAD_D=self.d,
             NUM_SPLITS=splits, ALL_TEAMS=self.all_teams, DOT_PRECISION=self.precision, PV_FP32=self.pv_fp32,
