@@ -20,12 +20,17 @@ def plot_results(results: list[Result], path: str | Path) -> Path:
         import matplotlib.pyplot as plt
     except ImportError:
         raise KprofError("plots need matplotlib: pip install 'kprof[plot]'") from None
-    extra = [res for res in results if _scaling_rows(res) or _frontier_rows(res)]
-    fig, axes = plt.subplots(len(results) + len(extra), 2, figsize=(12, 3.6 * (len(results) + len(extra))),
-                             squeeze=False)
-    for (ax_scaling, ax_frontier), res in zip(axes[len(results):], extra):
-        _scaling(ax_scaling, res)
-        _frontier(ax_frontier, res)
+    # a sweep adds a row of its scaling and frontier panels; one that has only one spans the row
+    extra = [(res, [draw for draw, rows in ((_scaling, _scaling_rows), (_frontier, _frontier_rows)) if rows(res)])
+             for res in results]
+    extra = [(res, panels) for res, panels in extra if panels]
+    fig = plt.figure(figsize=(12, 3.6 * (len(results) + len(extra))))
+    grid = fig.add_gridspec(len(results) + len(extra), 2)
+    axes = [(fig.add_subplot(grid[i, 0]), fig.add_subplot(grid[i, 1])) for i in range(len(results))]
+    for i, (res, panels) in enumerate(extra, start=len(results)):
+        spots = [grid[i, :]] if len(panels) == 1 else [grid[i, 0], grid[i, 1]]
+        for draw, spot in zip(panels, spots):
+            draw(fig.add_subplot(spot), res)
     for (ax_drift, ax_right), res in zip(axes, results):
         for label, s in res.summaries.items():
             medians = [float("nan") if m is None else m for m in s.round_medians_us]
@@ -109,11 +114,19 @@ def _frontier_rows(res: Result) -> list:
     return rows if len(rows) >= 2 and (varied or sparse) else []
 
 
+def _plain_log_ticks(axis) -> None:
+    """Tick labels as plain numbers (20, 50, 100), not 2x10^1, on a log axis."""
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+
+
 def _scaling(ax, res: Result) -> None:
+    from matplotlib.ticker import FuncFormatter
+
     rows = _scaling_rows(res)
-    if not rows:
-        ax.set_axis_off()
-        return
     for label, points in rows.items():
         points.sort(key=lambda p: p[0])
         n = [p[0] for p in points]
@@ -122,7 +135,9 @@ def _scaling(ax, res: Result) -> None:
         high = [(p[1].median_us.high if p[1].median_us.has_interval else e) - e for e, p in zip(est, points)]
         ax.errorbar(n, est, yerr=[low, high], marker="o", ms=4, capsize=3, label=label)
     ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1024:g}K" if v >= 1024 else f"{v:g}"))
     ax.set_yscale("log")
+    _plain_log_ticks(ax.yaxis)
     ax.set_xlabel("context length (tokens)")
     ax.set_ylabel("median of round medians (us, 95% CI)")
     ax.set_title(f"scaling ({res.mode})", fontsize=9)
@@ -131,9 +146,6 @@ def _scaling(ax, res: Result) -> None:
 
 def _frontier(ax, res: Result) -> None:
     rows = _frontier_rows(res)
-    if not rows:
-        ax.set_axis_off()
-        return
     markers = "osD^v<>"
     workloads = list(dict.fromkeys(r.workload for r in rows))
     families: dict[str, list] = {}
@@ -151,6 +163,7 @@ def _frontier(ax, res: Result) -> None:
                 ax.annotate(option, (xi, yi), fontsize=6, xytext=(3, 3), textcoords="offset points")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    _plain_log_ticks(ax.xaxis)
     ax.set_xlabel("median of round medians (us)")
     ax.set_ylabel("relative L2 error vs fp64 dense attention")
     ax.set_title("accuracy-latency frontier (lower left is better)", fontsize=9)

@@ -385,8 +385,12 @@ def load_result(path: str | Path, with_observations: bool = True) -> Result:
         raise KprofError(f"{path} is a malformed kprof result ({exc}): re-run the measurement") from None
     if with_observations and result.observations_file:
         sidecar = path.parent / result.observations_file
+        renamed = path.with_suffix(".obs.npz")  # the pair renamed together keeps the result's own stem
+        if not sidecar.is_file() and renamed.is_file():
+            sidecar = renamed
         if not sidecar.is_file():
-            raise KprofError(f"observations sidecar {sidecar} is missing: copy it next to {path.name} or re-run")
+            raise KprofError(f"observations sidecar {sidecar} is missing: copy it next to {path.name} "
+                             f"(as {sidecar.name} or {renamed.name}) or re-run")
         blob = sidecar.read_bytes()
         if hashlib.sha256(blob).hexdigest() != result.observations_sha256:
             raise KprofError(f"observations sidecar {sidecar} does not match its result (hash differs): re-run")

@@ -63,6 +63,17 @@ def test_tampered_sidecar_is_refused(tmp_path, cpu_result):
         load_result(path)
 
 
+def test_a_result_renamed_with_its_sidecar_still_loads(tmp_path, cpu_result):
+    path = save_result(cpu_result, tmp_path / "r.json")
+    path.rename(tmp_path / "kept.json")
+    (tmp_path / "r.obs.npz").rename(tmp_path / "kept.obs.npz")
+    back = load_result(tmp_path / "kept.json")
+    assert set(back.observations) == set(cpu_result.observations)
+    (tmp_path / "kept.obs.npz").unlink()
+    with pytest.raises(KprofError, match=r"missing: copy it next to kept.json \(as r.obs.npz or kept.obs.npz\)"):
+        load_result(tmp_path / "kept.json")
+
+
 def test_not_a_result(tmp_path):
     p = tmp_path / "x.json"
     p.write_text("{\"schema\": \"other/2\"}")
