@@ -108,7 +108,8 @@ def santa_select(
 def _fold_head_top(Cand, Arrived, stride_cb, KPAD: tl.constexpr, NCP: tl.constexpr, TOPK: tl.constexpr):
     """Count this program's block in; the head's last program to arrive writes the head's KPAD
     best keys over all blocks to block 0's slots (the same set as the merge's global top of all
-    blocks: each block kept its KPAD best) and zeroes the count for the next call."""
+    blocks: each block kept its KPAD best) and zeroes the count for the next call. Blocks 1 and
+    up keep their own keys, which nothing reads after the fold."""
     tl.debug_barrier()  # every thread's candidate stores happen before the release
     arrived = tl.atomic_add(Arrived, 1, sem="acq_rel", scope="gpu")
     n_blocks = tl.num_programs(1)
@@ -275,8 +276,8 @@ class SantaFusedDecode(SantaDecode):
             a.team_len.stride(0), self.cand.stride(0), self.cand.stride(1),
             GROUP=self.group, BLOCK_G=self.block_g, BLOCK_T=sel["BLOCK_T"], BLOCK_M=sel["BLOCK_M"], HEAD_D=self.d,
             KPAD=self.kpad, NOISE=not self.all_teams, SELECT=sel["SELECT"], RADIX_BITS=sel["RADIX_BITS"],
-            DOT_PRECISION=self.precision, FOLD=self.n_blocks > 1, NCP_FOLD=self.ncp, FOLD_TOPK=HAS_TOPK,
-            PDL=self.pdl, num_warps=sel["num_warps"],
+            DOT_PRECISION=self.precision, FOLD=self.n_blocks > 1 and not self.all_teams, NCP_FOLD=self.ncp,
+            FOLD_TOPK=HAS_TOPK, PDL=self.pdl, num_warps=sel["num_warps"],
         )
         splits = att["NUM_SPLITS"]
         self.launch_attend = bound_launch(

@@ -1,6 +1,8 @@
 """santa-fused (two launches) against the fp64 replay of its own selections, and against santa's
 five launches for the same noise: same teams, same corrections."""
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -18,9 +20,9 @@ TWO = {"select": {"BLOCK_T": 32, "BLOCK_M": 16}, "attend": {"BLOCK_R": 16, "NUM_
 
 
 def _pair(make_workload, target, hq=8, hkv=2, n=300, d=16, k=5, dtype=torch.float32, seed=0, fresh=False,
-          two=None, five=None):
+          two=None, five=None, w=None):
     """The five-launch and the two-launch operator on one workload and layout, same noise seed."""
-    w = make_workload(hq, hkv, n, d, dtype, seed=seed, scale=2.0)
+    w = w or make_workload(hq, hkv, n, d, dtype, seed=seed, scale=2.0)
     layout = build_layout(w.k, SantaSettings(p=8, r=2, s=8, parents="contiguous"))
     arts = pack(w.k.to(target.device), w.v.to(target.device), layout)
     q = w.q.to(target.device)
@@ -74,13 +76,31 @@ def test_candidate_blocks_and_merge_selects_do_not_change_the_selection(make_wor
     """BLOCK_T sets how candidates are split over programs and MERGE_SELECT how the global top is
     found: the selection is the same set either way."""
     runs = []
-    for block_t, merge in ((32, 0), (64, 2), (128, 3)):
+    for block_t, merge in ((32, 0), (64, 2), (128, 3), (32, 3)):
         two = {"select": {"BLOCK_T": block_t, "BLOCK_M": 16}, "attend": TWO["attend"] | {"MERGE_SELECT": merge}}
         w, layout, _, op = _pair(make_workload, target, seed=5, two=two)
         report, teams, _ = _error_against_own_selection(w, layout, op)
         assert report.rel_error < 1e-5, (block_t, merge, report)
         runs.append([sorted(t.tolist()) for t in teams])
-    assert runs[0] == runs[1] == runs[2]
+    assert runs[0] == runs[1] == runs[2] == runs[3]
+
+
+def test_the_fold_pads_below_keys_of_negative_scores(make_workload, target):
+    """Every routing logit below zero makes every key negative: the fold's padding (3 blocks of
+    32 keys in 128 slots) must still lose to all of them, or a padding slot would be selected."""
+    w = make_workload(8, 2, 300, 16, torch.float32, seed=6)
+    k = w.k.clone()
+    k[..., 0] += 4.0
+    q = 0.5 * w.q
+    q[:, 0] = -40.0
+    w = dataclasses.replace(w, q=q, k=k)
+    w, layout, five, two = _pair(make_workload, target, w=w, seed=6)
+    assert two.n_blocks > 1 and two.n_blocks * two.kpad < two.ncp  # the fold has padding slots
+    report, teams, _ = _error_against_own_selection(w, layout, two)
+    assert report.rel_error < 1e-5, report
+    assert int(two.cand[:, 0].max()) < 0  # the head's kept keys are all negative: no padding slot won
+    _run_poisoned(five)
+    assert [sorted(t.tolist()) for t in teams] == [sorted(t.tolist()) for t in five.selections()[0]]
 
 
 def test_calls_in_a_row_reset_the_counters_and_fresh_noise_follows_santa(make_workload, target):
