@@ -389,8 +389,9 @@ def load_result(path: str | Path, with_observations: bool = True) -> Result:
         if not sidecar.is_file() and renamed.is_file():
             sidecar = renamed
         if not sidecar.is_file():
+            names = " or ".join(dict.fromkeys((sidecar.name, renamed.name)))
             raise KprofError(f"observations sidecar {sidecar} is missing: copy it next to {path.name} "
-                             f"(as {sidecar.name} or {renamed.name}) or re-run")
+                             f"(as {names}) or re-run")
         blob = sidecar.read_bytes()
         if hashlib.sha256(blob).hexdigest() != result.observations_sha256:
             raise KprofError(f"observations sidecar {sidecar} does not match its result (hash differs): re-run")

@@ -72,6 +72,10 @@ def test_a_result_renamed_with_its_sidecar_still_loads(tmp_path, cpu_result):
     (tmp_path / "kept.obs.npz").unlink()
     with pytest.raises(KprofError, match=r"missing: copy it next to kept.json \(as r.obs.npz or kept.obs.npz\)"):
         load_result(tmp_path / "kept.json")
+    path = save_result(cpu_result, tmp_path / "r.json")
+    (tmp_path / "r.obs.npz").unlink()
+    with pytest.raises(KprofError, match=r"copy it next to r.json \(as r.obs.npz\) or re-run"):
+        load_result(path)
 
 
 def test_not_a_result(tmp_path):

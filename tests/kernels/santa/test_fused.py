@@ -22,7 +22,7 @@ TWO = {"select": {"BLOCK_T": 32, "BLOCK_M": 16}, "attend": {"BLOCK_R": 16, "NUM_
 def _pair(make_workload, target, hq=8, hkv=2, n=300, d=16, k=5, dtype=torch.float32, seed=0, fresh=False,
           two=None, five=None, w=None):
     """The five-launch and the two-launch operator on one workload and layout, same noise seed."""
-    w = w or make_workload(hq, hkv, n, d, dtype, seed=seed, scale=2.0)
+    w = w if w is not None else make_workload(hq, hkv, n, d, dtype, seed=seed, scale=2.0)
     layout = build_layout(w.k, SantaSettings(p=8, r=2, s=8, parents="contiguous"))
     arts = pack(w.k.to(target.device), w.v.to(target.device), layout)
     q = w.q.to(target.device)
