@@ -40,8 +40,9 @@ from kprof.results.result import MethodRecord, Result, Summary, Validation
 Op = Callable[[], object] | str
 
 
-def _protocol_overrides(rounds, observations, warmup_pairs, evict_mib, graph, host_bound) -> dict:
+def _protocol_overrides(rounds, observations, warmup_pairs, evict_mib, graph, host_bound, eviction=None) -> dict:
     return {"rounds": rounds, "observations": observations, "warmup_pairs": warmup_pairs, "evict_mib": evict_mib,
+            "eviction": eviction,
             "graph": graph or None, "host_bound": host_bound or None}
 
 
@@ -103,8 +104,8 @@ def _label(op: Op, fallback: str) -> str:
 def compare(candidates: Mapping[str, Op] | Sequence[Op], baseline: Op, *, inputs: Mapping[str, object] | None = None,
             reference=None, tolerance: float | None = None, workload: str | None = None, name: str = "callables",
             rounds: int | None = None, observations: int | None = None, warmup_pairs: int | None = None,
-            evict_mib: int | None = None, graph: bool = False, host_bound: bool = False, strict: bool = True,
-            device: str = "auto") -> Result:
+            evict_mib: int | None = None, eviction: str | None = None, graph: bool = False,
+            host_bound: bool = False, strict: bool = True, device: str = "auto") -> Result:
     """Time ``candidates`` against ``baseline`` in the same rounds of a balanced design.
 
     A callable is zero-argument, or, with ``inputs`` (named tensors: a generic workload), called as
@@ -126,7 +127,7 @@ def compare(candidates: Mapping[str, Op] | Sequence[Op], baseline: Op, *, inputs
         ops = [(label, op if isinstance(op, str) or not callable(op) else functools.partial(op, **inputs))
                for label, op in ops]
     target = resolve_target(device)
-    overrides = _protocol_overrides(rounds, observations, warmup_pairs, evict_mib, graph, host_bound)
+    overrides = _protocol_overrides(rounds, observations, warmup_pairs, evict_mib, graph, host_bound, eviction)
     if any(isinstance(op, str) for _, op in ops):
         session = MeasurementSession.open(device, workload, overrides)
     else:
@@ -160,13 +161,13 @@ def compare(candidates: Mapping[str, Op] | Sequence[Op], baseline: Op, *, inputs
 
 
 def time(fn: Callable[[], object], *, rounds: int | None = None, observations: int | None = None,
-         warmup_pairs: int | None = None, evict_mib: int | None = None, graph: bool = False,
-         host_bound: bool = False, device: str = "auto") -> Summary:
+         warmup_pairs: int | None = None, evict_mib: int | None = None, eviction: str | None = None,
+         graph: bool = False, host_bound: bool = False, device: str = "auto") -> Summary:
     """One callable under the protocol: its median of round medians with an interval, spread,
     noise and drift (microseconds)."""
     target = resolve_target(device)
     protocol = default_protocol(target.is_gpu).with_overrides(
-        **_protocol_overrides(rounds, observations, warmup_pairs, evict_mib, graph, host_bound))
+        **_protocol_overrides(rounds, observations, warmup_pairs, evict_mib, graph, host_bound, eviction))
     harness = Harness(target.device, protocol)
     return Summary.of(harness.time(fn).observations[0], protocol.level)
 

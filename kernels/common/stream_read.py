@@ -29,23 +29,25 @@ def stream_read(A, B, Out, total, chunk, BLOCK: tl.constexpr, EMPTY: tl.constexp
 
 
 class StreamRead:
-    """Reads the first ``fraction`` of ``a`` and ``b`` (same size) in ``programs`` programs."""
+    """Reads the first ``fraction`` of ``a`` and ``b`` (same size) in ``programs`` programs of
+    ``num_warps`` warps, ``block`` elements of each per step (``num_stages`` > 1 lets Triton
+    pipeline the steps' loads)."""
 
     def __init__(self, a: torch.Tensor, b: torch.Tensor, fraction: float = 1.0, programs: int = 528,
-                 block: int = 4096, empty: bool = False):
+                 block: int = 4096, empty: bool = False, num_warps: int = 4, num_stages: int = 1):
         if a.shape != b.shape or a.dtype != b.dtype:
             raise ValueError(f"a {tuple(a.shape)} {a.dtype} and b {tuple(b.shape)} {b.dtype} differ")
         self.a, self.b = a.contiguous().reshape(-1), b.contiguous().reshape(-1)
         self.total = max(1, int(self.a.numel() * fraction))
         self.chunk = triton.cdiv(triton.cdiv(self.total, programs), block) * block
         self.programs = triton.cdiv(self.total, self.chunk)
-        self.block, self.empty = block, empty
+        self.block, self.empty, self.num_warps, self.num_stages = block, empty, num_warps, num_stages
         self.out = torch.empty(self.programs, dtype=torch.float32, device=a.device)
         self.bytes = 0 if empty else 2 * self.total * a.element_size()
 
     def run(self) -> torch.Tensor:
         stream_read[(self.programs,)](self.a, self.b, self.out, self.total, self.chunk, BLOCK=self.block,
-                                      EMPTY=self.empty, num_warps=4)
+                                      EMPTY=self.empty, num_warps=self.num_warps, num_stages=self.num_stages)
         return self.out
 
     def expected_sum(self) -> float:

@@ -35,6 +35,11 @@ def protocol_options(fn=None, *, force: bool = True, many_workloads: bool = Fals
         click.option("--evict-mib", type=int, default=None,
                      help="Eviction buffer read+written before each timed call (never below 8x L2). "
                           f"{dflt('evict_mib')}"),
+        click.option("--eviction", type=click.Choice(["read-write", "read"]), default=None,
+                     help="How the eviction buffer evicts: read-write, the paper's protocol (an in-place add that "
+                          "leaves L2 full of dirty lines, whose write-back the timed call then pays), or read (a "
+                          "reduction that leaves clean lines, as a decode step's weight reads do). "
+                          f"{dflt('eviction')}"),
         click.option("--graph", is_flag=True, default=None, help="Time CUDA-graph replays of the operation."),
         click.option("--host-bound", is_flag=True, default=None,
                      help="No eviction: back-to-back calls, so host launch overhead shows (labelled host-bound)."),
@@ -58,7 +63,7 @@ def protocol_options(fn=None, *, force: bool = True, many_workloads: bool = Fals
 
 
 def protocol_overrides(kwargs: dict) -> dict:
-    keys = ("rounds", "warmup_pairs", "observations", "evict_mib", "graph", "host_bound")
+    keys = ("rounds", "warmup_pairs", "observations", "evict_mib", "eviction", "graph", "host_bound")
     out = {k: (kwargs.pop(k) or None) if k in ("graph", "host_bound") else kwargs.pop(k) for k in keys}
     out["launch_phase"] = False if kwargs.pop("fixed_launch_phase") else None
     return out

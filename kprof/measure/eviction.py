@@ -3,6 +3,11 @@
 Decode kernels read their inputs once, so timing them back to back with warm caches measures the
 L2 instead of HBM (a 64 MiB K/V cache mostly fits in a 50-60 MiB L2 after compression tricks and
 repeated runs). One in-place kernel over a buffer several times the L2 pushes the inputs out.
+
+That kernel (the paper's protocol) leaves L2 full of dirty lines, so the timed call that follows
+also pays their write-back to HBM as its reads evict them: up to an L2's worth of writes, which
+a memory-bound call of tens of MiB feels. ``mode="read"`` evicts with a reduction that only
+reads the buffer, so L2 holds clean lines, as it does in a decode step after the weight reads.
 """
 
 from __future__ import annotations
@@ -16,10 +21,13 @@ MIN_L2_MULTIPLE = 8
 
 
 class EvictionBuffer:
-    """A buffer of ``max(requested, 8 x L2)`` bytes; :meth:`evict` reads and writes all of it in one launch."""
+    """A buffer of ``max(requested, 8 x L2)`` bytes; :meth:`evict` reads and writes all of it in one
+    launch, or with ``mode="read"`` reads it only."""
 
-    def __init__(self, device: torch.device, mib: int = DEFAULT_MIB):
-        self.device = device
+    def __init__(self, device: torch.device, mib: int = DEFAULT_MIB, mode: str = "read-write"):
+        if mode not in ("read-write", "read"):
+            raise ValueError(f"eviction mode must be 'read-write' or 'read', got {mode!r}")
+        self.device, self.mode = device, mode
         requested = mib * 2**20
         floor = MIN_L2_MULTIPLE * _l2_bytes(device)
         size = max(requested, floor)
@@ -36,14 +44,19 @@ class EvictionBuffer:
         self.requested_bytes = requested
         self.l2_bytes = floor // MIN_L2_MULTIPLE
         self._buf = torch.ones(self.nbytes // 4, dtype=torch.int32, device=device)
+        self._sink = torch.empty((), dtype=torch.int32, device=device)
 
     @property
     def mib(self) -> float:
         return self.nbytes / 2**20
 
     def evict(self) -> None:
-        """One elementwise kernel that reads and writes every byte (2 x nbytes of traffic)."""
-        self._buf.add_(1)
+        """One kernel: an in-place add that reads and writes every byte (2 x nbytes of traffic), or
+        in ``read`` mode a max-reduction into one word (nbytes read, nothing left dirty)."""
+        if self.mode == "read":
+            torch.amax(self._buf, dim=0, out=self._sink)
+        else:
+            self._buf.add_(1)
 
 
 def _l2_bytes(device: torch.device) -> int:

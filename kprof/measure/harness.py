@@ -118,7 +118,7 @@ class Harness:
         self.clock = clock or clock_for(self.device)
         if isinstance(eviction, str):
             eviction = (None if protocol.host_bound or protocol.evict_mib == 0
-                        else EvictionBuffer(self.device, protocol.evict_mib))
+                        else EvictionBuffer(self.device, protocol.evict_mib, protocol.eviction))
         if eviction is None and not protocol.host_bound and protocol.evict_mib > 0:
             raise ValueError("an eviction buffer is required unless the protocol is host-bound")
         self.eviction = None if protocol.host_bound else eviction

@@ -6,6 +6,8 @@ from dataclasses import asdict, dataclass, replace
 
 from kprof.core.errors import KprofError
 
+EVICTION_MODES = ("read-write", "read")
+
 
 @dataclass(frozen=True)
 class TimingProtocol:
@@ -17,7 +19,9 @@ class TimingProtocol:
     ``warmup_pairs`` untimed interleaved invocations of every method, then ``observations``
     timed ones per method, interleaved in the round's order (:mod:`kprof.measure.design`).
     ``evict_mib`` of eviction buffer is read and written before every measured invocation
-    unless ``host_bound``. ``graph`` times CUDA-graph replays. ``launch_phase`` balances the
+    unless ``host_bound``; ``eviction="read"`` only reads it, so L2 holds clean lines when the
+    timed call starts and the call pays no write-back of the buffer (:mod:`kprof.measure.eviction`).
+    ``graph`` times CUDA-graph replays. ``launch_phase`` balances the
     parity of each timed call's position in the launch stream (:mod:`kprof.measure.harness`).
     """
 
@@ -28,6 +32,7 @@ class TimingProtocol:
     observations: int = 1000
     stage_observations: int = 500
     evict_mib: int = 512
+    eviction: str = "read-write"
     graph: bool = False
     host_bound: bool = False
     launch_phase: bool = True
@@ -39,6 +44,8 @@ class TimingProtocol:
                 raise KprofError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
         if self.warmup_pairs < 0 or self.evict_mib < 0:
             raise KprofError("--warmup-pairs and --evict-mib must not be negative")
+        if self.eviction not in EVICTION_MODES:
+            raise KprofError(f"--eviction must be one of {', '.join(EVICTION_MODES)}, got {self.eviction!r}")
         if not 0.5 < self.level < 1:
             raise KprofError(f"confidence level must be in (0.5, 1), got {self.level}")
 
@@ -48,7 +55,7 @@ class TimingProtocol:
         if self.host_bound:
             return "host-bound (no eviction; host launch overhead included)"
         return (("CUDA-graph replay" if self.graph else "device-bound")
-                + f" (eviction {self.evict_mib} MiB before each call)")
+                + f" (eviction {self.evict_mib} MiB{' read-only' if self.eviction == 'read' else ''} before each call)")
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -32,6 +32,7 @@ from scipy import stats as sps
 
 from kprof.core.atomic import atomic_path
 from kprof.core.errors import KprofError
+from kprof.measure.protocol import PAPER
 from kprof.measure.stats import BAD_LIMIT, Interval
 from kprof.results.result import Result, load_result
 
@@ -40,7 +41,9 @@ EXIT_USAGE, EXIT_ERROR = 2, 5
 WORST_FIRST = ["INCOMPARABLE", "SLOWER", "UNCERTAIN", "SAME", "FASTER"]
 MIN_HISTORY = 3
 POWER = 0.90
-_PROTOCOL_KEYS = ("rounds", "warmup_pairs", "observations", "evict_mib", "graph", "host_bound", "launch_phase")
+_PROTOCOL_KEYS = ("rounds", "warmup_pairs", "observations", "evict_mib", "eviction", "graph", "host_bound",
+                  "launch_phase")
+_PROTOCOL_DEFAULTS = PAPER.to_dict()
 CROSS_RUN = "prediction interval over the history's run-to-run spread (t, h-1 df)"
 SAME_RUN = "same-run paired interval"
 
@@ -132,9 +135,10 @@ def incomparable(base: Result, cand: Result) -> list[str]:
     if base.workload.get("content_hash") != cand.workload.get("content_hash"):
         why.append(f"workload differs ({base.workload.get('name')} {str(base.workload.get('content_hash'))[:12]} vs "
                    f"{cand.workload.get('name')} {str(cand.workload.get('content_hash'))[:12]})")
-    for k in _PROTOCOL_KEYS:
-        if base.protocol.get(k) != cand.protocol.get(k):
-            why.append(f"protocol {k} differs ({base.protocol.get(k)} vs {cand.protocol.get(k)})")
+    for k in _PROTOCOL_KEYS:  # a key older Results lack took its default then
+        b, c = base.protocol.get(k, _PROTOCOL_DEFAULTS[k]), cand.protocol.get(k, _PROTOCOL_DEFAULTS[k])
+        if b != c:
+            why.append(f"protocol {k} differs ({b} vs {c})")
     return why
 
 

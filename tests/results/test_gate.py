@@ -216,3 +216,17 @@ def test_an_unexpected_failure_is_exit_5_never_1(real_result, history_dir, tmp_p
     assert kprof.results.gate.EXIT["SLOWER"] == 1
     r = _gate("--against", "HEAD", "--rounds", "0")
     assert r.exit_code == 2 and "--rounds must be at least 1" in r.output
+
+
+def test_history_gate_eviction_mode_matters_and_older_results_took_the_default(real_result):
+    history = [synthetic(real_result, seed=s) for s in (1, 2, 3)]
+    for h in history:
+        h.protocol.pop("eviction", None)  # Results written before the key existed
+    same = synthetic(real_result, seed=9)
+    same.protocol = {**same.protocol, "eviction": "read-write"}
+    assert history_gate(history, same).verdict != "INCOMPARABLE"
+    clean = synthetic(real_result, seed=9)
+    clean.protocol = {**clean.protocol, "eviction": "read"}
+    report = history_gate(history, clean)
+    assert report.verdict == "INCOMPARABLE"
+    assert "protocol eviction differs (read-write vs read)" in report.reasons[0]

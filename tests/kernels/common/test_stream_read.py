@@ -28,3 +28,11 @@ def test_empty_reads_nothing_and_shapes_must_match(target, rng):
     assert torch.equal(s.run().cpu(), torch.zeros(s.programs)) and s.bytes == 0
     with pytest.raises(ValueError, match="differ"):
         StreamRead(a, a[:-1])
+
+
+def test_warps_and_pipelined_stages_read_the_same_bytes(target, rng):
+    a = torch.randn(2, 777, 8, generator=rng).to(torch.float16).to(target.device)
+    b = torch.randn(2, 777, 8, generator=rng).to(torch.float16).to(target.device)
+    s = StreamRead(a, b, 1.0, programs=3, block=256, num_warps=8, num_stages=3)
+    s.out.fill_(float("nan"))
+    assert float(s.run().double().sum()) == pytest.approx(s.expected_sum(), rel=1e-4, abs=1e-3)
