@@ -34,6 +34,7 @@ import torch
 
 from kprof.kernels.common.stream_read import StreamRead
 from kprof.measure.harness import TimedOp
+from kprof.measure.protocol import EVICTION_MODES
 
 FRACTIONS = {"stream 1/4": 0.25, "stream 1/2": 0.5, "stream": 1.0}
 DEFAULT_SHAPES = ("2:16384:8:1", "8:8192:4:1", "4:4096:4:3", "1:32768:16:1")
@@ -61,7 +62,7 @@ def main() -> None:
     ap.add_argument("--shape", action="append", metavar="P:B:W:S", default=None,
                     help="another full stream: P programs per SM, B elements a step, W warps, S stages "
                          f"(repeatable; default {' '.join(DEFAULT_SHAPES)})")
-    ap.add_argument("--eviction", choices=["read-write", "read"], default=None,
+    ap.add_argument("--eviction", choices=EVICTION_MODES, default=None,
                     help="the protocol's eviction mode (kprof compare --help)")
     ap.add_argument("--rounds", type=int, default=None, help="rounds (default: the protocol's)")
     ap.add_argument("--observations", type=int, default=None, help="timed calls per row per round")

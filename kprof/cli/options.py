@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from kprof.measure.protocol import CPU_EMBEDDED, PAPER
+from kprof.measure.protocol import CPU_EMBEDDED, EVICTION_MODES, PAPER
 
 
 def protocol_options(fn=None, *, force: bool = True, many_workloads: bool = False):
@@ -35,7 +35,7 @@ def protocol_options(fn=None, *, force: bool = True, many_workloads: bool = Fals
         click.option("--evict-mib", type=int, default=None,
                      help="Eviction buffer read+written before each timed call (never below 8x L2). "
                           f"{dflt('evict_mib')}"),
-        click.option("--eviction", type=click.Choice(["read-write", "read"]), default=None,
+        click.option("--eviction", type=click.Choice(EVICTION_MODES), default=None,
                      help="How the eviction buffer evicts: read-write, the paper's protocol (an in-place add that "
                           "leaves L2 full of dirty lines, whose write-back the timed call then pays), or read (a "
                           "reduction that leaves clean lines, as a decode step's weight reads do). "

@@ -16,6 +16,8 @@ import warnings
 
 import torch
 
+from kprof.measure.protocol import EVICTION_MODES
+
 DEFAULT_MIB = 512
 MIN_L2_MULTIPLE = 8
 
@@ -25,8 +27,8 @@ class EvictionBuffer:
     launch, or with ``mode="read"`` reads it only."""
 
     def __init__(self, device: torch.device, mib: int = DEFAULT_MIB, mode: str = "read-write"):
-        if mode not in ("read-write", "read"):
-            raise ValueError(f"eviction mode must be 'read-write' or 'read', got {mode!r}")
+        if mode not in EVICTION_MODES:
+            raise ValueError(f"eviction mode must be one of {EVICTION_MODES}, got {mode!r}")
         self.device, self.mode = device, mode
         requested = mib * 2**20
         floor = MIN_L2_MULTIPLE * _l2_bytes(device)
