@@ -11,6 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from kprof.cli.console import console, err_console
+from kprof.measure.protocol import EVICTION_MODES
 
 # kprof.tuning.search.STRATEGIES (a test keeps them equal), here so that --help imports no torch
 STRATEGIES = ("exhaustive", "random", "halving", "optuna")
@@ -32,6 +33,10 @@ STRATEGIES = ("exhaustive", "random", "halving", "optuna")
 @click.option("--rounds", type=int, default=None, help="Screening rounds per candidate. [default: 3 on GPU, 2 on CPU]")
 @click.option("--observations", type=int, default=None,
               help="Screening observations per round. [default: 100 on GPU, 2 on CPU]")
+@click.option("--eviction", type=click.Choice(EVICTION_MODES), default="read-write", show_default=True,
+              help="How the L2 eviction buffer evicts before every timed call, in screening and in the finalists' "
+                   "paired runs: read-write (the paper's) or read (no dirty lines to write back; see kprof compare "
+                   "--help). The cache records it and refuses to resume under the other mode.")
 @click.option("--finalists", type=int, default=3, show_default=True,
               help="Best candidates re-measured against the default with the paired protocol.")
 @click.option("--timeout-s", type=click.FloatRange(min=0, min_open=True), default=120.0, show_default=True,
@@ -62,8 +67,9 @@ STRATEGIES = ("exhaustive", "random", "halving", "optuna")
                    "methods, devices or shapes already in it are kept); user code reads it with "
                    "kprof.tuning.load_config(method, launch, shape, path).")
 @click.option("--json", "as_json", is_flag=True, help="Print the cache documents as JSON.")
-def tune(method, workload, launches, strategy, max_configs, budget_s, rounds, observations, finalists, timeout_s,
-         retry_failed, device, devices, backend, address, out_dir, replace_stale, export_path, as_json) -> None:
+def tune(method, workload, launches, strategy, max_configs, budget_s, rounds, observations, eviction, finalists,
+         timeout_s, retry_failed, device, devices, backend, address, out_dir, replace_stale, export_path,
+         as_json) -> None:
     """Search each launch's declared config space; every candidate validated before it is timed.
 
     Candidates run in a worker process with a timeout, so compile errors, resource errors,
@@ -79,7 +85,7 @@ def tune(method, workload, launches, strategy, max_configs, budget_s, rounds, ob
     from kprof.results.result import check_destination
 
     req = tune_request(method, workload, device, launches, strategy, max_configs, budget_s, rounds, observations,
-                       finalists, timeout_s, Path(out_dir) if out_dir else tuned_dir(), replace_stale)
+                       finalists, timeout_s, Path(out_dir) if out_dir else tuned_dir(), replace_stale, eviction)
     req.retry_failed = retry_failed
     if devices is not None:
         from kprof.core.pinned import parse_devices

@@ -15,7 +15,8 @@ from kprof.workloads.resolve import resolve_shape
 
 def tune_request(method: str, workload: str | None, device: str, launches: Sequence[str], strategy: str,
                  max_configs: int | None, budget_s: float | None, rounds: int | None, observations: int | None,
-                 finalists: int, timeout_s: float, out_dir: Path, replace_stale: bool) -> TuneRequest:
+                 finalists: int, timeout_s: float, out_dir: Path, replace_stale: bool,
+                 eviction: str = "read-write") -> TuneRequest:
     """The request: every tunable launch unless named; screening and paired protocols that fit
     the device (a GPU, or the interpreter's small numbers on the CPU)."""
     gpu = resolve_target(device).is_gpu
@@ -28,6 +29,7 @@ def tune_request(method: str, workload: str | None, device: str, launches: Seque
         method=method, workload=name, shape=resolve_shape(name), device=device, launches=launches,
         strategy=strategy, max_configs=max_configs, budget_s=budget_s, rounds=rounds or (3 if gpu else 2),
         observations=observations or (100 if gpu else 2), warmup=10 if gpu else 1, evict_mib=512 if gpu else 8,
+        eviction=eviction,
         timeout_s=timeout_s, finalists=finalists,
         paired={"warmup_pairs": 50, "observations": 200} if gpu else
                {"min_rounds": 10, "min_pair_cycles": 5, "warmup_pairs": 0, "observations": 2, "evict_mib": 8},

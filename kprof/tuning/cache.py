@@ -135,6 +135,7 @@ class TuneFile:
     candidates: list[CandidateRecord] = field(default_factory=list)
     best: dict | None = None
     finalists: list[dict] = field(default_factory=list)  # paired re-measurements vs the default
+    eviction: str = "read-write"  # how the eviction buffer evicted before every timed call (--eviction)
     format: str = FORMAT
 
     def measured(self, config: dict) -> CandidateRecord | None:
@@ -172,7 +173,7 @@ def load_tune_file(path: Path, key: TuneKey | None = None) -> TuneFile:
             raise ValueError(f"format {doc.get('format')!r}")
         f = TuneFile(key=TuneKey(**doc["key"]), default=doc["default"],
                      candidates=[CandidateRecord(**c) for c in doc["candidates"]], best=doc.get("best"),
-                     finalists=doc.get("finalists", []))
+                     finalists=doc.get("finalists", []), eviction=doc.get("eviction", "read-write"))
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise KprofError(f"tuning cache {path} is corrupt ({exc}): "
                          "move it away to re-tune; it was not modified") from None

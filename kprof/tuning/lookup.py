@@ -36,7 +36,8 @@ def tuned_overrides(method_spec: str, shape: WorkloadShape, directory: Path | No
             continue
         if tf.best and tf.best != tf.default:
             overrides[launch] = tf.best
-            notes.append(f"{method_spec}.{launch}: using tuned config {tf.best} ({path})")
+            evicted = "" if tf.eviction == "read-write" else f", tuned with --eviction {tf.eviction}"
+            notes.append(f"{method_spec}.{launch}: using tuned config {tf.best} ({path}{evicted})")
     if stale:
         what = sorted({d.split(":")[0] for _, diffs in stale for d in diffs})
         notes.append(f"{method_spec}: tuned profiles of {', '.join(launch for launch, _ in stale)} were measured on "

@@ -49,6 +49,7 @@ class TuneRequest:
     observations: int = 100
     warmup: int = 10
     evict_mib: int = 512
+    eviction: str = "read-write"  # kprof.measure.protocol.EVICTION_MODES: screening and finalists alike
     timeout_s: float = 120.0
     finalists: int = 3
     paired: dict = field(default_factory=lambda: {"rounds": 10, "warmup_pairs": 50, "observations": 200})
@@ -127,7 +128,10 @@ def tune_launch(req: TuneRequest, launch: str, progress: Callable[..., None]) ->
     order = ([] if optuna else
              choose(list(space.candidates(req.shape)), space.default(), req.strategy, req.max_configs, req.seed))
     tf = _open_cache(path, key, req.replace_stale, lambda msg: progress(launch, 0, len(order), msg))
-    tf = tf or TuneFile(key=key, default=space.default())
+    if tf is not None and tf.eviction != req.eviction:
+        raise KprofError(f"tuning cache {path} was measured with --eviction {tf.eviction}, not {req.eviction}: "
+                         f"pass --eviction {tf.eviction} to resume it, or tune into another --out-dir")
+    tf = tf or TuneFile(key=key, default=space.default(), eviction=req.eviction)
     if req.retry_failed:
         tf.candidates = [c for c in tf.candidates if c.status != "failed"]
     if not optuna:  # a candidate optuna pruned early was never fully screened: screen it now if chosen
@@ -174,7 +178,7 @@ def tune_launch(req: TuneRequest, launch: str, progress: Callable[..., None]) ->
 
 def _pool(req: TuneRequest, launch: str, devices: Sequence[str]):
     spec = WorkerSpec(req.method, req.workload, req.device, launch, req.rounds, req.observations, req.warmup,
-                      req.evict_mib)
+                      req.evict_mib, eviction=req.eviction)
     if req.backend == "ray":
         from kprof.tuning.ray_pool import RayPool
 
@@ -227,7 +231,7 @@ def _finalize(tf: TuneFile, worker: CandidateWorker, req: TuneRequest, note: Cal
     best = None
     for rec in [r for r in tf.ok() if r.config != tf.default][: req.finalists]:
         note(f"{tf.key.launch} finalist {_config_text(rec.config)}: paired complete-operation protocol vs default")
-        got = worker.paired(rec.config, req.paired)
+        got = worker.paired(rec.config, {**req.paired, "eviction": req.eviction})
         if isinstance(got, str):
             tf.finalists.append({"config": rec.config, "status": "failed", "reason": got})
             note(f"{tf.key.launch} finalist {_config_text(rec.config)}: failed ({got[:80]})")

@@ -39,6 +39,7 @@ class WorkerSpec:
     warmup: int
     evict_mib: int
     visible_device: str | None = None  # CUDA_VISIBLE_DEVICES of this worker's process (one GPU of a host)
+    eviction: str = "read-write"  # kprof.measure.protocol.EVICTION_MODES
 
 
 def _one_line(exc: BaseException) -> str:
@@ -56,7 +57,7 @@ def _serve(conn, spec: WorkerSpec) -> None:
     dense_reference = None if method.selection_dependent else method.reference(workload)
     screening = Harness(target.device,
                         TimingProtocol(rounds=spec.rounds, warmup_pairs=0, observations=spec.observations,
-                                       evict_mib=spec.evict_mib),
+                                       evict_mib=spec.evict_mib, eviction=spec.eviction),
                         telemetry=False)
     if target.is_gpu:
         props = torch.cuda.get_device_properties(target.device)

@@ -116,6 +116,20 @@ def test_a_cache_from_another_setup_is_refused_and_not_overwritten_unless_replac
         tune_launch(req, "combine", lambda *a: None)
 
 
+def test_the_cache_records_its_eviction_and_refuses_to_resume_under_the_other(tiny, tmp_path, monkeypatch):
+    read = tune_launch(_request(tiny, tmp_path, max_configs=1, eviction="read"), "combine", lambda *a: None)
+    assert json.loads(read.path.read_text())["eviction"] == "read"
+    assert load_tune_file(read.path).eviction == "read"
+    with pytest.raises(KprofError, match="measured with --eviction read, not read-write.*--eviction read"):
+        tune_launch(_request(tiny, tmp_path, max_configs=2), "combine", lambda *a: None)
+    again = tune_launch(_request(tiny, tmp_path, max_configs=2, eviction="read"), "combine", lambda *a: None)
+    assert again.measured_now == 1, "the same mode resumes"
+    doc = json.loads(read.path.read_text())
+    del doc["eviction"]  # a cache written before the option existed ran under the paper's eviction
+    read.path.write_text(json.dumps(doc))
+    assert load_tune_file(read.path).eviction == "read-write"
+
+
 def test_measurements_pick_the_tuned_config_when_the_key_matches(tiny, tmp_path, monkeypatch):
     from kprof.commands.session import MeasurementSession
 
@@ -125,11 +139,11 @@ def test_measurements_pick_the_tuned_config_when_the_key_matches(tiny, tmp_path,
     from kprof.core.paths import tuned_dir
 
     TuneFile(key=key, default={"BLOCK_N": 64, "NUM_SPLITS": 64, "num_warps": 4, "num_stages": 3},
-             best=best).save(tuned_dir())  # the lookup finds it under $KPROF_HOME
+             best=best, eviction="read").save(tuned_dir())  # the lookup finds it under $KPROF_HOME
     session = MeasurementSession.open("cpu", path, {"rounds": 1, "observations": 1, "warmup_pairs": 0})
     pm = session.prepare("triton-dense", "triton-dense", "candidate")
     assert pm.record.config["partial"] == best
-    assert any("using tuned config" in n for n in session.notes)
+    assert any("using tuned config" in n and "tuned with --eviction read" in n for n in session.notes)
     plain = MeasurementSession.open("cpu", path, {}, config_mode="default")
     assert plain.prepare("triton-dense", "t", "candidate").record.config["partial"]["BLOCK_N"] == 64
     config_file = tmp_path / "cfg.json"
