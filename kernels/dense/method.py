@@ -4,6 +4,7 @@ reference next to flash) and ``triton-dense`` (the two-launch flash-decoding for
 from __future__ import annotations
 
 from kprof.core.config_space import MethodConfig
+from kprof.core.errors import ConfigError
 from kprof.kernels.dense import LAUNCH_SPACES, ONE_LAUNCH_SPACES, OneLaunchDecode, SplitKVDecode
 from kprof.methods.base import Method, Prepared, Stage
 from kprof.methods.registry import register
@@ -39,11 +40,28 @@ class TritonDense(Method):
     summary = "Triton split-KV decode: per-split partials for a whole GQA group, then a combine"
     pow2_head_dim = True
 
+    def __init__(self, pdl: int | None = None):
+        """``triton-dense:pdl=0|1``: launch the combine as a programmatic dependent of the partials
+        (sm_90+; default: where supported)."""
+        if pdl not in (None, 0, 1):
+            raise ConfigError(f"triton-dense option pdl={pdl}: use pdl=1 (programmatic dependent launch) or pdl=0")
+        self.pdl = None if pdl is None else bool(pdl)
+
+    @classmethod
+    def from_options(cls, options: dict[str, str]) -> "TritonDense":
+        unknown = sorted(set(options) - {"pdl"})
+        if unknown:
+            raise ConfigError(f"unknown triton-dense option {unknown[0]!r}: use pdl=0 or pdl=1")
+        try:
+            return cls(**{k: int(v) for k, v in options.items()})
+        except ValueError:
+            raise ConfigError(f"triton-dense option pdl={options['pdl']!r}: use pdl=0 or pdl=1") from None
+
     def config_space(self):
         return LAUNCH_SPACES
 
     def _prepare(self, workload: Workload, config: MethodConfig) -> Prepared:
-        op = SplitKVDecode(workload.q, workload.k, workload.v, config)
+        op = SplitKVDecode(workload.q, workload.k, workload.v, config, pdl=self.pdl)
         return Prepared(
             method=self.name,
             config=config,
@@ -51,5 +69,5 @@ class TritonDense(Method):
             stages=(Stage("partial", op.launch_partial), Stage("combine", op.launch_combine)),
             expected_kernels=("_split_kv_partial", "split_kv_combine"),
             output=op.out,
-            details={"num_splits": op.num_splits, "split_len": op.split_len},
+            details={"num_splits": op.num_splits, "split_len": op.split_len, "pdl": op.pdl},
         )

@@ -7,6 +7,11 @@ partials of one head to a common max and normalises.
 
 Bytes: K and V once (2·Hkv·N·d·itemsize) plus fp32 partials (Hq·splits·(d+2)·4, written and
 read once). The KV term is the floor at long context.
+
+With programmatic dependent launch (sm_90+, ``pdl``) the combine is launched as a dependent of
+the partial, which lets it be scheduled at once: its programs take SM slots the partial's grid
+leaves free and wait there for the partials, so the launch and ramp of the second kernel overlap
+the first instead of following it.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import triton.language as tl
 
 from kprof.core.config_space import Constraint, LaunchConfig, LaunchSpace, Param
 from kprof.kernels.common.bound_launch import bound_launch
+from kprof.kernels.common.dependent_launch import release_dependents, resolve_pdl
 from kprof.kernels.common.split_kv_combine import split_kv_combine
 from kprof.kernels.dense.key_range import group_partials
 from kprof.kernels.dense.operands import DenseOperands
@@ -57,8 +63,11 @@ def _split_kv_partial(
     stride_qh, stride_kh, stride_kn, stride_vh, stride_vn,
     stride_mh, stride_ah, stride_as,
     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_D: tl.constexpr,
-    DOT_PRECISION: tl.constexpr,
+    DOT_PRECISION: tl.constexpr, PDL: tl.constexpr = False,
 ):
+    # The first launch of the pair (launched plainly, after everything before it in the stream):
+    # the combine may be scheduled now; it waits for this whole grid before it reads a partial.
+    release_dependents(PDL)
     split = tl.program_id(1)
     start = split * split_len
     group_partials(Q, K, V, M_out, L_out, Acc_out, tl.program_id(0), split, start,
@@ -68,16 +77,20 @@ def _split_kv_partial(
 
 
 class SplitKVDecode:
-    """Owns the workspace and launch geometry of one split-KV decode; launches allocate nothing."""
+    """Owns the workspace and launch geometry of one split-KV decode; launches allocate nothing.
+    ``pdl``: None where supported (:func:`resolve_pdl`), else as given."""
 
-    def __init__(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, config: dict[str, LaunchConfig]):
+    def __init__(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, config: dict[str, LaunchConfig],
+                 pdl: bool | None = None):
         o = DenseOperands.of(q, k, v, "triton-dense")
+        self.pdl = resolve_pdl(pdl, q.device)
         cfg, combine_cfg = dict(config["partial"]), dict(config["combine"])
         blocks = triton.cdiv(o.n, cfg["BLOCK_N"])
         blocks_per_split = triton.cdiv(blocks, min(cfg["NUM_SPLITS"], blocks))
         self.split_len = blocks_per_split * cfg["BLOCK_N"]
         self.num_splits = triton.cdiv(o.n, self.split_len)
         m, mass, acc = o.partials(self.num_splits)
+        self.workspace = (m, mass, acc)  # kept so that tests can poison them
         self.out = torch.empty(o.hq, o.d, device=q.device, dtype=q.dtype)
         self.launch_partial = bound_launch(
             _split_kv_partial, (o.hkv, self.num_splits),
@@ -86,7 +99,7 @@ class SplitKVDecode:
             o.q.stride(0), o.k.stride(0), o.k.stride(1), o.v.stride(0), o.v.stride(1),
             m.stride(0), acc.stride(0), acc.stride(1),
             GROUP=o.group, BLOCK_G=o.block_g, BLOCK_N=cfg["BLOCK_N"], HEAD_D=o.d,
-            DOT_PRECISION=o.precision,
+            DOT_PRECISION=o.precision, PDL=self.pdl,
             num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
         )
         self.launch_combine = bound_launch(
@@ -94,8 +107,8 @@ class SplitKVDecode:
             m, mass, acc, self.out,
             self.num_splits,
             m.stride(0), acc.stride(0), acc.stride(1), self.out.stride(0),
-            BLOCK_S=max(2, triton.next_power_of_2(self.num_splits)), HEAD_D=o.d,
-            num_warps=combine_cfg["num_warps"],
+            BLOCK_S=max(2, triton.next_power_of_2(self.num_splits)), HEAD_D=o.d, PDL=self.pdl,
+            num_warps=combine_cfg["num_warps"], **({"launch_pdl": True} if self.pdl else {}),
         )
 
     def run(self) -> torch.Tensor:

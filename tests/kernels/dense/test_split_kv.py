@@ -77,3 +77,50 @@ def test_qwen_32k_fp16_on_gpu(target):
 def test_gpu_shapes_and_dtypes(target, make_workload, hq, hkv, d, dtype):
     w = make_workload(hq, hkv, 5000, d, dtype, seed=hq + d, scale=2.0)
     _check(w, target, tol=1e-2 if dtype == torch.float16 else 2e-2)
+
+
+def test_pdl_option_is_checked(target, make_workload):
+    from kprof.core.errors import ConfigError
+    from kprof.kernels.common.dependent_launch import pdl_supported
+
+    w = make_workload(8, 2, 100, 64, seed=5)
+    for bad, message in (("pdl=2", "pdl=2: use pdl=1"), ("pdl=x", "pdl='x': use"), ("splits=4", "unknown")):
+        with pytest.raises(ConfigError, match=message):
+            get_method(f"triton-dense:{bad}")
+    assert get_method("triton-dense:pdl=0").prepare(w, target).details["pdl"] is False
+    if not pdl_supported(target.device):
+        with pytest.raises(ConfigError, match="pdl=1 needs"):
+            get_method("triton-dense:pdl=1").prepare(w, target)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("pdl", [0, 1])
+def test_many_calls_and_graph_replays_on_gpu(target, make_workload, pdl):
+    """A combine that read partials before its predecessor finished shows as a wrong row in some
+    call: 200 eager calls and 50 graph replays, each on fresh queries and poisoned partials."""
+    w = make_workload(28, 4, 8192, 128, torch.float16, seed=9, scale=2.0).to(target.device)
+    prepared = get_method(f"triton-dense:pdl={pdl}").prepare(w, target)
+    assert prepared.details["pdl"] is bool(pdl)
+    op = prepared.run.__self__
+
+    def poison():
+        for t in op.workspace:
+            t.fill_(float("nan"))
+        op.out.fill_(float("nan"))
+
+    graph = None
+    for i in range(250):
+        w.q.copy_(torch.randn_like(w.q) * 2.0)
+        poison()
+        if i < 200:
+            prepared.run()
+        else:
+            if graph is None:
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    prepared.run()
+                w.q.copy_(torch.randn_like(w.q) * 2.0)
+                poison()
+            graph.replay()
+        report = compare_outputs(op.out, dense_attention_fp64(w), 1e-2)
+        assert report.passed and report.non_finite == 0, (i, report)
