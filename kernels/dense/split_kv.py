@@ -2,8 +2,9 @@
 
 ``partial``: grid (Hkv, splits). One program owns one KV head and one contiguous range of
 keys and runs ``attend_key_range`` over it for the G query heads of that group, so each K/V
-byte is read once for all G heads. ``combine``: grid (Hq,). Rescales the split
-partials of one head to a common max and normalises.
+byte is read once for all G heads. ``combine``: grid (Hq, d / BLOCK_D). Rescales the split
+partials of one head to a common max and normalises ``BLOCK_D`` of its columns: a combine of
+28 heads alone keeps 28 SMs busy, reading 66 splits' partials each one round trip at a time.
 
 Bytes: K and V once (2·Hkv·N·d·itemsize) plus fp32 partials (Hq·splits·(d+2)·4, written and
 read once). The KV term is the floor at long context.
@@ -22,8 +23,8 @@ import triton.language as tl
 
 from kprof.core.config_space import Constraint, LaunchConfig, LaunchSpace, Param
 from kprof.kernels.common.bound_launch import bound_launch
-from kprof.kernels.common.dependent_launch import release_dependents, resolve_pdl
-from kprof.kernels.common.split_kv_combine import split_kv_combine
+from kprof.kernels.common.dependent_launch import release_dependents, resolve_pdl, wait_for_predecessor
+from kprof.kernels.common.split_kv_combine import combine_head
 from kprof.kernels.dense.key_range import group_partials
 from kprof.kernels.dense.operands import DenseOperands
 
@@ -51,7 +52,11 @@ LAUNCH_SPACES = {
     ),
     "combine": LaunchSpace(
         launch="combine",
-        params=(Param("num_warps", (1, 2, 4, 8), 2),),
+        params=(
+            Param("BLOCK_D", (16, 32, 64, 128), 128,
+                  "head-dim columns per program (at most d): grid (Hq, d / BLOCK_D)"),
+            Param("num_warps", (1, 2, 4, 8), 2),
+        ),
     ),
 }
 
@@ -74,6 +79,20 @@ def _split_kv_partial(
                    tl.minimum(start + split_len, N), qk_scale_log2,
                    stride_qh, stride_kh, stride_kn, stride_vh, stride_vn, stride_mh, stride_ah, stride_as,
                    GROUP, BLOCK_G, BLOCK_N, HEAD_D, False, DOT_PRECISION)
+
+
+@triton.jit
+def _combine_columns(
+    M_in, L_in, Acc_in, Out, num_splits,
+    stride_mh, stride_ah, stride_as, stride_oh,
+    BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr, PDL: tl.constexpr,
+):
+    """``combine_head`` over columns ``[d0, d0 + BLOCK_D)`` of head ``program_id(0)``."""
+    wait_for_predecessor(PDL)  # the partials come from the launch before
+    release_dependents(PDL)
+    d0 = tl.program_id(1) * BLOCK_D
+    combine_head(M_in, L_in, Acc_in + d0, Out + d0, tl.program_id(0), num_splits,
+                 stride_mh, stride_ah, stride_as, stride_oh, BLOCK_S, BLOCK_D)
 
 
 class SplitKVDecode:
@@ -102,12 +121,13 @@ class SplitKVDecode:
             DOT_PRECISION=o.precision, PDL=self.pdl,
             num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
         )
+        block_d = min(combine_cfg["BLOCK_D"], o.d)
         self.launch_combine = bound_launch(
-            split_kv_combine, (o.hq,),
+            _combine_columns, (o.hq, o.d // block_d),
             m, mass, acc, self.out,
             self.num_splits,
             m.stride(0), acc.stride(0), acc.stride(1), self.out.stride(0),
-            BLOCK_S=max(2, triton.next_power_of_2(self.num_splits)), HEAD_D=o.d, PDL=self.pdl,
+            BLOCK_S=max(2, triton.next_power_of_2(self.num_splits)), BLOCK_D=block_d, PDL=self.pdl,
             num_warps=combine_cfg["num_warps"], **({"launch_pdl": True} if self.pdl else {}),
         )
 

@@ -35,6 +35,13 @@ def test_matches_fp64_reference_fp32(target, make_workload, hq, hkv, n, d, block
     assert prepared.details["num_splits"] * prepared.details["split_len"] >= n
 
 
+@pytest.mark.parametrize("d, block_d", [(64, 16), (128, 32), (64, 128)])
+def test_combine_by_column_blocks_matches_fp64(target, make_workload, d, block_d):
+    """Every column block of every head is written (poisoned output) and right; a BLOCK_D above d is d."""
+    w = make_workload(14, 2, 700, d, seed=d + block_d, scale=2.0)
+    _check(w, target, {"partial": {"BLOCK_N": 32, "NUM_SPLITS": 8}, "combine": {"BLOCK_D": block_d}}, tol=1e-5)
+
+
 def test_peaked_synthetic_workload(target):
     _check(synthesize("cpu-smoke"), target, tol=1e-5)
 
