@@ -53,7 +53,7 @@ LAUNCH_SPACES = {
     "combine": LaunchSpace(
         launch="combine",
         params=(
-            Param("BLOCK_D", (16, 32, 64, 128), 128,
+            Param("BLOCK_D", (16, 32, 64, 128), 32,
                   "head-dim columns per program (at most d): grid (Hq, d / BLOCK_D)"),
             Param("num_warps", (1, 2, 4, 8), 2),
         ),
