@@ -25,7 +25,7 @@ def test_export_then_load_config(tiny, tmp_path):
     assert len(mine) == 1 and mine[0]["launch"] == "combine" and mine[0]["device"] == "cpu-interpreter"
     assert any(e["method"] == "other" for e in doc["configs"]), "entries of other setups are kept"
     chosen = mine[0]["config"]
-    assert set(chosen) == {"num_warps"}
+    assert set(chosen) == {"BLOCK_D", "num_warps"}
     assert load_config("triton-dense", "combine", shape, export) == chosen
     assert load_config("triton-dense", "combine", shape) == chosen  # from this machine's tuning caches
     as_dict = {"hq": shape.hq, "hkv": shape.hkv, "n": shape.n, "d": shape.d, "dtype": shape.dtype}
