@@ -24,6 +24,7 @@ import triton.language as tl
 from kprof.core.config_space import Constraint, LaunchConfig, LaunchSpace, Param
 from kprof.kernels.common.bound_launch import bound_launch
 from kprof.kernels.common.dependent_launch import release_dependents, resolve_pdl, wait_for_predecessor
+from kprof.kernels.common.grid_sync import sm_count
 from kprof.kernels.common.split_kv_combine import combine_head
 from kprof.kernels.dense.key_range import group_partials
 from kprof.kernels.dense.operands import DenseOperands
@@ -41,8 +42,11 @@ LAUNCH_SPACES = {
         launch="partial",
         params=(
             Param("BLOCK_N", (16, 32, 64, 128, 256), 64, "keys per tile"),
+            Param("PROGRAMS_PER_SM", (0, 1, 2, 3, 4), 2,
+                  "programs per SM over the whole grid: splits per KV head = ceil(SMs x this / Hkv), so one "
+                  "config fills any GPU and any head count once; 0: NUM_SPLITS instead"),
             Param("NUM_SPLITS", (1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 256), 64,
-                  "upper bound on KV splits per head; each split is a multiple of BLOCK_N"),
+                  "with PROGRAMS_PER_SM=0: upper bound on KV splits per head; each split is a multiple of BLOCK_N"),
             Param("num_warps", (1, 2, 4, 8), 4),
             Param("num_stages", (1, 2, 3, 4), 3),
         ),
@@ -105,7 +109,9 @@ class SplitKVDecode:
         self.pdl = resolve_pdl(pdl, q.device)
         cfg, combine_cfg = dict(config["partial"]), dict(config["combine"])
         blocks = triton.cdiv(o.n, cfg["BLOCK_N"])
-        blocks_per_split = triton.cdiv(blocks, min(cfg["NUM_SPLITS"], blocks))
+        wanted = (triton.cdiv(sm_count(q.device) * cfg["PROGRAMS_PER_SM"], o.hkv) if cfg["PROGRAMS_PER_SM"]
+                  else cfg["NUM_SPLITS"])
+        blocks_per_split = triton.cdiv(blocks, min(wanted, blocks))
         self.split_len = blocks_per_split * cfg["BLOCK_N"]
         self.num_splits = triton.cdiv(o.n, self.split_len)
         m, mass, acc = o.partials(self.num_splits)

@@ -135,10 +135,10 @@ def test_measurements_pick_the_tuned_config_when_the_key_matches(tiny, tmp_path,
 
     path, shape = tiny
     key = tune_key("triton-dense", "partial", shape)
-    best = {"BLOCK_N": 32, "NUM_SPLITS": 8, "num_warps": 2, "num_stages": 1}
+    best = {"BLOCK_N": 32, "PROGRAMS_PER_SM": 0, "NUM_SPLITS": 8, "num_warps": 2, "num_stages": 1}
     from kprof.core.paths import tuned_dir
 
-    TuneFile(key=key, default={"BLOCK_N": 64, "NUM_SPLITS": 64, "num_warps": 4, "num_stages": 3},
+    TuneFile(key=key, default={"BLOCK_N": 64, "PROGRAMS_PER_SM": 2, "NUM_SPLITS": 64, "num_warps": 4, "num_stages": 3},
              best=best, eviction="read").save(tuned_dir())  # the lookup finds it under $KPROF_HOME
     session = MeasurementSession.open("cpu", path, {"rounds": 1, "observations": 1, "warmup_pairs": 0})
     pm = session.prepare("triton-dense", "triton-dense", "candidate")

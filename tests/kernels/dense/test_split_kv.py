@@ -31,15 +31,28 @@ def _check(workload, target, overrides=None, tol=None):
 )
 def test_matches_fp64_reference_fp32(target, make_workload, hq, hkv, n, d, block_n, splits):
     w = make_workload(hq, hkv, n, d, seed=hq * n + d, scale=2.0)
-    prepared, report = _check(w, target, {"partial": {"BLOCK_N": block_n, "NUM_SPLITS": splits}}, tol=1e-5)
+    prepared, report = _check(w, target, {"partial": {"BLOCK_N": block_n, "NUM_SPLITS": splits,
+                                                           "PROGRAMS_PER_SM": 0}}, tol=1e-5)
     assert prepared.details["num_splits"] * prepared.details["split_len"] >= n
+
+
+@pytest.mark.parametrize("hq, hkv, per_sm, splits", [(14, 2, 2, 4), (8, 4, 2, 2), (8, 4, 4, 4), (4, 1, 4, 16)])
+def test_splits_from_the_device(target, make_workload, hq, hkv, per_sm, splits):
+    """PROGRAMS_PER_SM sizes the grid from the SM count (the interpreter counts as 4 SMs):
+    splits per KV head = ceil(SMs x per_sm / Hkv), whatever NUM_SPLITS says."""
+    from kprof.kernels.common.grid_sync import sm_count
+
+    w = make_workload(hq, hkv, 1024, 64, seed=hq + per_sm, scale=2.0)
+    prepared, _ = _check(w, target, {"partial": {"BLOCK_N": 32, "PROGRAMS_PER_SM": per_sm, "NUM_SPLITS": 1}}, tol=1e-5)
+    if target.device.type == "cpu":
+        assert sm_count(target.device) == 4 and prepared.details["num_splits"] == splits
 
 
 @pytest.mark.parametrize("d, block_d", [(64, 16), (128, 32), (64, 128)])
 def test_combine_by_column_blocks_matches_fp64(target, make_workload, d, block_d):
     """Every column block of every head is written (poisoned output) and right; a BLOCK_D above d is d."""
     w = make_workload(14, 2, 700, d, seed=d + block_d, scale=2.0)
-    _check(w, target, {"partial": {"BLOCK_N": 32, "NUM_SPLITS": 8}, "combine": {"BLOCK_D": block_d}}, tol=1e-5)
+    _check(w, target, {"partial": {"BLOCK_N": 32, "PROGRAMS_PER_SM": 1}, "combine": {"BLOCK_D": block_d}}, tol=1e-5)
 
 
 def test_peaked_synthetic_workload(target):
