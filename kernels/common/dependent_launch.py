@@ -12,7 +12,9 @@ Rules that keep a chain correct (the tests check outputs with and without PDL):
   read of what it writes, no write of what it reads or writes (SANTA++'s merge resets tables
   that only it writes and only the launch after it reads);
 - ``release_dependents`` only after ``wait_for_predecessor``, so a grid that has released has
-  seen its predecessor complete, and by induction every earlier grid of the chain;
+  seen its predecessor complete, and by induction every earlier grid of the chain; the one
+  exception is the first kernel of a chain, which has no wait (it is launched plainly) and may
+  release at once (the dense split-KV partial does, so its combine is scheduled early);
 - the first kernel of a chain is launched without the attribute, so it starts only after
   everything before it in the stream (the previous step, the user's writes) has finished.
 

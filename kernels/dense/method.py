@@ -70,4 +70,5 @@ class TritonDense(Method):
             expected_kernels=("_split_kv_partial", "_combine_columns"),
             output=op.out,
             details={"num_splits": op.num_splits, "split_len": op.split_len, "pdl": op.pdl},
+            handle=op,
         )

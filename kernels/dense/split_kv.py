@@ -3,8 +3,8 @@
 ``partial``: grid (Hkv, splits). One program owns one KV head and one contiguous range of
 keys and runs ``attend_key_range`` over it for the G query heads of that group, so each K/V
 byte is read once for all G heads. ``combine``: grid (Hq, d / BLOCK_D). Rescales the split
-partials of one head to a common max and normalises ``BLOCK_D`` of its columns: a combine of
-28 heads alone keeps 28 SMs busy, reading 66 splits' partials each one round trip at a time.
+partials of one head to a common max and normalises ``BLOCK_D`` of its columns: with one program
+per head, Hq programs leave most SMs idle while each reads every split's partials in turn.
 
 Bytes: K and V once (2·Hkv·N·d·itemsize) plus fp32 partials (Hq·splits·(d+2)·4, written and
 read once). The KV term is the floor at long context.
@@ -32,6 +32,9 @@ from kprof.kernels.dense.operands import DenseOperands
 _SMEM_BYTES = 227 * 1024  # H100/H200 per-block maximum; Triton reports OutOfResources beyond it
 
 
+MAX_SPLITS = 256  # a combine program holds [splits, BLOCK_D] fp32 partials in registers at once
+
+
 def tiles_fit_smem(cfg, shape) -> bool:
     itemsize = 4 if shape.dtype == "fp32" else 2
     return 2 * cfg["BLOCK_N"] * shape.d * itemsize * max(1, cfg["num_stages"]) <= _SMEM_BYTES
@@ -43,8 +46,8 @@ LAUNCH_SPACES = {
         params=(
             Param("BLOCK_N", (16, 32, 64, 128, 256), 64, "keys per tile"),
             Param("PROGRAMS_PER_SM", (0, 1, 2, 3, 4), 2,
-                  "programs per SM over the whole grid: splits per KV head = ceil(SMs x this / Hkv), so one "
-                  "config fills any GPU and any head count once; 0: NUM_SPLITS instead"),
+                  "programs per SM over the whole grid: splits per KV head = ceil(SMs x this / Hkv), at most 256, "
+                  "so one config fills any GPU and any head count once; 0: NUM_SPLITS instead"),
             Param("NUM_SPLITS", (1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 256), 64,
                   "with PROGRAMS_PER_SM=0: upper bound on KV splits per head; each split is a multiple of BLOCK_N"),
             Param("num_warps", (1, 2, 4, 8), 4),
@@ -52,13 +55,16 @@ LAUNCH_SPACES = {
         ),
         constraints=(
             Constraint("K and V tiles of all pipeline stages must fit in 227 KiB of shared memory", tiles_fit_smem),
+            Constraint("partial.NUM_SPLITS applies only with partial.PROGRAMS_PER_SM=0 (else the grid comes from "
+                       "the SM count): set both, or leave NUM_SPLITS at 64",
+                       lambda c, s: c["PROGRAMS_PER_SM"] == 0 or c["NUM_SPLITS"] == 64),
         ),
     ),
     "combine": LaunchSpace(
         launch="combine",
         params=(
             Param("BLOCK_D", (16, 32, 64, 128), 32,
-                  "head-dim columns per program (at most d): grid (Hq, d / BLOCK_D)"),
+                  "head-dim columns per program: grid (Hq, d / BLOCK_D); above d it is d"),
             Param("num_warps", (1, 2, 4, 8), 2),
         ),
     ),
@@ -109,8 +115,8 @@ class SplitKVDecode:
         self.pdl = resolve_pdl(pdl, q.device)
         cfg, combine_cfg = dict(config["partial"]), dict(config["combine"])
         blocks = triton.cdiv(o.n, cfg["BLOCK_N"])
-        wanted = (triton.cdiv(sm_count(q.device) * cfg["PROGRAMS_PER_SM"], o.hkv) if cfg["PROGRAMS_PER_SM"]
-                  else cfg["NUM_SPLITS"])
+        wanted = (min(triton.cdiv(sm_count(q.device) * cfg["PROGRAMS_PER_SM"], o.hkv), MAX_SPLITS)
+                  if cfg["PROGRAMS_PER_SM"] else cfg["NUM_SPLITS"])
         blocks_per_split = triton.cdiv(blocks, min(wanted, blocks))
         self.split_len = blocks_per_split * cfg["BLOCK_N"]
         self.num_splits = triton.cdiv(o.n, self.split_len)

@@ -89,7 +89,8 @@ class MeasurementSession:
         if self.config_mode == "default":
             return {}
         if self.config_mode == "auto":
-            overrides, notes = tuned_overrides(method_name, self.workload.shape, env=self.environment)
+            overrides, notes = tuned_overrides(method_name, self.workload.shape, env=self.environment,
+                                               eviction=self.protocol.eviction)
             self.notes.extend(notes)
             return overrides
         return file_overrides(self.config_mode, method_name)

@@ -14,7 +14,9 @@ aligned pointers, ints divisible by 16, as recorded from the interpreter's argum
 vectorised and pipelined accesses are those of the device build at the recorded sizes. Limits:
 ints equal to 1 are not specialised and bools are typed i1; the recording workload is a spec's
 shape (default the 32K Qwen one) cut to 4,096 tokens, so shape-derived constexprs, and the
-alignment of sizes that are multiples of 16 only at 4,096 tokens, can differ from full-size runs.
+alignment of sizes that are multiples of 16 only at 4,096 tokens, can differ from full-size runs;
+grids sized from the SM count see the interpreter's 4 SMs, so constexprs derived from them (a
+combine's split count) are smaller than on the GPU.
 
     python -m kprof.tools.compile_check [--arch 90] [--method SPEC ...] [--workload SPEC] [--dump DIR]
 """

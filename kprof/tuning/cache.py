@@ -20,6 +20,7 @@ from pathlib import Path
 from kprof.core.atomic import atomic_write_text
 from kprof.core.errors import KprofError
 from kprof.measure.fingerprint import collect_environment
+from kprof.measure.protocol import EVICTION_MODES
 from kprof.methods import get_method
 from kprof.workloads.workload import WorkloadShape
 
@@ -177,6 +178,9 @@ def load_tune_file(path: Path, key: TuneKey | None = None) -> TuneFile:
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise KprofError(f"tuning cache {path} is corrupt ({exc}): "
                          "move it away to re-tune; it was not modified") from None
+    if f.eviction not in EVICTION_MODES:
+        raise KprofError(f"tuning cache {path} is corrupt (eviction {f.eviction!r}): "
+                         "move it away to re-tune; it was not modified")
     if key is not None and f.key != key:
         raise StaleTuneFile(path, f.key.differences(key))
     return f

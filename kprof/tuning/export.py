@@ -38,6 +38,7 @@ class ExportedConfig:
     low: float | None
     high: float | None
     key: dict  # the full tuning-cache key (driver, CUDA, torch, Triton, kernel source hash)
+    eviction: str = "read-write"  # how the L2 was evicted before every timed call of the tune
 
 
 def exported(tf: TuneFile) -> ExportedConfig:
@@ -46,7 +47,7 @@ def exported(tf: TuneFile) -> ExportedConfig:
     final = next((f for f in tf.finalists if f.get("config") == chosen and f.get("status") == "ok"), {})
     return ExportedConfig(method=tf.key.method, launch=tf.key.launch, device=tf.key.device, bucket=tf.key.bucket,
                           config=chosen, default=tf.default, tuned=chosen != tf.default, speedup=final.get("speedup"),
-                          low=final.get("low"), high=final.get("high"), key=asdict(tf.key))
+                          low=final.get("low"), high=final.get("high"), key=asdict(tf.key), eviction=tf.eviction)
 
 
 def _read(path: Path) -> list[dict]:

@@ -14,7 +14,7 @@ from kprof.workloads.workload import WorkloadShape
 
 
 def tuned_overrides(method_spec: str, shape: WorkloadShape, directory: Path | None = None,
-                    env=None) -> tuple[dict, list[str]]:
+                    env=None, eviction: str = "read-write") -> tuple[dict, list[str]]:
     """Best tuned config per launch whose cache key matches this setup, and notes saying so (one
     line for all the launches whose profile was measured on another setup)."""
     directory = directory or tuned_dir()
@@ -36,7 +36,8 @@ def tuned_overrides(method_spec: str, shape: WorkloadShape, directory: Path | No
             continue
         if tf.best and tf.best != tf.default:
             overrides[launch] = tf.best
-            evicted = "" if tf.eviction == "read-write" else f", tuned with --eviction {tf.eviction}"
+            evicted = ("" if tf.eviction == eviction
+                       else f"; tuned with --eviction {tf.eviction}, timed now with {eviction}")
             notes.append(f"{method_spec}.{launch}: using tuned config {tf.best} ({path}{evicted})")
     if stale:
         what = sorted({d.split(":")[0] for _, diffs in stale for d in diffs})

@@ -103,14 +103,18 @@ def _open_cache(path: Path, key, replace_stale: bool, say: Callable[[str], None]
     except StaleTuneFile as exc:
         if not replace_stale:
             raise
-        aside, i = path.with_suffix(".stale.json"), 1
-        while aside.exists():
-            i += 1
-            aside = path.with_suffix(f".stale-{i}.json")
-        os.replace(path, aside)
-        say(f"{path.name} was measured on another setup ({'; '.join(exc.differences)}): kept as {aside.name}, "
-            "tuning afresh")
+        _set_aside(path, exc.differences, say)
         return None
+
+
+def _set_aside(path: Path, differences: list[str], say: Callable[[str], None]) -> None:
+    """Rename a cache measured on another setup to ``*.stale.json`` (never overwriting an earlier one)."""
+    aside, i = path.with_suffix(".stale.json"), 1
+    while aside.exists():
+        i += 1
+        aside = path.with_suffix(f".stale-{i}.json")
+    os.replace(path, aside)
+    say(f"{path.name} was measured on another setup ({'; '.join(differences)}): kept as {aside.name}, tuning afresh")
 
 
 def tune_launch(req: TuneRequest, launch: str, progress: Callable[..., None]) -> LaunchOutcome:
@@ -129,8 +133,13 @@ def tune_launch(req: TuneRequest, launch: str, progress: Callable[..., None]) ->
              choose(list(space.candidates(req.shape)), space.default(), req.strategy, req.max_configs, req.seed))
     tf = _open_cache(path, key, req.replace_stale, lambda msg: progress(launch, 0, len(order), msg))
     if tf is not None and tf.eviction != req.eviction:
-        raise KprofError(f"tuning cache {path} was measured with --eviction {tf.eviction}, not {req.eviction}: "
-                         f"pass --eviction {tf.eviction} to resume it, or tune into another --out-dir")
+        if not req.replace_stale:
+            raise KprofError(f"tuning cache {path} was measured with --eviction {tf.eviction}, not {req.eviction}: "
+                             f"pass --eviction {tf.eviction} to resume it, --replace-stale to tune afresh (the old "
+                             "file is kept as *.stale.json), or another --out-dir")
+        _set_aside(path, [f"eviction: cached {tf.eviction!r} vs now {req.eviction!r}"],
+                   lambda msg: progress(launch, 0, len(order), msg))
+        tf = None
     tf = tf or TuneFile(key=key, default=space.default(), eviction=req.eviction)
     if req.retry_failed:
         tf.candidates = [c for c in tf.candidates if c.status != "failed"]

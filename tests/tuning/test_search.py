@@ -116,7 +116,7 @@ def test_a_cache_from_another_setup_is_refused_and_not_overwritten_unless_replac
         tune_launch(req, "combine", lambda *a: None)
 
 
-def test_the_cache_records_its_eviction_and_refuses_to_resume_under_the_other(tiny, tmp_path, monkeypatch):
+def test_the_cache_records_its_eviction_and_refuses_to_resume_under_the_other(tiny, tmp_path):
     read = tune_launch(_request(tiny, tmp_path, max_configs=1, eviction="read"), "combine", lambda *a: None)
     assert json.loads(read.path.read_text())["eviction"] == "read"
     assert load_tune_file(read.path).eviction == "read"
@@ -124,10 +124,22 @@ def test_the_cache_records_its_eviction_and_refuses_to_resume_under_the_other(ti
         tune_launch(_request(tiny, tmp_path, max_configs=2), "combine", lambda *a: None)
     again = tune_launch(_request(tiny, tmp_path, max_configs=2, eviction="read"), "combine", lambda *a: None)
     assert again.measured_now == 1, "the same mode resumes"
-    doc = json.loads(read.path.read_text())
+    from kprof.tuning.export import exported
+
+    assert exported(again.file).eviction == "read"
+    fresh = tune_launch(_request(tiny, tmp_path, max_configs=1, replace_stale=True), "combine", lambda *a: None)
+    assert fresh.file.eviction == "read-write" and fresh.measured_now == 1
+    assert json.loads(read.path.with_suffix(".stale.json").read_text())["eviction"] == "read", "kept aside"
+    doc = json.loads(fresh.path.read_text())
+    doc["eviction"] = "sometimes"
+    fresh.path.write_text(json.dumps(doc))
+    with pytest.raises(KprofError, match="corrupt.*eviction 'sometimes'"):
+        load_tune_file(fresh.path)
+    doc["eviction"] = "read"
+    fresh.path.write_text(json.dumps(doc))
     del doc["eviction"]  # a cache written before the option existed ran under the paper's eviction
-    read.path.write_text(json.dumps(doc))
-    assert load_tune_file(read.path).eviction == "read-write"
+    fresh.path.write_text(json.dumps(doc))
+    assert load_tune_file(fresh.path).eviction == "read-write"
 
 
 def test_measurements_pick_the_tuned_config_when_the_key_matches(tiny, tmp_path, monkeypatch):
@@ -143,7 +155,8 @@ def test_measurements_pick_the_tuned_config_when_the_key_matches(tiny, tmp_path,
     session = MeasurementSession.open("cpu", path, {"rounds": 1, "observations": 1, "warmup_pairs": 0})
     pm = session.prepare("triton-dense", "triton-dense", "candidate")
     assert pm.record.config["partial"] == best
-    assert any("using tuned config" in n and "tuned with --eviction read" in n for n in session.notes)
+    assert any("using tuned config" in n and "tuned with --eviction read, timed now with read-write" in n
+               for n in session.notes)
     plain = MeasurementSession.open("cpu", path, {}, config_mode="default")
     assert plain.prepare("triton-dense", "t", "candidate").record.config["partial"]["BLOCK_N"] == 64
     config_file = tmp_path / "cfg.json"

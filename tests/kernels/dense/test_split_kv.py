@@ -39,13 +39,20 @@ def test_matches_fp64_reference_fp32(target, make_workload, hq, hkv, n, d, block
 @pytest.mark.parametrize("hq, hkv, per_sm, splits", [(14, 2, 2, 4), (8, 4, 2, 2), (8, 4, 4, 4), (4, 1, 4, 16)])
 def test_splits_from_the_device(target, make_workload, hq, hkv, per_sm, splits):
     """PROGRAMS_PER_SM sizes the grid from the SM count (the interpreter counts as 4 SMs):
-    splits per KV head = ceil(SMs x per_sm / Hkv), whatever NUM_SPLITS says."""
+    splits per KV head = ceil(SMs x per_sm / Hkv), in whole tiles; NUM_SPLITS then may not be set."""
+    import triton
+
+    from kprof.core.errors import ConfigError
     from kprof.kernels.common.grid_sync import sm_count
 
     w = make_workload(hq, hkv, 1024, 64, seed=hq + per_sm, scale=2.0)
-    prepared, _ = _check(w, target, {"partial": {"BLOCK_N": 32, "PROGRAMS_PER_SM": per_sm, "NUM_SPLITS": 1}}, tol=1e-5)
+    prepared, _ = _check(w, target, {"partial": {"BLOCK_N": 32, "PROGRAMS_PER_SM": per_sm}}, tol=1e-5)
+    wanted = min(triton.cdiv(sm_count(target.device) * per_sm, hkv), 32)
+    assert prepared.details["num_splits"] == triton.cdiv(1024, triton.cdiv(32, wanted) * 32)
     if target.device.type == "cpu":
-        assert sm_count(target.device) == 4 and prepared.details["num_splits"] == splits
+        assert prepared.details["num_splits"] == splits
+    with pytest.raises(ConfigError, match="NUM_SPLITS applies only with partial.PROGRAMS_PER_SM=0"):
+        get_method("triton-dense").prepare(w, target, {"partial": {"PROGRAMS_PER_SM": per_sm, "NUM_SPLITS": 8}})
 
 
 @pytest.mark.parametrize("d, block_d", [(64, 16), (128, 32), (64, 128)])
@@ -117,11 +124,17 @@ def test_pdl_option_is_checked(target, make_workload):
 @pytest.mark.parametrize("pdl", [0, 1])
 def test_many_calls_and_graph_replays_on_gpu(target, make_workload, pdl):
     """A combine that read partials before its predecessor finished shows as a wrong row in some
-    call: 200 eager calls and 50 graph replays, each on fresh queries and poisoned partials."""
+    call: 200 eager calls and 50 graph replays, each on fresh queries and poisoned partials, then
+    20 calls queued back to back."""
+    from kprof.kernels.common.dependent_launch import pdl_supported
+
+    if pdl and not pdl_supported(target.device):
+        pytest.skip("programmatic dependent launch needs sm_90+ and Triton >= 3.4")
     w = make_workload(28, 4, 8192, 128, torch.float16, seed=9, scale=2.0).to(target.device)
     prepared = get_method(f"triton-dense:pdl={pdl}").prepare(w, target)
     assert prepared.details["pdl"] is bool(pdl)
-    op = prepared.run.__self__
+    assert get_method("triton-dense").prepare(w, target).details["pdl"] is pdl_supported(target.device)
+    op = prepared.handle
 
     def poison():
         for t in op.workspace:
@@ -144,3 +157,14 @@ def test_many_calls_and_graph_replays_on_gpu(target, make_workload, pdl):
             graph.replay()
         report = compare_outputs(op.out, dense_attention_fp64(w), 1e-2)
         assert report.passed and report.non_finite == 0, (i, report)
+    # back to back, no host sync between calls: each output copied on the stream as it is made
+    qs = torch.randn(20, *w.q.shape, device=w.q.device, dtype=w.q.dtype) * 2.0
+    outs = torch.empty(20, *op.out.shape, device=op.out.device, dtype=op.out.dtype)
+    for i in range(20):
+        w.q.copy_(qs[i])
+        prepared.run()
+        outs[i].copy_(op.out)
+    for i in range(20):
+        w.q.copy_(qs[i])
+        report = compare_outputs(outs[i], dense_attention_fp64(w), 1e-2)
+        assert report.passed and report.non_finite == 0, ("back to back", i, report)
