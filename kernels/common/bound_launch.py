@@ -63,6 +63,7 @@ class BoundLaunch:
     """One launch with everything fixed; ``__call__`` issues it on the current stream."""
 
     def __init__(self, kernel, grid: tuple, args: tuple, kwargs: dict[str, Any]):
+        self._kernel, self._given_grid = kernel, grid
         self._triton_call = kernel[grid]
         self._args, self._kwargs = args, kwargs
         self._grid = (tuple(grid) + (1, 1))[:3]
@@ -74,6 +75,11 @@ class BoundLaunch:
     def keywords(self) -> dict[str, Any]:
         """The bound keyword arguments (constexprs and launch options), as on ``functools.partial``."""
         return dict(self._kwargs)
+
+    def replaced(self, **keywords: Any) -> BoundLaunch:
+        """The same launch with some keyword arguments replaced: a probe's variant of a bound
+        launch, over the same buffers."""
+        return BoundLaunch(self._kernel, self._given_grid, self._args, {**self._kwargs, **keywords})
 
     @property
     def direct(self) -> bool:

@@ -72,10 +72,12 @@ def santa_select(
     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_M: tl.constexpr,
     HEAD_D: tl.constexpr, KPAD: tl.constexpr, NOISE: tl.constexpr, SELECT: tl.constexpr,
     RADIX_BITS: tl.constexpr, DOT_PRECISION: tl.constexpr, FOLD: tl.constexpr, NCP_FOLD: tl.constexpr,
-    FOLD_TOPK: tl.constexpr, PDL: tl.constexpr = False,
+    FOLD_TOPK: tl.constexpr, PDL: tl.constexpr = False, PHASES: tl.constexpr = 3,
 ):
     """Launch 1, grid (Hq, cdiv(M_max, BLOCK_T)): scores, routing logits, noise, the block's top
-    keys; with FOLD (more than one block) the head's top keys (``_fold_head_top``)."""
+    keys; with FOLD (more than one block) the head's top keys (``_fold_head_top``). PHASES below 3
+    stops early, for ``scripts/probe_select_phases.py`` only: 1 after the scores, 2 after the
+    block's top keys."""
     wait_for_predecessor(PDL)
     release_dependents(PDL)
     h = tl.program_id(0)
@@ -91,17 +93,18 @@ def santa_select(
         s = score_tile(q, Rep, kvh, offs_m, m_max, stride_rh, stride_rm, HEAD_D, DOT_PRECISION)
         # this head's row of the group's tile (adding zeros keeps it exact)
         tl.store(Scores + h * stride_sh + offs_m, tl.sum(tl.where(mine, s, 0.0), axis=0), mask=offs_m < m_max)
-    tl.debug_barrier()  # the block's scores were stored by every thread; each reads them all
-    offs = blk * BLOCK_T + tl.arange(0, BLOCK_T)
-    valid = offs < tl.load(NumTeams + kvh)
-    log_n = tl.log(tl.load(Lengths + kvh * stride_lh + offs, mask=valid, other=1).to(tl.float32))
-    y = tl.load(Scores + h * stride_sh + offs, mask=valid, other=0.0) * inv_sqrt_d + log_n
-    if NOISE:
-        y = y + _gumbel(tl.load(SeedPtr), h, blk * BLOCK_T, BLOCK_T, m_max)
-    y = tl.where(valid, y, float("-inf"))
-    store_block_top(y, offs, Cand + h * stride_ch + blk * stride_cb, BLOCK_T, KPAD, SELECT, RADIX_BITS)
-    if FOLD:
-        _fold_head_top(Cand + h * stride_ch, Arrivals + h * LINE_WORDS, stride_cb, KPAD, NCP_FOLD, FOLD_TOPK)
+    if PHASES >= 2:
+        tl.debug_barrier()  # the block's scores were stored by every thread; each reads them all
+        offs = blk * BLOCK_T + tl.arange(0, BLOCK_T)
+        valid = offs < tl.load(NumTeams + kvh)
+        log_n = tl.log(tl.load(Lengths + kvh * stride_lh + offs, mask=valid, other=1).to(tl.float32))
+        y = tl.load(Scores + h * stride_sh + offs, mask=valid, other=0.0) * inv_sqrt_d + log_n
+        if NOISE:
+            y = y + _gumbel(tl.load(SeedPtr), h, blk * BLOCK_T, BLOCK_T, m_max)
+        y = tl.where(valid, y, float("-inf"))
+        store_block_top(y, offs, Cand + h * stride_ch + blk * stride_cb, BLOCK_T, KPAD, SELECT, RADIX_BITS)
+        if FOLD and PHASES >= 3:
+            _fold_head_top(Cand + h * stride_ch, Arrivals + h * LINE_WORDS, stride_cb, KPAD, NCP_FOLD, FOLD_TOPK)
 
 
 @triton.jit

@@ -1,0 +1,87 @@
+"""Where ``santa-fused``'s first launch (``select``) spends its time, measured by phases.
+
+``select`` is 19 us by ncu at 32K against 15.4 us for the two ``santa`` launches it replaces
+(score, block top-k). This probe times, in the same paired rounds (eviction before every call,
+host gate, CUDA events), the select launch stopped after each of its phases, for each
+``select.BLOCK_T`` asked:
+
+- ``scores``: the tile loop alone (each program scores its block for its head and stores it);
+- ``+ block top``: and the block's KPAD best keys (log n, noise, top-k);
+- ``+ fold``: and the fold of the head's blocks by the last program to arrive (the real launch);
+
+beside ``santa``'s own score launch, its score and top-k launches, and both complete operators.
+Differences between consecutive phases are each phase's cost on the select launch's critical
+path; each row is timed alone, so they are not additive with the attend launch.
+
+    python scripts/probe_select_phases.py [--workload NAME] [--block-t 256 512] [--rounds 20]
+        [--observations 300] [--json FILE]
+        [--device cpu --workload cpu-smoke]   (a smoke run through the interpreter: not GPU numbers)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from pathlib import Path
+
+import torch
+
+import kprof.kernels  # noqa: F401  (decides on the interpreter before triton is imported)
+from kprof.measure.harness import TimedOp
+
+PHASES = ((1, "scores"), (2, "+ block top"), (3, "+ fold"))
+
+
+def _median(obs) -> float:
+    return float(statistics.median(statistics.median(r) for r in obs.tolist()))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--workload", default="qwen2.5-7b-l14-32k", help="workload name or captured file")
+    ap.add_argument("--block-t", type=int, nargs="+", default=[256, 512], help="select.BLOCK_T values to probe")
+    ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--observations", type=int, default=300)
+    ap.add_argument("--warmup-pairs", type=int, default=30)
+    ap.add_argument("--json", type=Path, help="write the medians here")
+    ap.add_argument("--device", default="cuda", help="cuda, or cpu for a smoke run through the interpreter")
+    args = ap.parse_args()
+
+    from kprof.commands.session import MeasurementSession
+
+    session = MeasurementSession.open(args.device, args.workload,
+                                      {"rounds": args.rounds, "observations": args.observations,
+                                       "warmup_pairs": args.warmup_pairs},
+                                      config_mode="default")
+    santa = session.prepare("santa", "santa", "subject").prepared
+    ops = [TimedOp("santa", santa.run)]
+    chain = santa.handle
+    ops += [TimedOp("santa score", chain.launch_score),
+            TimedOp("santa score + top-k", lambda: (chain.launch_score(), chain.launch_topk()))]
+    for block_t in args.block_t:
+        spec = f"santa-fused:select.BLOCK_T={block_t}"
+        fused = session.prepare(spec, spec, "subject").prepared
+        ops.append(TimedOp(f"santa-fused BLOCK_T={block_t}", fused.run))
+        select = fused.handle.launch_select
+        for phases, label in PHASES:
+            ops.append(TimedOp(f"select BLOCK_T={block_t} {label}", select.replaced(PHASES=phases)))
+    for op in ops:  # compile every variant before timing
+        op.invoke()
+    if session.target.is_gpu:
+        torch.cuda.synchronize()
+    medians = {o.label: _median(x) for o, x in zip(ops, session.harness().paired(ops).observations)}
+    print(f"{'row':>40s} {'median us':>10s}")
+    for label, m in medians.items():
+        print(f"{label:>40s} {m:10.2f}")
+    for block_t in args.block_t:
+        rows = [medians[f"select BLOCK_T={block_t} {label}"] for _, label in PHASES]
+        print(f"BLOCK_T={block_t}: scores {rows[0]:.2f} us, block top {rows[1] - rows[0]:+.2f}, "
+              f"fold {rows[2] - rows[1]:+.2f}; the attend launch after it "
+              f"{medians[f'santa-fused BLOCK_T={block_t}'] - rows[2]:+.2f}")
+    if args.json:
+        args.json.write_text(json.dumps({"medians_us": medians, "workload": args.workload}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
