@@ -2,8 +2,8 @@
 
 ``select`` is 19 us by ncu at 32K against 15.4 us for the two ``santa`` launches it replaces
 (score, block top-k). This probe times, in the same paired rounds (eviction before every call,
-host gate, CUDA events), the select launch stopped after each of its phases, for each
-``select.BLOCK_T`` asked:
+host gate, CUDA events), the select launch stopped after each of its phases, for each select
+variant asked (``select.*`` parameters, e.g. ``BLOCK_T=256`` or ``GROUPED=1,BLOCK_T=256``):
 
 - ``scores``: the tile loop alone (each program scores its block for its head and stores it);
 - ``+ block top``: and the block's KPAD best keys (log n, noise, top-k);
@@ -13,7 +13,7 @@ beside ``santa``'s own score launch, its score and top-k launches, and both comp
 Differences between consecutive phases are each phase's cost on the select launch's critical
 path; each row is timed alone, so they are not additive with the attend launch.
 
-    python scripts/probe_select_phases.py [--workload NAME] [--block-t 256 512] [--rounds 20]
+    python scripts/probe_select_phases.py [--workload NAME] [--select BLOCK_T=512 GROUPED=1] [--rounds 20]
         [--observations 300] [--json FILE]
         [--device cpu --workload cpu-smoke]   (a smoke run through the interpreter: not GPU numbers)
 """
@@ -40,7 +40,8 @@ def _median(obs) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--workload", default="qwen2.5-7b-l14-32k", help="workload name or captured file")
-    ap.add_argument("--block-t", type=int, nargs="+", default=[256, 512], help="select.BLOCK_T values to probe")
+    ap.add_argument("--select", nargs="+", default=["BLOCK_T=512", "GROUPED=1"],
+                    help="select variants to probe, each PARAM=V[,PARAM=V...] of santa-fused's select launch")
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--observations", type=int, default=300)
     ap.add_argument("--warmup-pairs", type=int, default=30)
@@ -59,26 +60,27 @@ def main() -> None:
     chain = santa.handle
     ops += [TimedOp("santa score", chain.launch_score),
             TimedOp("santa score + top-k", lambda: (chain.launch_score(), chain.launch_topk()))]
-    for block_t in args.block_t:
-        spec = f"santa-fused:select.BLOCK_T={block_t}"
+    for variant in args.select:
+        spec = "santa-fused:" + ",".join(f"select.{kv}" for kv in variant.split(","))
         fused = session.prepare(spec, spec, "subject").prepared
-        ops.append(TimedOp(f"santa-fused BLOCK_T={block_t}", fused.run))
+        ops.append(TimedOp(f"santa-fused {variant}", fused.run))
         select = fused.handle.launch_select
         for phases, label in PHASES:
-            ops.append(TimedOp(f"select BLOCK_T={block_t} {label}", select.replaced(PHASES=phases)))
+            ops.append(TimedOp(f"select {variant} {label}", select.replaced(PHASES=phases)))
     for op in ops:  # compile every variant before timing
         op.invoke()
     if session.target.is_gpu:
         torch.cuda.synchronize()
     medians = {o.label: _median(x) for o, x in zip(ops, session.harness().paired(ops).observations)}
-    print(f"{'row':>40s} {'median us':>10s}")
+    width = max(len(label) for label in medians)
+    print(f"{'row':>{width}s} {'median us':>10s}")
     for label, m in medians.items():
-        print(f"{label:>40s} {m:10.2f}")
-    for block_t in args.block_t:
-        rows = [medians[f"select BLOCK_T={block_t} {label}"] for _, label in PHASES]
-        print(f"BLOCK_T={block_t}: scores {rows[0]:.2f} us, block top {rows[1] - rows[0]:+.2f}, "
+        print(f"{label:>{width}s} {m:10.2f}")
+    for variant in args.select:
+        rows = [medians[f"select {variant} {label}"] for _, label in PHASES]
+        print(f"{variant}: scores {rows[0]:.2f} us, block top {rows[1] - rows[0]:+.2f}, "
               f"fold {rows[2] - rows[1]:+.2f}; the attend launch after it "
-              f"{medians[f'santa-fused BLOCK_T={block_t}'] - rows[2]:+.2f}")
+              f"{medians[f'santa-fused {variant}'] - rows[2]:+.2f}")
     if args.json:
         args.json.write_text(json.dumps({"medians_us": medians, "workload": args.workload}, indent=1))
 
