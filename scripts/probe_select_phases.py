@@ -3,7 +3,7 @@
 ``select`` is 19 us by ncu at 32K against 15.4 us for the two ``santa`` launches it replaces
 (score, block top-k). This probe times, in the same paired rounds (eviction before every call,
 host gate, CUDA events), the select launch stopped after each of its phases, for each select
-variant asked (``select.*`` parameters, e.g. ``BLOCK_T=256`` or ``GROUPED=1,BLOCK_T=256``):
+variant asked (``select.*`` parameters, e.g. ``BLOCK_T=256`` or ``SCORE_ONCE=1,BLOCK_M=32``):
 
 - ``scores``: the tile loop alone (each program scores its block for its head and stores it);
 - ``+ block top``: and the block's KPAD best keys (log n, noise, top-k);
@@ -13,7 +13,7 @@ beside ``santa``'s own score launch, its score and top-k launches, and both comp
 Differences between consecutive phases are each phase's cost on the select launch's critical
 path; each row is timed alone, so they are not additive with the attend launch.
 
-    python scripts/probe_select_phases.py [--workload NAME] [--select BLOCK_T=512 GROUPED=1] [--rounds 20]
+    python scripts/probe_select_phases.py [--workload NAME] [--select SCORE_ONCE=0 SCORE_ONCE=1] [--rounds 20]
         [--observations 300] [--json FILE]
         [--device cpu --workload cpu-smoke]   (a smoke run through the interpreter: not GPU numbers)
 """
@@ -40,7 +40,7 @@ def _median(obs) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--workload", default="qwen2.5-7b-l14-32k", help="workload name or captured file")
-    ap.add_argument("--select", nargs="+", default=["BLOCK_T=512", "GROUPED=1"],
+    ap.add_argument("--select", nargs="+", default=["SCORE_ONCE=0", "SCORE_ONCE=1"],
                     help="select variants to probe, each PARAM=V[,PARAM=V...] of santa-fused's select launch")
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--observations", type=int, default=300)

@@ -36,7 +36,6 @@ from kprof.kernels.common.bound_launch import bound_launch
 from kprof.kernels.common.dependent_launch import release_dependents, wait_for_predecessor
 from kprof.kernels.common.grid_sync import LINE_WORDS, MAX_POLLS, wait_at_least, wait_faults, waiters_fit
 from kprof.kernels.common.split_kv_combine import combine_head
-from kprof.kernels.santa.radix_select import select_top
 from kprof.kernels.santa.step import (
     _GATHER_AVAILABLE,
     _TOPK_AVAILABLE,
@@ -49,8 +48,6 @@ from kprof.kernels.santa.triton_kernels import (
     HAS_TOPK,
     LOG2E,
     _gumbel,
-    _gumbel_rows,
-    _to_key,
     attend_split,
     merge_union,
     reset_union_tables,
@@ -98,27 +95,99 @@ def santa_select(
         tl.store(Scores + h * stride_sh + offs_m, tl.sum(tl.where(mine, s, 0.0), axis=0), mask=offs_m < m_max)
     if PHASES >= 2:
         tl.debug_barrier()  # the block's scores were stored by every thread; each reads them all
-        offs = blk * BLOCK_T + tl.arange(0, BLOCK_T)
-        valid = offs < tl.load(NumTeams + kvh)
-        log_n = tl.log(tl.load(Lengths + kvh * stride_lh + offs, mask=valid, other=1).to(tl.float32))
-        y = tl.load(Scores + h * stride_sh + offs, mask=valid, other=0.0) * inv_sqrt_d + log_n
-        if NOISE:
-            y = y + _gumbel(tl.load(SeedPtr), h, blk * BLOCK_T, BLOCK_T, m_max)
-        y = tl.where(valid, y, float("-inf"))
-        store_block_top(y, offs, Cand + h * stride_ch + blk * stride_cb, BLOCK_T, KPAD, SELECT, RADIX_BITS)
-        if FOLD and PHASES >= 3:
-            _fold_head_top(Cand + h * stride_ch, Arrivals + h * LINE_WORDS, stride_cb, KPAD, NCP_FOLD, FOLD_TOPK)
+        _head_block_top(h, blk, kvh, tl.num_programs(1), Scores, Lengths, NumTeams, SeedPtr, Cand, Arrivals, m_max,
+                        inv_sqrt_d, stride_sh, stride_lh, stride_ch, stride_cb, BLOCK_T, KPAD, NOISE, SELECT,
+                        RADIX_BITS, FOLD and PHASES >= 3, NCP_FOLD, FOLD_TOPK)
 
 
 @triton.jit
-def _fold_head_top(Cand, Arrived, stride_cb, KPAD: tl.constexpr, NCP: tl.constexpr, TOPK: tl.constexpr):
+def _head_block_top(h, blk, kvh, n_blocks, Scores, Lengths, NumTeams, SeedPtr, Cand, Arrivals, m_max, inv_sqrt_d,
+                    stride_sh, stride_lh, stride_ch, stride_cb, BLOCK_T: tl.constexpr, KPAD: tl.constexpr,
+                    NOISE: tl.constexpr, SELECT: tl.constexpr, RADIX_BITS: tl.constexpr, FOLD: tl.constexpr,
+                    NCP_FOLD: tl.constexpr, FOLD_TOPK: tl.constexpr):
+    """Query head h's routing logits and noise over block ``blk`` of its scores, the block's KPAD
+    best keys, and with FOLD the head's (``_fold_head_top``)."""
+    offs = blk * BLOCK_T + tl.arange(0, BLOCK_T)
+    valid = offs < tl.load(NumTeams + kvh)
+    log_n = tl.log(tl.load(Lengths + kvh * stride_lh + offs, mask=valid, other=1).to(tl.float32))
+    y = tl.load(Scores + h * stride_sh + offs, mask=valid, other=0.0) * inv_sqrt_d + log_n
+    if NOISE:
+        y = y + _gumbel(tl.load(SeedPtr), h, blk * BLOCK_T, BLOCK_T, m_max)
+    y = tl.where(valid, y, float("-inf"))
+    store_block_top(y, offs, Cand + h * stride_ch + blk * stride_cb, BLOCK_T, KPAD, SELECT, RADIX_BITS)
+    if FOLD:
+        _fold_head_top(Cand + h * stride_ch, Arrivals + h * LINE_WORDS, n_blocks, stride_cb, KPAD, NCP_FOLD,
+                       FOLD_TOPK)
+
+
+@triton.jit
+def santa_select_scored_once(
+    Q, Rep, Scores, Lengths, NumTeams, SeedPtr, Cand, Arrivals, SelectSync, Faults,
+    m_max, inv_sqrt_d, hq, hkv, n_tiles, n_blocks,
+    stride_qh, stride_rh, stride_rm, stride_sh, stride_lh, stride_ch, stride_cb,
+    GROUP: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_M: tl.constexpr,
+    HEAD_D: tl.constexpr, KPAD: tl.constexpr, NOISE: tl.constexpr, SELECT: tl.constexpr,
+    RADIX_BITS: tl.constexpr, DOT_PRECISION: tl.constexpr, FOLD: tl.constexpr, NCP_FOLD: tl.constexpr,
+    FOLD_TOPK: tl.constexpr, MAX_POLLS: tl.constexpr, PDL: tl.constexpr = False, PHASES: tl.constexpr = 3,
+):
+    """Launch 1 with ``select.SCORE_ONCE=1``, Hkv x n_tiles + Hq x n_blocks programs that take
+    tickets in the order they start. The first Hkv x n_tiles score one representative tile each
+    for the whole group (``santa``'s launch 1: each tile read once, where ``santa_select`` reads it
+    once per query head) and count it on their block's line; every later ticket is one (query
+    head, block) that waits for its block's tiles, then keeps the block's top keys and folds as
+    ``santa_select``. A waiting program holds a later ticket than every scorer it waits for, so
+    they are all running. The last program to finish resets the counters. PHASES as
+    ``santa_select`` (1: the scores and the waits only)."""
+    wait_for_predecessor(PDL)
+    release_dependents(PDL)
+    ticket = tl.atomic_add(SelectSync + TICKETS, 1, sem="relaxed", scope="gpu")
+    ready = SelectSync + FLAGS  # block b of KV head k counts its scored tiles at ready[(k * n_blocks + b) * LINE]
+    scorers = hkv * n_tiles
+    if ticket < scorers:
+        kvh = ticket // n_tiles
+        tile = ticket % n_tiles
+        offs_g = tl.arange(0, BLOCK_G)
+        heads = kvh * GROUP + offs_g
+        q = tl.load(Q + heads[:, None] * stride_qh + tl.arange(0, HEAD_D)[None, :], mask=(offs_g < GROUP)[:, None],
+                    other=0.0)
+        offs_m = tile * BLOCK_M + tl.arange(0, BLOCK_M)
+        s = score_tile(q, Rep, kvh, offs_m, m_max, stride_rh, stride_rm, HEAD_D, DOT_PRECISION)
+        tl.store(Scores + heads[:, None] * stride_sh + offs_m[None, :], s,
+                 mask=(offs_g < GROUP)[:, None] & (offs_m < m_max)[None, :])
+        tl.debug_barrier()  # every thread's score stores happen before the release
+        tl.atomic_add(ready + (kvh * n_blocks + tile * BLOCK_M // BLOCK_T) * LINE_WORDS, 1, sem="release",
+                      scope="gpu")
+    else:
+        t = ticket - scorers
+        h = t % hq
+        blk = t // hq
+        kvh = h // GROUP
+        tiles = tl.cdiv(tl.minimum(BLOCK_T, m_max - blk * BLOCK_T), BLOCK_M)
+        # the acquire and barrier in wait_at_least make the plain loads of the scores safe
+        wait_at_least(ready + (kvh * n_blocks + blk) * LINE_WORDS, tiles, Faults, MAX_POLLS)
+        if PHASES >= 2:
+            _head_block_top(h, blk, kvh, n_blocks, Scores, Lengths, NumTeams, SeedPtr, Cand, Arrivals, m_max,
+                            inv_sqrt_d, stride_sh, stride_lh, stride_ch, stride_cb, BLOCK_T, KPAD, NOISE, SELECT,
+                            RADIX_BITS, FOLD and PHASES >= 3, NCP_FOLD, FOLD_TOPK)
+    # every program counts itself finished; the last has seen every ticket taken and every wait
+    # over (a scorer's count comes before its own finish), so it zeroes the lines for the next call
+    tl.debug_barrier()
+    finished = tl.atomic_add(SelectSync + FINISHED, 1, sem="acq_rel", scope="gpu")
+    if finished == scorers + hq * n_blocks - 1:
+        for b in range(0, hkv * n_blocks):
+            tl.store(ready + b * LINE_WORDS, 0)
+        tl.store(SelectSync + FINISHED, 0)
+        tl.store(SelectSync + TICKETS, 0)
+
+
+@triton.jit
+def _fold_head_top(Cand, Arrived, n_blocks, stride_cb, KPAD: tl.constexpr, NCP: tl.constexpr, TOPK: tl.constexpr):
     """Count this program's block in; the head's last program to arrive writes the head's KPAD
     best keys over all blocks to block 0's slots (the same set as the merge's global top of all
     blocks: each block kept its KPAD best) and zeroes the count for the next call. Blocks 1 and
     up keep their own keys, which nothing reads after the fold."""
     tl.debug_barrier()  # every thread's candidate stores happen before the release
     arrived = tl.atomic_add(Arrived, 1, sem="acq_rel", scope="gpu")
-    n_blocks = tl.num_programs(1)
     if arrived == n_blocks - 1:
         offs = tl.arange(0, NCP)
         valid = offs < n_blocks * KPAD
@@ -133,105 +202,6 @@ def _fold_head_top(Cand, Arrived, stride_cb, KPAD: tl.constexpr, NCP: tl.constex
             top = tl.sum(tl.where(tl.arange(0, NCP // KPAD)[:, None] == 0, keys, 0), axis=0)
         tl.debug_barrier()  # every thread has read the blocks before block 0's slots are overwritten
         tl.store(Cand + tl.arange(0, KPAD), top)
-        tl.store(Arrived, 0)
-
-
-@triton.jit
-def santa_select_group(
-    Q, Rep, Scores, Lengths, NumTeams, SeedPtr, Cand, Arrivals,
-    m_max, inv_sqrt_d,
-    stride_qh, stride_rh, stride_rm, stride_sh, stride_lh, stride_ch, stride_cb,
-    GROUP: tl.constexpr, BLOCK_G: tl.constexpr, ROWS: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_M: tl.constexpr,
-    HEAD_D: tl.constexpr, KPAD: tl.constexpr, NOISE: tl.constexpr, SELECT: tl.constexpr,
-    RADIX_BITS: tl.constexpr, DOT_PRECISION: tl.constexpr, FOLD: tl.constexpr, NCP_FOLD: tl.constexpr,
-    FOLD_TOPK: tl.constexpr, PDL: tl.constexpr = False, PHASES: tl.constexpr = 3,
-):
-    """Launch 1 with ``select.GROUPED=1``, grid (Hkv, cdiv(M_max, BLOCK_T)): ``santa_select`` for
-    every query head of a KV head's group at once. Each representative tile is read once and its
-    group product kept whole (``santa_select`` reads it once per query head and keeps one row), and
-    the block's top keys are found for the group's ROWS (GROUP, padded to a power of two) rows
-    together; the last of a KV head's programs folds all of its heads. PHASES as ``santa_select``."""
-    wait_for_predecessor(PDL)
-    release_dependents(PDL)
-    kvh = tl.program_id(0)
-    blk = tl.program_id(1)
-    offs_g = tl.arange(0, BLOCK_G)
-    heads = kvh * GROUP + offs_g
-    q = tl.load(Q + heads[:, None] * stride_qh + tl.arange(0, HEAD_D)[None, :], mask=(offs_g < GROUP)[:, None],
-                other=0.0)
-    for m0 in range(0, BLOCK_T, BLOCK_M):
-        offs_m = blk * BLOCK_T + m0 + tl.arange(0, BLOCK_M)
-        s = score_tile(q, Rep, kvh, offs_m, m_max, stride_rh, stride_rm, HEAD_D, DOT_PRECISION)
-        tl.store(Scores + heads[:, None] * stride_sh + offs_m[None, :], s,
-                 mask=(offs_g < GROUP)[:, None] & (offs_m < m_max)[None, :])
-    if PHASES >= 2:
-        tl.debug_barrier()  # the block's scores were stored by every thread; each reads them all
-        rows = kvh * GROUP + tl.arange(0, ROWS)
-        row_ok = tl.arange(0, ROWS) < GROUP
-        offs = blk * BLOCK_T + tl.arange(0, BLOCK_T)
-        valid = offs < tl.load(NumTeams + kvh)
-        log_n = tl.log(tl.load(Lengths + kvh * stride_lh + offs, mask=valid, other=1).to(tl.float32))
-        both = row_ok[:, None] & valid[None, :]
-        y = tl.load(Scores + rows[:, None] * stride_sh + offs[None, :], mask=both, other=0.0) * inv_sqrt_d \
-            + log_n[None, :]
-        if NOISE:
-            y = y + _gumbel_rows(tl.load(SeedPtr), rows, blk * BLOCK_T, ROWS, BLOCK_T, m_max)
-        y = tl.where(valid[None, :], y, float("-inf"))
-        out = Cand + rows[:, None] * stride_ch
-        _store_rows_top(y, offs, out + blk * stride_cb, row_ok, BLOCK_T, KPAD, SELECT, RADIX_BITS)
-        if FOLD and PHASES >= 3:
-            _fold_rows_top(out, row_ok, Arrivals + kvh * LINE_WORDS, stride_cb, ROWS, KPAD, NCP_FOLD, FOLD_TOPK)
-
-
-@triton.jit
-def _store_rows_top(y, offs, Out, row_ok, BLOCK_T: tl.constexpr, KPAD: tl.constexpr, SELECT: tl.constexpr,
-                    RADIX_BITS: tl.constexpr):
-    """The KPAD best (y, team) keys of each row of ``y`` [ROWS, BLOCK_T] at ``Out`` [ROWS, 1]
-    (``store_block_top`` row by row; rows where ``row_ok`` is false are not stored)."""
-    keys = _to_key(y, offs[None, :])
-    ok = row_ok[:, None]
-    if SELECT == 2:
-        keep = select_top(keys, KPAD, row_ok, RADIX_BITS)
-        tl.store(Out + tl.cumsum(keep.to(tl.int32), axis=1) - 1, keys, mask=keep & ok)
-    elif SELECT == 1:
-        tl.store(Out + tl.arange(0, KPAD)[None, :], tl.topk(keys, KPAD), mask=ok)
-    elif SELECT == 3:
-        bits = y.to(tl.int32, bitcast=True)
-        word = tl.where(bits < 0, bits ^ 0x7FFFFFFF, bits)  # the key's high word: same order as y
-        keep = word >= tl.min(tl.topk(word, KPAD), axis=1)[:, None]
-        kept = tl.where(row_ok, tl.sum(keep.to(tl.int32), axis=1), KPAD)
-        if tl.max(kept, axis=0) == KPAD:
-            tl.store(Out + tl.cumsum(keep.to(tl.int32), axis=1) - 1, keys, mask=keep & ok)
-        else:  # a row's KPAD-th word is tied: order the tie by team index as the int64 keys do
-            tl.store(Out + tl.arange(0, KPAD)[None, :], tl.topk(keys, KPAD), mask=ok)
-    else:
-        rank = tl.arange(0, BLOCK_T)[None, :]
-        tl.store(Out + rank, tl.sort(keys, dim=1, descending=True), mask=(rank < KPAD) & ok)
-
-
-@triton.jit
-def _fold_rows_top(Cand, row_ok, Arrived, stride_cb, ROWS: tl.constexpr, KPAD: tl.constexpr, NCP: tl.constexpr,
-                   TOPK: tl.constexpr):
-    """``_fold_head_top`` for the rows of one program: ``Cand`` [ROWS, 1] points at each head's
-    block 0; the last program of the KV head to arrive folds every head of its group."""
-    tl.debug_barrier()  # every thread's candidate stores happen before the release
-    arrived = tl.atomic_add(Arrived, 1, sem="acq_rel", scope="gpu")
-    n_blocks = tl.num_programs(1)
-    if arrived == n_blocks - 1:
-        offs = tl.arange(0, NCP)[None, :]
-        valid = (offs < n_blocks * KPAD) & row_ok[:, None]
-        # .cg: the other blocks' keys come from L2, never from a line this SM's L1 kept
-        keys = tl.load(Cand + (offs // KPAD) * stride_cb + offs % KPAD, mask=valid, other=0, cache_modifier=".cg")
-        # padding keys sit below every real key and stay unique (as the merge pads)
-        keys = tl.where(valid, keys, tl.full([ROWS, NCP], -9223372036854775807, tl.int64) + offs)
-        if TOPK:
-            top = tl.topk(keys, KPAD)
-            tl.debug_barrier()  # every thread has read the blocks before block 0's slots are overwritten
-            tl.store(Cand + tl.arange(0, KPAD)[None, :], top, mask=row_ok[:, None])
-        else:
-            top = tl.sort(keys, dim=1, descending=True)
-            tl.debug_barrier()
-            tl.store(Cand + offs, top, mask=(offs < KPAD) & row_ok[:, None])
         tl.store(Arrived, 0)
 
 
@@ -331,8 +301,9 @@ FUSED_LAUNCH_SPACES = {
         Param("SELECT", (0, 1, 2, 3), _BEST_BLOCK_SELECT, TOPK_SELECT_HELP),
         Param("RADIX_BITS", (1, 2, 4), 2, RADIX_HELP),
         Param("num_warps", (1, 2, 4, 8, 16), 8),
-        Param("GROUPED", (0, 1), 0, "programs per block: 0 one per query head (each re-reads the group's "
-              "tile and keeps its row), 1 one per KV head (reads it once, keeps every head's top keys)"),
+        Param("SCORE_ONCE", (0, 1), 0, "0: each (query head, block) program scores its block itself (the "
+              "group's tiles read once per query head); 1: one program per KV head and tile scores it for the "
+              "group, and the (query head, block) programs wait for their block's tiles"),
     ), (_TOPK_AVAILABLE, Constraint("select.BLOCK_M must not exceed select.BLOCK_T",
                                     lambda c, s: c["BLOCK_M"] <= c["BLOCK_T"]))),
     "attend": LaunchSpace("attend", (
@@ -366,6 +337,10 @@ class SantaFusedDecode(SantaDecode):
         hkv = arts.packed_k.shape[0]
         self.sync = torch.zeros(sync_words(hkv), dtype=torch.int32, device=q.device)
         self.arrivals = torch.zeros(q.shape[0] * LINE_WORDS.value, dtype=torch.int32, device=q.device)
+        # select.SCORE_ONCE: tickets, finished count, then a line per (KV head, block)
+        blocks = triton.cdiv(arts.rep_keys.shape[1], sel["BLOCK_T"])
+        self.select_sync = torch.zeros(FLAGS.value + hkv * blocks * LINE_WORDS.value, dtype=torch.int32,
+                                       device=q.device)
         super().__init__(q, arts, k_teams, sizing, **kwargs)
 
     def bind(self) -> None:
@@ -375,19 +350,24 @@ class SantaFusedDecode(SantaDecode):
         if (sel["BLOCK_T"], att["NUM_SPLITS"]) != self._sized_by:
             raise ValueError("select.BLOCK_T and attend.NUM_SPLITS size this step's buffers: build a new "
                              "SantaFusedDecode to change them")
-        grouped = bool(sel["GROUPED"])
-        self.launch_select = bound_launch(
-            santa_select_group if grouped else santa_select, (self.hkv if grouped else self.hq, self.n_blocks),
-            self.q, a.rep_keys, self.scores, a.team_len, a.num_teams, self.seed, self.cand, self.arrivals,
-            self.m_max, self.inv_sqrt_d,
-            self.q.stride(0), a.rep_keys.stride(0), a.rep_keys.stride(1), self.scores.stride(0),
-            a.team_len.stride(0), self.cand.stride(0), self.cand.stride(1),
-            GROUP=self.group, BLOCK_G=self.block_g, **({"ROWS": self.merge_g} if grouped else {}),
-            BLOCK_T=sel["BLOCK_T"], BLOCK_M=sel["BLOCK_M"], HEAD_D=self.d,
-            KPAD=self.kpad, NOISE=not self.all_teams, SELECT=sel["SELECT"], RADIX_BITS=sel["RADIX_BITS"],
-            DOT_PRECISION=self.precision, FOLD=self.n_blocks > 1 and not self.all_teams, NCP_FOLD=self.ncp,
-            FOLD_TOPK=HAS_TOPK, PDL=self.pdl, num_warps=sel["num_warps"],
-        )
+        common = dict(GROUP=self.group, BLOCK_G=self.block_g, BLOCK_T=sel["BLOCK_T"], BLOCK_M=sel["BLOCK_M"],
+                      HEAD_D=self.d, KPAD=self.kpad, NOISE=not self.all_teams, SELECT=sel["SELECT"],
+                      RADIX_BITS=sel["RADIX_BITS"], DOT_PRECISION=self.precision,
+                      FOLD=self.n_blocks > 1 and not self.all_teams, NCP_FOLD=self.ncp, FOLD_TOPK=HAS_TOPK,
+                      PDL=self.pdl, num_warps=sel["num_warps"])
+        strides = (self.q.stride(0), a.rep_keys.stride(0), a.rep_keys.stride(1), self.scores.stride(0),
+                   a.team_len.stride(0), self.cand.stride(0), self.cand.stride(1))
+        buffers = (self.q, a.rep_keys, self.scores, a.team_len, a.num_teams, self.seed, self.cand, self.arrivals)
+        if sel["SCORE_ONCE"]:
+            n_tiles = triton.cdiv(self.m_max, sel["BLOCK_M"])
+            self.launch_select = bound_launch(
+                santa_select_scored_once, (self.hkv * n_tiles + self.hq * self.n_blocks,),
+                *buffers, self.select_sync, self.sync[FAULTS.value:],
+                self.m_max, self.inv_sqrt_d, self.hq, self.hkv, n_tiles, self.n_blocks, *strides,
+                MAX_POLLS=MAX_POLLS, **common)
+        else:
+            self.launch_select = bound_launch(santa_select, (self.hq, self.n_blocks), *buffers,
+                                              self.m_max, self.inv_sqrt_d, *strides, **common)
         splits = att["NUM_SPLITS"]
         self.launch_attend = bound_launch(
             santa_merge_attend_reduce, (self.hkv * (splits + 1),),

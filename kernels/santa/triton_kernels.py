@@ -70,17 +70,6 @@ def _gumbel(seed, row, t0, N: tl.constexpr, m_max):
 
 
 @triton.jit
-def _gumbel_rows(seed, rows, t0, ROWS: tl.constexpr, N: tl.constexpr, m_max):
-    """``_gumbel`` for several query heads at once: [ROWS, N], row i the draw of head ``rows[i]``
-    (the same counters and outputs, so the same noise as ``_gumbel`` head by head)."""
-    counters = rows[:, None] * ((m_max + 3) // 4) + t0 // 4 + tl.arange(0, N // 4)[None, :]
-    r0, r1, r2, r3 = tl.rand4x(seed, counters)
-    u = tl.reshape(tl.join(tl.join(r0, r1), tl.join(r2, r3)), (ROWS, N))
-    u = tl.minimum(tl.maximum(u, 1e-7), 1.0 - 6e-8)
-    return -tl.log(-tl.log(u))
-
-
-@triton.jit
 def santa_gumbel_dump(SeedPtr, Out, m_max, stride_oh, BLOCK: tl.constexpr):
     """Grid (Hq, cdiv(M_max, BLOCK)): write the noise launch 2 adds (for tests and validation only)."""
     h = tl.program_id(0)

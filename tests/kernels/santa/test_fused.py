@@ -11,7 +11,6 @@ from kprof.kernels.santa import SantaSettings, build_layout, pack
 from kprof.kernels.santa.fused import FUSED_LAUNCH_SPACES, SantaFusedDecode
 from kprof.kernels.santa.reference import Selection, attention_with_selection
 from kprof.kernels.santa.step import LAUNCH_SPACES, SantaDecode
-from kprof.kernels.santa.triton_kernels import HAS_TOPK
 from kprof.methods import get_method
 from kprof.methods.dense_reference import dense_attention_fp64
 from kprof.methods.validation import compare_outputs
@@ -35,8 +34,8 @@ def _pair(make_workload, target, hq=8, hkv=2, n=300, d=16, k=5, dtype=torch.floa
 
 
 def _counters(op) -> int:
-    """The sync words of launch 2 and launch 1's arrival counts: zero between calls."""
-    return int(op.sync.abs().sum()) + int(op.arrivals.abs().sum())
+    """The sync words of both launches and launch 1's arrival counts: zero between calls."""
+    return int(op.sync.abs().sum()) + int(op.arrivals.abs().sum()) + int(op.select_sync.abs().sum())
 
 
 def _run_poisoned(op):
@@ -54,27 +53,24 @@ def _error_against_own_selection(w, layout, op):
     return compare_outputs(out, ref, None), teams, corr
 
 
-def _grouped(grouped: int, select: int | None = None) -> dict:
-    """TWO with select.GROUPED (and a block selection) set."""
-    sel = TWO["select"] | {"GROUPED": grouped} | ({} if select is None else {"SELECT": select})
+def _once(score_once: int, select: int | None = None) -> dict:
+    """TWO with select.SCORE_ONCE (and a block selection) set."""
+    sel = TWO["select"] | {"SCORE_ONCE": score_once} | ({} if select is None else {"SELECT": select})
     return TWO | {"select": sel}
 
 
-@pytest.mark.parametrize("hq, hkv, dtype, tol, grouped, select", [
+@pytest.mark.parametrize("hq, hkv, dtype, tol, score_once, select", [
     (8, 2, torch.float32, 1e-5, 0, None),    # group 4, two KV heads
     (7, 1, torch.float16, 1e-2, 0, None),    # group 7, one KV head
     (12, 4, torch.bfloat16, 2e-2, 0, None),  # group 3, four KV heads
-    (8, 2, torch.float32, 1e-5, 1, None),    # one program per KV head and block: the group's rows at once
-    (7, 1, torch.float16, 1e-2, 1, 0),       # ... a group of 7 in 8 rows, the sort
-    (12, 4, torch.bfloat16, 2e-2, 1, 2),     # ... group 3 in 4 rows, the radix select
-    (6, 2, torch.float32, 1e-5, 1, 1),       # ... group 3, tl.topk on the int64 keys
+    (8, 2, torch.float32, 1e-5, 1, None),    # each tile scored once for the group, then waited for
+    (7, 1, torch.float16, 1e-2, 1, 0),       # ... one KV head, the sort
+    (12, 4, torch.bfloat16, 2e-2, 1, 2),     # ... four KV heads, the radix select
 ])
 def test_same_selections_corrections_and_output_as_the_five_launches(make_workload, target, hq, hkv, dtype, tol,
-                                                                      grouped, select):
-    if select in (1, 3) and not HAS_TOPK:
-        pytest.skip("SELECT=1 needs tl.topk, which this Triton lacks")
+                                                                      score_once, select):
     w, layout, five, two = _pair(make_workload, target, hq=hq, hkv=hkv, dtype=dtype, seed=3,
-                                 two=_grouped(grouped, select))
+                                 two=_once(score_once, select))
     assert two.n_blocks > 1  # select's last program per head folds the blocks' candidates
     report, teams, corr = _error_against_own_selection(w, layout, two)
     assert report.rel_error < tol, report
@@ -100,8 +96,8 @@ def test_candidate_blocks_and_merge_selects_do_not_change_the_selection(make_wor
     assert runs[0] == runs[1] == runs[2] == runs[3]
 
 
-@pytest.mark.parametrize("grouped", [0, 1])
-def test_the_fold_pads_below_keys_of_negative_scores(make_workload, target, grouped):
+@pytest.mark.parametrize("score_once", [0, 1])
+def test_the_fold_pads_below_keys_of_negative_scores(make_workload, target, score_once):
     """Every routing logit below zero makes every key negative: the fold's padding (3 blocks of
     32 keys in 128 slots) must still lose to all of them, or a padding slot would be selected."""
     w = make_workload(8, 2, 300, 16, torch.float32, seed=6)
@@ -110,7 +106,7 @@ def test_the_fold_pads_below_keys_of_negative_scores(make_workload, target, grou
     q = 0.5 * w.q
     q[:, 0] = -40.0
     w = dataclasses.replace(w, q=q, k=k)
-    w, layout, five, two = _pair(make_workload, target, w=w, seed=6, two=_grouped(grouped))
+    w, layout, five, two = _pair(make_workload, target, w=w, seed=6, two=_once(score_once))
     assert two.n_blocks > 1 and two.n_blocks * two.kpad < two.ncp  # the fold has padding slots
     report, teams, _ = _error_against_own_selection(w, layout, two)
     assert report.rel_error < 1e-5, report
@@ -119,9 +115,9 @@ def test_the_fold_pads_below_keys_of_negative_scores(make_workload, target, grou
     assert [sorted(t.tolist()) for t in teams] == [sorted(t.tolist()) for t in five.selections()[0]]
 
 
-@pytest.mark.parametrize("grouped", [0, 1])
-def test_calls_in_a_row_reset_the_counters_and_fresh_noise_follows_santa(make_workload, target, grouped):
-    w, layout, five, two = _pair(make_workload, target, seed=9, fresh=True, two=_grouped(grouped))
+@pytest.mark.parametrize("score_once", [0, 1])
+def test_calls_in_a_row_reset_the_counters_and_fresh_noise_follows_santa(make_workload, target, score_once):
+    w, layout, five, two = _pair(make_workload, target, seed=9, fresh=True, two=_once(score_once))
     for call in range(3):
         report, teams, _ = _error_against_own_selection(w, layout, two)
         assert report.rel_error < 1e-5, (call, report)
@@ -131,9 +127,9 @@ def test_calls_in_a_row_reset_the_counters_and_fresh_noise_follows_santa(make_wo
     assert two.faults() == []
 
 
-@pytest.mark.parametrize("grouped", [0, 1])
-def test_k_equal_m_is_dense_attention(make_workload, target, grouped):
-    w, _, _, two = _pair(make_workload, target, k=10_000, seed=4, two=_grouped(grouped))
+@pytest.mark.parametrize("score_once", [0, 1])
+def test_k_equal_m_is_dense_attention(make_workload, target, score_once):
+    w, _, _, two = _pair(make_workload, target, k=10_000, seed=4, two=_once(score_once))
     assert two.all_teams
     out = _run_poisoned(two).double()
     assert (out - dense_attention_fp64(w)).abs().max() < 1e-5
@@ -170,14 +166,14 @@ def _poison_state(op):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("grouped", [0, 1])
+@pytest.mark.parametrize("score_once", [0, 1])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
-def test_gpu_many_calls_and_graph_replays(make_workload, target, dtype, grouped):
+def test_gpu_many_calls_and_graph_replays(make_workload, target, dtype, score_once):
     """The ticketed launch on real SMs: merges, waiting splits and waiting combiners. 30 eager
     calls with fresh noise, each against santa's selections and the fp64 replay; then 10 graph
     replays on fresh queries, each against santa's five launches on the same query and noise."""
     w, layout, five, two = _pair(make_workload, target, hq=28, hkv=4, n=8192, d=128, k=31, dtype=dtype, seed=2,
-                                 fresh=True, two={"select": {"GROUPED": grouped}}, five={})
+                                 fresh=True, two={"select": {"SCORE_ONCE": score_once}}, five={})
     tol = 1e-2 if dtype == torch.float16 else 2e-2
     for call in range(30):
         report, teams, _ = _error_against_own_selection(w, layout, two)
@@ -185,7 +181,7 @@ def test_gpu_many_calls_and_graph_replays(make_workload, target, dtype, grouped)
         _run_poisoned(five)
         assert [sorted(t.tolist()) for t in teams] == [sorted(t.tolist()) for t in five.selections()[0]], call
     w, layout, five, two = _pair(make_workload, target, hq=28, hkv=4, n=8192, d=128, k=31, dtype=dtype, seed=5,
-                                 two={"select": {"GROUPED": grouped}}, five={})
+                                 two={"select": {"SCORE_ONCE": score_once}}, five={})
     assert two.q is five.q  # one query buffer: refilled in place, read by both
     two.run()
     graph = torch.cuda.CUDAGraph()
