@@ -4,13 +4,16 @@
 floor its chain probe measured. Same input, same noise, same selections and the same inclusion
 corrections, through the same Triton helpers:
 
-- ``select``, grid (Hq, cdiv(M_max, BLOCK_T)): each program scores its block of representatives
-  for its query head (the group's [G, BLOCK_M] tile product, as ``santa``'s launch 1, of which it
-  keeps its own row), adds log n_g and the Gumbel noise of (seed, head, team), and writes the
-  block's KPAD best keys (``santa``'s launch 2). The last of a head's programs to finish (an
-  arrival counter; nobody waits) keeps the head's KPAD best keys of all blocks, so the merges of
-  launch 2, which run on only Hkv programs, read KPAD candidates per head instead of
-  blocks x KPAD.
+- ``select``, Hkv x cdiv(M_max, BLOCK_M) + Hq x cdiv(M_max, BLOCK_T) programs that take tickets
+  in the order they start (``select.SCORE_ONCE=1``, the default). The first score one tile of
+  representatives each for a KV head's whole group (``santa``'s launch 1) and count it on their
+  block's line; every later ticket is a (query head, block) that waits for its block's tiles,
+  adds log n_g and the Gumbel noise of (seed, head, team) and writes the block's KPAD best keys
+  (``santa``'s launch 2). The last of a head's programs to finish (an arrival counter; nobody
+  waits) keeps the head's KPAD best keys of all blocks, so the merges of launch 2, which run on
+  only Hkv programs, read KPAD candidates per head instead of blocks x KPAD. With
+  ``SCORE_ONCE=0``, grid (Hq, blocks), each program scores its own block (reading the group's
+  tiles once per query head) and nothing waits.
 - ``attend``, Hkv x (NUM_SPLITS + 1) programs that take tickets in the order they start (an
   atomic counter). The first Hkv tickets merge one KV head each (``santa``'s launch 3: global
   top-(K+1), tau, corrections, the GQA union) and publish it on a flag: a program that holds a
@@ -21,8 +24,8 @@ corrections, through the same Triton helpers:
   counters for the next call or graph replay.
 
 Waits are bounded (``MAX_POLLS``) and counted as faults, never hangs. Under the interpreter,
-which runs programs one after another in grid order, the merges come first and the last attend
-program of a KV head combines all of its heads.
+which runs programs one after another in grid order, the scorers and the merges come first and
+the last attend program of a KV head combines all of its heads.
 """
 
 from __future__ import annotations
@@ -301,7 +304,7 @@ FUSED_LAUNCH_SPACES = {
         Param("SELECT", (0, 1, 2, 3), _BEST_BLOCK_SELECT, TOPK_SELECT_HELP),
         Param("RADIX_BITS", (1, 2, 4), 2, RADIX_HELP),
         Param("num_warps", (1, 2, 4, 8, 16), 8),
-        Param("SCORE_ONCE", (0, 1), 0, "0: each (query head, block) program scores its block itself (the "
+        Param("SCORE_ONCE", (0, 1), 1, "0: each (query head, block) program scores its block itself (the "
               "group's tiles read once per query head); 1: one program per KV head and tile scores it for the "
               "group, and the (query head, block) programs wait for their block's tiles"),
     ), (_TOPK_AVAILABLE, Constraint("select.BLOCK_M must not exceed select.BLOCK_T",
