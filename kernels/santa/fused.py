@@ -75,7 +75,7 @@ def santa_select(
     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_M: tl.constexpr,
     HEAD_D: tl.constexpr, KPAD: tl.constexpr, NOISE: tl.constexpr, SELECT: tl.constexpr,
     RADIX_BITS: tl.constexpr, DOT_PRECISION: tl.constexpr, FOLD: tl.constexpr, NCP_FOLD: tl.constexpr,
-    FOLD_TOPK: tl.constexpr, PDL: tl.constexpr = False, PHASES: tl.constexpr = 3,
+    FOLD_SELECT: tl.constexpr, PDL: tl.constexpr = False, PHASES: tl.constexpr = 3,
 ):
     """Launch 1, grid (Hq, cdiv(M_max, BLOCK_T)): scores, routing logits, noise, the block's top
     keys; with FOLD (more than one block) the head's top keys (``_fold_head_top``). PHASES below 3
@@ -100,14 +100,14 @@ def santa_select(
         tl.debug_barrier()  # the block's scores were stored by every thread; each reads them all
         _head_block_top(h, blk, kvh, tl.num_programs(1), Scores, Lengths, NumTeams, SeedPtr, Cand, Arrivals, m_max,
                         inv_sqrt_d, stride_sh, stride_lh, stride_ch, stride_cb, BLOCK_T, KPAD, NOISE, SELECT,
-                        RADIX_BITS, FOLD and PHASES >= 3, NCP_FOLD, FOLD_TOPK)
+                        RADIX_BITS, FOLD and PHASES >= 3, NCP_FOLD, FOLD_SELECT)
 
 
 @triton.jit
 def _head_block_top(h, blk, kvh, n_blocks, Scores, Lengths, NumTeams, SeedPtr, Cand, Arrivals, m_max, inv_sqrt_d,
                     stride_sh, stride_lh, stride_ch, stride_cb, BLOCK_T: tl.constexpr, KPAD: tl.constexpr,
                     NOISE: tl.constexpr, SELECT: tl.constexpr, RADIX_BITS: tl.constexpr, FOLD: tl.constexpr,
-                    NCP_FOLD: tl.constexpr, FOLD_TOPK: tl.constexpr):
+                    NCP_FOLD: tl.constexpr, FOLD_SELECT: tl.constexpr):
     """Query head h's routing logits and noise over block ``blk`` of its scores, the block's KPAD
     best keys, and with FOLD the head's (``_fold_head_top``)."""
     offs = blk * BLOCK_T + tl.arange(0, BLOCK_T)
@@ -120,7 +120,7 @@ def _head_block_top(h, blk, kvh, n_blocks, Scores, Lengths, NumTeams, SeedPtr, C
     store_block_top(y, offs, Cand + h * stride_ch + blk * stride_cb, BLOCK_T, KPAD, SELECT, RADIX_BITS)
     if FOLD:
         _fold_head_top(Cand + h * stride_ch, Arrivals + h * LINE_WORDS, n_blocks, stride_cb, KPAD, NCP_FOLD,
-                       FOLD_TOPK)
+                       FOLD_SELECT)
 
 
 @triton.jit
@@ -131,7 +131,7 @@ def santa_select_scored_once(
     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_M: tl.constexpr,
     HEAD_D: tl.constexpr, KPAD: tl.constexpr, NOISE: tl.constexpr, SELECT: tl.constexpr,
     RADIX_BITS: tl.constexpr, DOT_PRECISION: tl.constexpr, FOLD: tl.constexpr, NCP_FOLD: tl.constexpr,
-    FOLD_TOPK: tl.constexpr, MAX_POLLS: tl.constexpr, PDL: tl.constexpr = False, PHASES: tl.constexpr = 3,
+    FOLD_SELECT: tl.constexpr, MAX_POLLS: tl.constexpr, PDL: tl.constexpr = False, PHASES: tl.constexpr = 3,
 ):
     """Launch 1 with ``select.SCORE_ONCE=1``, Hkv x n_tiles + Hq x n_blocks programs that take
     tickets in the order they start. The first Hkv x n_tiles score one representative tile each
@@ -171,7 +171,7 @@ def santa_select_scored_once(
         if PHASES >= 2:
             _head_block_top(h, blk, kvh, n_blocks, Scores, Lengths, NumTeams, SeedPtr, Cand, Arrivals, m_max,
                             inv_sqrt_d, stride_sh, stride_lh, stride_ch, stride_cb, BLOCK_T, KPAD, NOISE, SELECT,
-                            RADIX_BITS, FOLD and PHASES >= 3, NCP_FOLD, FOLD_TOPK)
+                            RADIX_BITS, FOLD and PHASES >= 3, NCP_FOLD, FOLD_SELECT)
     # every program counts itself finished; the last has seen every ticket taken and every wait
     # over (a scorer's count comes before its own finish), so it zeroes the lines for the next call
     tl.debug_barrier()
@@ -184,11 +184,13 @@ def santa_select_scored_once(
 
 
 @triton.jit
-def _fold_head_top(Cand, Arrived, n_blocks, stride_cb, KPAD: tl.constexpr, NCP: tl.constexpr, TOPK: tl.constexpr):
+def _fold_head_top(Cand, Arrived, n_blocks, stride_cb, KPAD: tl.constexpr, NCP: tl.constexpr,
+                   SELECT: tl.constexpr):
     """Count this program's block in; the head's last program to arrive writes the head's KPAD
     best keys over all blocks to block 0's slots (the same set as the merge's global top of all
     blocks: each block kept its KPAD best) and zeroes the count for the next call. Blocks 1 and
-    up keep their own keys, which nothing reads after the fold."""
+    up keep their own keys, which nothing reads after the fold. SELECT: 0 sort, 1 tl.topk of the
+    keys, 3 tl.topk of their 32-bit high words, then a threshold (the keys' order by a tie)."""
     tl.debug_barrier()  # every thread's candidate stores happen before the release
     arrived = tl.atomic_add(Arrived, 1, sem="acq_rel", scope="gpu")
     if arrived == n_blocks - 1:
@@ -198,13 +200,23 @@ def _fold_head_top(Cand, Arrived, n_blocks, stride_cb, KPAD: tl.constexpr, NCP: 
         keys = tl.load(Cand + (offs // KPAD) * stride_cb + offs % KPAD, mask=valid, other=0, cache_modifier=".cg")
         # padding keys sit below every real key and stay unique (as the merge pads)
         keys = tl.where(valid, keys, tl.full([NCP], -9223372036854775807, tl.int64) + offs)
-        if TOPK:
-            top = tl.topk(keys, KPAD)
+        by_word = False
+        if SELECT == 3:
+            word = (keys >> 32).to(tl.int32)
+            keep = word >= tl.min(tl.topk(word, KPAD), axis=0)
+            by_word = tl.sum(keep.to(tl.int32), axis=0) == KPAD
+        if by_word:  # no tie at the KPAD-th word: the kept keys, in block order
+            slot = tl.cumsum(keep.to(tl.int32), axis=0) - 1
+            tl.debug_barrier()  # every thread has read the blocks before block 0's slots are overwritten
+            tl.store(Cand + slot, keys, mask=keep)
         else:
-            keys = tl.reshape(tl.sort(keys, descending=True), (NCP // KPAD, KPAD))
-            top = tl.sum(tl.where(tl.arange(0, NCP // KPAD)[:, None] == 0, keys, 0), axis=0)
-        tl.debug_barrier()  # every thread has read the blocks before block 0's slots are overwritten
-        tl.store(Cand + tl.arange(0, KPAD), top)
+            if SELECT == 0:
+                keys = tl.reshape(tl.sort(keys, descending=True), (NCP // KPAD, KPAD))
+                top = tl.sum(tl.where(tl.arange(0, NCP // KPAD)[:, None] == 0, keys, 0), axis=0)
+            else:
+                top = tl.topk(keys, KPAD)
+            tl.debug_barrier()
+            tl.store(Cand + tl.arange(0, KPAD), top)
         tl.store(Arrived, 0)
 
 
@@ -304,11 +316,15 @@ FUSED_LAUNCH_SPACES = {
         Param("SELECT", (0, 1, 2, 3), _BEST_BLOCK_SELECT, TOPK_SELECT_HELP),
         Param("RADIX_BITS", (1, 2, 4), 2, RADIX_HELP),
         Param("num_warps", (1, 2, 4, 8, 16), 8),
+        Param("FOLD_SELECT", (0, 1, 3), _BEST_SELECT, "the fold of a head's blocks: 0 full sort, 1 tl.topk, "
+              "3 tl.topk on the 32-bit score words, then a threshold (1 and 3: Triton 3.6+)"),
         Param("SCORE_ONCE", (0, 1), 1, "0: each (query head, block) program scores its block itself (the "
               "group's tiles read once per query head); 1: one program per KV head and tile scores it for the "
               "group, and the (query head, block) programs wait for their block's tiles"),
     ), (_TOPK_AVAILABLE, Constraint("select.BLOCK_M must not exceed select.BLOCK_T",
-                                    lambda c, s: c["BLOCK_M"] <= c["BLOCK_T"]))),
+                                    lambda c, s: c["BLOCK_M"] <= c["BLOCK_T"]),
+         Constraint("select.FOLD_SELECT=1 and 3 need tl.topk, which this Triton lacks",
+                    lambda c, s: c["FOLD_SELECT"] not in (1, 3) or HAS_TOPK))),
     "attend": LaunchSpace("attend", (
         Param("MERGE_SELECT", (0, 1, 2, 3), _BEST_SELECT, MERGE_SELECT_HELP),
         Param("RADIX_BITS", (1, 2, 4), 2, RADIX_HELP),
@@ -356,7 +372,7 @@ class SantaFusedDecode(SantaDecode):
         common = dict(GROUP=self.group, BLOCK_G=self.block_g, BLOCK_T=sel["BLOCK_T"], BLOCK_M=sel["BLOCK_M"],
                       HEAD_D=self.d, KPAD=self.kpad, NOISE=not self.all_teams, SELECT=sel["SELECT"],
                       RADIX_BITS=sel["RADIX_BITS"], DOT_PRECISION=self.precision,
-                      FOLD=self.n_blocks > 1 and not self.all_teams, NCP_FOLD=self.ncp, FOLD_TOPK=HAS_TOPK,
+                      FOLD=self.n_blocks > 1 and not self.all_teams, NCP_FOLD=self.ncp, FOLD_SELECT=sel["FOLD_SELECT"],
                       PDL=self.pdl, num_warps=sel["num_warps"])
         strides = (self.q.stride(0), a.rep_keys.stride(0), a.rep_keys.stride(1), self.scores.stride(0),
                    a.team_len.stride(0), self.cand.stride(0), self.cand.stride(1))

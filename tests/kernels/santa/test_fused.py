@@ -11,6 +11,7 @@ from kprof.kernels.santa import SantaSettings, build_layout, pack
 from kprof.kernels.santa.fused import FUSED_LAUNCH_SPACES, SantaFusedDecode
 from kprof.kernels.santa.reference import Selection, attention_with_selection
 from kprof.kernels.santa.step import LAUNCH_SPACES, SantaDecode
+from kprof.kernels.santa.triton_kernels import HAS_TOPK
 from kprof.methods import get_method
 from kprof.methods.dense_reference import dense_attention_fp64
 from kprof.methods.validation import compare_outputs
@@ -94,6 +95,21 @@ def test_candidate_blocks_and_merge_selects_do_not_change_the_selection(make_wor
         assert report.rel_error < 1e-5, (block_t, merge, report)
         runs.append([sorted(t.tolist()) for t in teams])
     assert runs[0] == runs[1] == runs[2] == runs[3]
+
+
+@pytest.mark.parametrize("fold", [0, 1, 3])
+def test_fold_selections_keep_the_same_set(make_workload, target, fold):
+    """The fold of a head's blocks by sort, tl.topk or the 32-bit words and a threshold: the same
+    teams as santa's five launches (which merge every block's candidates)."""
+    if fold in (1, 3) and not HAS_TOPK:
+        pytest.skip("FOLD_SELECT=1 and 3 need tl.topk, which this Triton lacks")
+    two = TWO | {"select": TWO["select"] | {"FOLD_SELECT": fold}}
+    w, layout, five, op = _pair(make_workload, target, seed=7, two=two)
+    assert op.n_blocks > 2
+    report, teams, _ = _error_against_own_selection(w, layout, op)
+    assert report.rel_error < 1e-5, (fold, report)
+    _run_poisoned(five)
+    assert [sorted(t.tolist()) for t in teams] == [sorted(t.tolist()) for t in five.selections()[0]]
 
 
 @pytest.mark.parametrize("score_once", [0, 1])
