@@ -200,15 +200,17 @@ def _fold_head_top(Cand, Arrived, n_blocks, stride_cb, KPAD: tl.constexpr, NCP: 
         keys = tl.load(Cand + (offs // KPAD) * stride_cb + offs % KPAD, mask=valid, other=0, cache_modifier=".cg")
         # padding keys sit below every real key and stay unique (as the merge pads)
         keys = tl.where(valid, keys, tl.full([NCP], -9223372036854775807, tl.int64) + offs)
-        by_word = False
         if SELECT == 3:
             word = (keys >> 32).to(tl.int32)
             keep = word >= tl.min(tl.topk(word, KPAD), axis=0)
-            by_word = tl.sum(keep.to(tl.int32), axis=0) == KPAD
-        if by_word:  # no tie at the KPAD-th word: the kept keys, in block order
-            slot = tl.cumsum(keep.to(tl.int32), axis=0) - 1
-            tl.debug_barrier()  # every thread has read the blocks before block 0's slots are overwritten
-            tl.store(Cand + slot, keys, mask=keep)
+            if tl.sum(keep.to(tl.int32), axis=0) == KPAD:  # no tie at the KPAD-th word: in block order
+                slot = tl.cumsum(keep.to(tl.int32), axis=0) - 1
+                tl.debug_barrier()  # every thread has read the blocks before block 0's slots are overwritten
+                tl.store(Cand + slot, keys, mask=keep)
+            else:
+                top = tl.topk(keys, KPAD)
+                tl.debug_barrier()
+                tl.store(Cand + tl.arange(0, KPAD), top)
         else:
             if SELECT == 0:
                 keys = tl.reshape(tl.sort(keys, descending=True), (NCP // KPAD, KPAD))
