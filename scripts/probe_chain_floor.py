@@ -35,15 +35,14 @@ drop its load, so the dependent indices below go through a runtime ``sentinel`` 
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 import triton
 import triton.language as tl
+from probe_session import open_probe_session, probe_arguments
 
 import kprof.kernels  # noqa: F401  (decides on the interpreter before triton is imported)
 from kprof.kernels.common.dependent_launch import release_dependents, wait_for_predecessor
@@ -246,23 +245,12 @@ def _median(obs) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--workload", default="qwen2.5-7b-l14-32k", help="workload name or captured file")
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--observations", type=int, default=300)
-    ap.add_argument("--warmup-pairs", type=int, default=30)
-    ap.add_argument("--json", type=Path, help="write the medians here")
+    ap = probe_arguments(__doc__.split("\n")[0], rounds=5, observations=300, warmup_pairs=30)
     ap.add_argument("--santa-variants", nargs="*", default=["santa:attend.NUM_SPLITS=128", "santa:attend.BLOCK_R=64"],
                     help="real SANTA++ variants timed in the same rounds")
-    ap.add_argument("--device", default="cuda", help="cuda, or cpu for a smoke run through the interpreter")
     args = ap.parse_args()
 
-    from kprof.commands.session import MeasurementSession
-
-    session = MeasurementSession.open(args.device, args.workload,
-                                      {"rounds": args.rounds, "observations": args.observations,
-                                       "warmup_pairs": args.warmup_pairs},
-                                      config_mode="default")
+    session = open_probe_session(args)
     santa = session.prepare("santa", "santa", "subject").prepared
     flash = session.prepare("flash" if session.target.is_gpu else "math", "flash", "baseline").prepared
     real = [TimedOp(spec, session.prepare(spec, spec, "subject").prepared.run) for spec in args.santa_variants]

@@ -20,12 +20,11 @@ path; each row is timed alone, so they are not additive with the attend launch.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
-from pathlib import Path
 
 import torch
+from probe_session import open_probe_session, probe_arguments
 
 import kprof.kernels  # noqa: F401  (decides on the interpreter before triton is imported)
 from kprof.measure.harness import TimedOp
@@ -38,23 +37,12 @@ def _median(obs) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--workload", default="qwen2.5-7b-l14-32k", help="workload name or captured file")
+    ap = probe_arguments(__doc__.split("\n")[0], rounds=20, observations=300, warmup_pairs=30)
     ap.add_argument("--select", nargs="+", default=["SCORE_ONCE=0", "SCORE_ONCE=1"],
                     help="select variants to probe, each PARAM=V[,PARAM=V...] of santa-fused's select launch")
-    ap.add_argument("--rounds", type=int, default=20)
-    ap.add_argument("--observations", type=int, default=300)
-    ap.add_argument("--warmup-pairs", type=int, default=30)
-    ap.add_argument("--json", type=Path, help="write the medians here")
-    ap.add_argument("--device", default="cuda", help="cuda, or cpu for a smoke run through the interpreter")
     args = ap.parse_args()
 
-    from kprof.commands.session import MeasurementSession
-
-    session = MeasurementSession.open(args.device, args.workload,
-                                      {"rounds": args.rounds, "observations": args.observations,
-                                       "warmup_pairs": args.warmup_pairs},
-                                      config_mode="default")
+    session = open_probe_session(args)
     santa = session.prepare("santa", "santa", "subject").prepared
     ops = [TimedOp("santa", santa.run)]
     chain = santa.handle
