@@ -36,13 +36,12 @@ drop its load, so the dependent indices below go through a runtime ``sentinel`` 
 from __future__ import annotations
 
 import json
-import statistics
 from dataclasses import dataclass
 
 import torch
 import triton
 import triton.language as tl
-from probe_session import open_probe_session, probe_arguments
+from probe_session import open_probe_session, probe_arguments, round_median
 
 import kprof.kernels  # noqa: F401  (decides on the interpreter before triton is imported)
 from kprof.kernels.common.dependent_launch import release_dependents, wait_for_predecessor
@@ -240,10 +239,6 @@ GEOMETRIES = (Geometry(splits=128), Geometry(block_r=64), Geometry(block_r=16, s
 LAUNCHES = (("score", 0), ("topk", 1), ("merge", 2), ("attend", 3), ("reduce", 4))
 
 
-def _median(obs) -> float:
-    return float(statistics.median(statistics.median(r) for r in obs.tolist()))
-
-
 def main() -> None:
     ap = probe_arguments(__doc__.split("\n")[0], rounds=5, observations=300, warmup_pairs=30)
     ap.add_argument("--santa-variants", nargs="*", default=["santa:attend.NUM_SPLITS=128", "santa:attend.BLOCK_R=64"],
@@ -277,7 +272,7 @@ def main() -> None:
     ops = [TimedOp("flash", flash.run), TimedOp("santa", santa.run), *real,
            *(TimedOp(k, c.run) for k, c in chains.items())]
     obs = session.harness().paired(ops).observations
-    medians = {o.label: _median(x) for o, x in zip(ops, obs)}
+    medians = {o.label: round_median(x) for o, x in zip(ops, obs)}
     session.protocol = session.protocol.with_overrides(stage_observations=args.observations)
     marginals, wholes = {}, {}
     for label, chain in chains.items():
@@ -285,7 +280,7 @@ def main() -> None:
             continue
         launches = chain.launches()
         prefixes = [TimedOp(str(i), (lambda i=i, ls=launches: [f() for _, f in ls[:i + 1]])) for i in range(5)]
-        pm = [_median(x) for x in session.harness().chain(prefixes).observations]
+        pm = [round_median(x) for x in session.harness().chain(prefixes).observations]
         marginals[label] = {name: b - a for (name, _), a, b in zip(launches, [0.0] + pm, pm)}
         wholes[label] = pm[-1]
     print(f"\n{'chain':>44s} {'median us':>10s} {'flash / it':>11s}")

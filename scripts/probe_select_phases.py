@@ -21,19 +21,14 @@ path; each row is timed alone, so they are not additive with the attend launch.
 from __future__ import annotations
 
 import json
-import statistics
 
 import torch
-from probe_session import open_probe_session, probe_arguments
+from probe_session import open_probe_session, probe_arguments, round_median
 
 import kprof.kernels  # noqa: F401  (decides on the interpreter before triton is imported)
 from kprof.measure.harness import TimedOp
 
 PHASES = ((1, "scores"), (2, "+ block top"), (3, "+ fold"))
-
-
-def _median(obs) -> float:
-    return float(statistics.median(statistics.median(r) for r in obs.tolist()))
 
 
 def main() -> None:
@@ -59,7 +54,7 @@ def main() -> None:
         op.invoke()
     if session.target.is_gpu:
         torch.cuda.synchronize()
-    medians = {o.label: _median(x) for o, x in zip(ops, session.harness().paired(ops).observations)}
+    medians = {o.label: round_median(x) for o, x in zip(ops, session.harness().paired(ops).observations)}
     width = max(len(label) for label in medians)
     print(f"{'row':>{width}s} {'median us':>10s}")
     for label, m in medians.items():

@@ -30,3 +30,10 @@ def open_probe_session(args):
                                    {"rounds": args.rounds, "observations": args.observations,
                                     "warmup_pairs": args.warmup_pairs},
                                    config_mode="default")
+
+
+def round_median(observations) -> float:
+    """The median over rounds of each round's median: one row's figure, as the probes report it."""
+    import statistics
+
+    return float(statistics.median(statistics.median(r) for r in observations.tolist()))
