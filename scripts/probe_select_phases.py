@@ -23,10 +23,12 @@ from __future__ import annotations
 import json
 
 import torch
-from probe_session import open_probe_session, probe_arguments, round_median
+from probe_session import open_probe_session, probe_arguments
 
 import kprof.kernels  # noqa: F401  (decides on the interpreter before triton is imported)
+from kprof.measure.fingerprint import git_revision
 from kprof.measure.harness import TimedOp
+from kprof.measure.stats import median_of_medians
 
 PHASES = ((1, "scores"), (2, "+ block top"), (3, "+ fold"))
 
@@ -54,7 +56,7 @@ def main() -> None:
         op.invoke()
     if session.target.is_gpu:
         torch.cuda.synchronize()
-    medians = {o.label: round_median(x) for o, x in zip(ops, session.harness().paired(ops).observations)}
+    medians = {o.label: median_of_medians(x) for o, x in zip(ops, session.harness().paired(ops).observations)}
     width = max(len(label) for label in medians)
     print(f"{'row':>{width}s} {'median us':>10s}")
     for label, m in medians.items():
@@ -65,7 +67,9 @@ def main() -> None:
               f"fold {rows[2] - rows[1]:+.2f}; the attend launch after it "
               f"{medians[f'santa-fused {variant}'] - rows[2]:+.2f}")
     if args.json:
-        args.json.write_text(json.dumps({"medians_us": medians, "workload": args.workload}, indent=1))
+        run = {"workload": args.workload, "rounds": args.rounds, "observations": args.observations,
+               "warmup_pairs": args.warmup_pairs, "select": args.select, "git_revision": git_revision()}
+        args.json.write_text(json.dumps({"medians_us": medians, **run}, indent=1))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""The command line and measurement session every GPU probe in ``scripts/`` shares: a workload,
+"""The command line and measurement session the SANTA++ probes in ``scripts/`` share: a workload,
 the paired-round protocol's sizes, a JSON output and the device (the CPU interpreter for a smoke
 run), with every launch at its declared default config."""
 
@@ -31,9 +31,3 @@ def open_probe_session(args):
                                     "warmup_pairs": args.warmup_pairs},
                                    config_mode="default")
 
-
-def round_median(observations) -> float:
-    """The median over rounds of each round's median: one row's figure, as the probes report it."""
-    import statistics
-
-    return float(statistics.median(statistics.median(r) for r in observations.tolist()))

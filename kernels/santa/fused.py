@@ -9,8 +9,8 @@ corrections, through the same Triton helpers:
   representatives each for a KV head's whole group (``santa``'s launch 1) and count it on their
   block's line; every later ticket is a (query head, block) that waits for its block's tiles,
   adds log n_g and the Gumbel noise of (seed, head, team) and writes the block's KPAD best keys
-  (``santa``'s launch 2). The last of a head's programs to finish (an arrival counter; nobody
-  waits) keeps the head's KPAD best keys of all blocks, so the merges of launch 2, which run on
+  (``santa``'s launch 2). The last of a head's programs to finish (an arrival counter, which no
+  program waits on) keeps the head's KPAD best keys of all blocks, so the merges of launch 2, which run on
   only Hkv programs, read KPAD candidates per head instead of blocks x KPAD. With
   ``SCORE_ONCE=0``, grid (Hq, blocks), each program scores its own block (reading the group's
   tiles once per query head) and nothing waits.
@@ -133,14 +133,10 @@ def santa_select_scored_once(
     RADIX_BITS: tl.constexpr, DOT_PRECISION: tl.constexpr, FOLD: tl.constexpr, NCP_FOLD: tl.constexpr,
     FOLD_SELECT: tl.constexpr, MAX_POLLS: tl.constexpr, PDL: tl.constexpr = False, PHASES: tl.constexpr = 3,
 ):
-    """Launch 1 with ``select.SCORE_ONCE=1``, Hkv x n_tiles + Hq x n_blocks programs that take
-    tickets in the order they start. The first Hkv x n_tiles score one representative tile each
-    for the whole group (``santa``'s launch 1: each tile read once, where ``santa_select`` reads it
-    once per query head) and count it on their block's line; every later ticket is one (query
-    head, block) that waits for its block's tiles, then keeps the block's top keys and folds as
-    ``santa_select``. A waiting program holds a later ticket than every scorer it waits for, so
-    they are all running. The last program to finish resets the counters. PHASES as
-    ``santa_select`` (1: the scores and the waits only)."""
+    """Launch 1 with ``select.SCORE_ONCE=1`` (module docstring): each representative tile is read
+    once for the group, as ``santa``'s launch 1 reads it, where ``santa_select`` reads it once per
+    query head. Waiters hold later tickets than every scorer they wait for, so those are running.
+    PHASES as ``santa_select`` (1: the scores and the waits only)."""
     wait_for_predecessor(PDL)
     release_dependents(PDL)
     ticket = tl.atomic_add(SelectSync + TICKETS, 1, sem="relaxed", scope="gpu")
@@ -200,6 +196,8 @@ def _fold_head_top(Cand, Arrived, n_blocks, stride_cb, KPAD: tl.constexpr, NCP: 
         keys = tl.load(Cand + (offs // KPAD) * stride_cb + offs % KPAD, mask=valid, other=0, cache_modifier=".cg")
         # padding keys sit below every real key and stay unique (as the merge pads)
         keys = tl.where(valid, keys, tl.full([NCP], -9223372036854775807, tl.int64) + offs)
+        # each selection under its own compile-time branch: Triton 3.9 compiles a runtime branch on
+        # a plain bool for every SELECT, and the word path's names exist only under SELECT == 3
         if SELECT == 3:
             word = (keys >> 32).to(tl.int32)
             keep = word >= tl.min(tl.topk(word, KPAD), axis=0)
@@ -340,12 +338,13 @@ FUSED_LAUNCH_SPACES = {
                    lambda c, s: c["MERGE_SELECT"] not in (1, 3) or HAS_TOPK), _GATHER_AVAILABLE)),
 }
 
-FUSED_KERNEL_NAMES = ("santa_select", "santa_merge_attend_reduce")  # substrings: santa_select_group too
+FUSED_KERNEL_NAMES = ("santa_select", "santa_merge_attend_reduce")  # substrings: santa_select_scored_once too
 
 
 class SantaFusedDecode(SantaDecode):
     """SANTA++ in two launches over the same buffers as :class:`SantaDecode` (whose validation
-    access it keeps), plus the ``sync`` words of launch 2."""
+    access it keeps), plus the sync words of launch 1 (``select_sync``, ``arrivals``) and launch 2
+    (``sync``)."""
 
     block_t_name = "select.BLOCK_T"
     launch_names = ("select", "attend")
@@ -358,7 +357,7 @@ class SantaFusedDecode(SantaDecode):
         hkv = arts.packed_k.shape[0]
         self.sync = torch.zeros(sync_words(hkv), dtype=torch.int32, device=q.device)
         self.arrivals = torch.zeros(q.shape[0] * LINE_WORDS.value, dtype=torch.int32, device=q.device)
-        # select.SCORE_ONCE: tickets, finished count, then a line per (KV head, block)
+        # select.SCORE_ONCE: tickets, finished count, an unused line, then one per (KV head, block)
         blocks = triton.cdiv(arts.rep_keys.shape[1], sel["BLOCK_T"])
         self.select_sync = torch.zeros(FLAGS.value + hkv * blocks * LINE_WORDS.value, dtype=torch.int32,
                                        device=q.device)
@@ -381,6 +380,7 @@ class SantaFusedDecode(SantaDecode):
         buffers = (self.q, a.rep_keys, self.scores, a.team_len, a.num_teams, self.seed, self.cand, self.arrivals)
         if sel["SCORE_ONCE"]:
             n_tiles = triton.cdiv(self.m_max, sel["BLOCK_M"])
+            assert self.select_sync.numel() >= FLAGS.value + self.hkv * self.n_blocks * LINE_WORDS.value
             self.launch_select = bound_launch(
                 santa_select_scored_once, (self.hkv * n_tiles + self.hq * self.n_blocks,),
                 *buffers, self.select_sync, self.sync[FAULTS.value:],

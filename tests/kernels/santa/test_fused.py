@@ -5,10 +5,12 @@ import dataclasses
 
 import pytest
 import torch
+import triton
+import triton.language as tl
 
 from kprof.core.config_space import resolve_method_config
 from kprof.kernels.santa import SantaSettings, build_layout, pack
-from kprof.kernels.santa.fused import FUSED_LAUNCH_SPACES, SantaFusedDecode
+from kprof.kernels.santa.fused import FUSED_LAUNCH_SPACES, SantaFusedDecode, _fold_head_top
 from kprof.kernels.santa.reference import Selection, attention_with_selection
 from kprof.kernels.santa.step import LAUNCH_SPACES, SantaDecode
 from kprof.kernels.santa.triton_kernels import HAS_TOPK
@@ -112,10 +114,42 @@ def test_fold_selections_keep_the_same_set(make_workload, target, fold):
     assert [sorted(t.tolist()) for t in teams] == [sorted(t.tolist()) for t in five.selections()[0]]
 
 
+@triton.jit
+def _fold_blocks(Cand, Arrived, n_blocks, stride_cb, KPAD: tl.constexpr, NCP: tl.constexpr, SELECT: tl.constexpr):
+    _fold_head_top(Cand, Arrived, n_blocks, stride_cb, KPAD, NCP, SELECT)
+
+
+@pytest.mark.parametrize("fold", [0, 1, 3])
+@pytest.mark.parametrize("words", ["tied", "negative"])
+def test_fold_keeps_the_top_keys_with_a_tied_word_and_negative_keys(target, fold, words):
+    """The fold on hand-made keys: 3 blocks of 8, words tied across the 8th place (the word path
+    must fall back to the whole keys) or all negative (padding must still lose)."""
+    if fold in (1, 3) and not HAS_TOPK:
+        pytest.skip("FOLD_SELECT=1 and 3 need tl.topk, which this Triton lacks")
+    gen = torch.Generator().manual_seed(11)
+    if words == "tied":
+        word = torch.randint(-50, 50, (24,), generator=gen)
+        word[torch.randperm(24, generator=gen)[:4]] = 60  # four keys share the 5th-8th places...
+        top_words = torch.sort(word, descending=True).values
+        word[word == top_words[8]] = top_words[7]  # ...and the 9th word ties the 8th
+        assert int((word >= top_words[7]).sum()) > 8
+    else:
+        word = -torch.randint(1, 1 << 30, (24,), generator=gen)
+    keys = (word.to(torch.int64) << 32) | torch.randperm(24, generator=gen).to(torch.int64)
+    # each block keeps its 8 best keys, as the block top does
+    blocks = torch.stack([torch.sort(b, descending=True).values for b in keys.view(3, 8)])
+    cand = blocks.clone().to(target.device)
+    arrived = torch.zeros(32, dtype=torch.int32, device=target.device)
+    _fold_blocks[(3,)](cand, arrived, 3, cand.stride(0), KPAD=8, NCP=32, SELECT=fold)
+    want = set(torch.sort(keys, descending=True).values[:8].tolist())
+    assert set(cand[0].cpu().tolist()) == want
+    assert int(arrived[0]) == 0
+
+
 @pytest.mark.parametrize("score_once", [0, 1])
 def test_the_fold_pads_below_keys_of_negative_scores(make_workload, target, score_once):
-    """Every routing logit below zero makes every key negative: the fold's padding (3 blocks of
-    32 keys in 128 slots) must still lose to all of them, or a padding slot would be selected."""
+    """Every routing logit below zero makes every key negative: the fold's padding (slots past the
+    blocks' keys) must still lose to all of them, or a padding slot would be selected."""
     w = make_workload(8, 2, 300, 16, torch.float32, seed=6)
     k = w.k.clone()
     k[..., 0] += 4.0
@@ -213,12 +247,13 @@ def test_gpu_many_calls_and_graph_replays(make_workload, target, dtype, score_on
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("score_once", [0, 1])
 @pytest.mark.parametrize("pdl", [False, True])
 @pytest.mark.parametrize("k", [31, 100_000])
-def test_gpu_grid_beyond_resident_capacity(make_workload, target, pdl, k):
+def test_gpu_grid_beyond_resident_capacity(make_workload, target, pdl, k, score_once):
     """8 KV heads x 129 programs of 8 warps: more than fit on the SMs at once, so programs start
     after others finished and waits really wait; with and without PDL, sampled and K = M."""
-    two_cfg = {"attend": {"NUM_SPLITS": 128, "num_warps": 8}}
+    two_cfg = {"select": {"SCORE_ONCE": score_once}, "attend": {"NUM_SPLITS": 128, "num_warps": 8}}
     w = make_workload(32, 8, 16384, 128, torch.bfloat16, seed=4, scale=2.0)
     layout = build_layout(w.k, SantaSettings(p=16, r=4, s=124, parents="contiguous"))
     arts = pack(w.k.to(target.device), w.v.to(target.device), layout)
