@@ -10,8 +10,8 @@ corrections, through the same Triton helpers:
   block's line; every later ticket is a (query head, block) that waits for its block's tiles,
   adds log n_g and the Gumbel noise of (seed, head, team) and writes the block's KPAD best keys
   (``santa``'s launch 2). The last of a head's programs to finish (an arrival counter, which no
-  program waits on) keeps the head's KPAD best keys of all blocks, so the merges of launch 2, which run on
-  only Hkv programs, read KPAD candidates per head instead of blocks x KPAD. With
+  program waits on) keeps the head's KPAD best keys of all blocks, so the merges of launch 2,
+  which run on only Hkv programs, read KPAD candidates per head instead of blocks x KPAD. With
   ``SCORE_ONCE=0``, grid (Hq, blocks), each program scores its own block (reading the group's
   tiles once per query head) and nothing waits.
 - ``attend``, Hkv x (NUM_SPLITS + 1) programs that take tickets in the order they start (an
@@ -54,6 +54,7 @@ from kprof.kernels.santa.triton_kernels import (
     attend_split,
     merge_union,
     reset_union_tables,
+    score_group_tile,
     score_tile,
     store_block_top,
 )
@@ -145,14 +146,8 @@ def santa_select_scored_once(
     if ticket < scorers:
         kvh = ticket // n_tiles
         tile = ticket % n_tiles
-        offs_g = tl.arange(0, BLOCK_G)
-        heads = kvh * GROUP + offs_g
-        q = tl.load(Q + heads[:, None] * stride_qh + tl.arange(0, HEAD_D)[None, :], mask=(offs_g < GROUP)[:, None],
-                    other=0.0)
-        offs_m = tile * BLOCK_M + tl.arange(0, BLOCK_M)
-        s = score_tile(q, Rep, kvh, offs_m, m_max, stride_rh, stride_rm, HEAD_D, DOT_PRECISION)
-        tl.store(Scores + heads[:, None] * stride_sh + offs_m[None, :], s,
-                 mask=(offs_g < GROUP)[:, None] & (offs_m < m_max)[None, :])
+        score_group_tile(Q, Rep, Scores, kvh, tile, m_max, stride_qh, stride_rh, stride_rm, stride_sh, GROUP,
+                         BLOCK_G, BLOCK_M, HEAD_D, DOT_PRECISION)
         tl.debug_barrier()  # every thread's score stores happen before the release
         tl.atomic_add(ready + (kvh * n_blocks + tile * BLOCK_M // BLOCK_T) * LINE_WORDS, 1, sem="release",
                       scope="gpu")

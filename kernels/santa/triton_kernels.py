@@ -103,8 +103,17 @@ def santa_score(
     """
     wait_for_predecessor(PDL)
     release_dependents(PDL)
-    kvh = tl.program_id(0)
-    offs_m = tl.program_id(1) * BLOCK_M + tl.arange(0, BLOCK_M)
+    score_group_tile(Q, Rep, Scores, tl.program_id(0), tl.program_id(1), m_max, stride_qh, stride_rh, stride_rm,
+                     stride_sh, GROUP, BLOCK_G, BLOCK_M, HEAD_D, DOT_PRECISION)
+
+
+@triton.jit
+def score_group_tile(Q, Rep, Scores, kvh, tile, m_max, stride_qh, stride_rh, stride_rm, stride_sh,
+                     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_M: tl.constexpr, HEAD_D: tl.constexpr,
+                     DOT_PRECISION: tl.constexpr):
+    """Store q . l_g of representative tile ``tile`` of KV head ``kvh`` for every query head of
+    its group: the tile is read once for all of them."""
+    offs_m = tile * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_g = tl.arange(0, BLOCK_G)
     offs_d = tl.arange(0, HEAD_D)
     heads = kvh * GROUP + offs_g
