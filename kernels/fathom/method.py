@@ -13,8 +13,10 @@ launch goes through the heads in order and counts the tiles it has done per head
 range's top-k (which also builds the range's union), fetch and attention run on a second
 stream, the top-k waiting in the kernel for its heads' counts (``FathomDecode.run``). More
 ranges hide more of the scan, but every launch they add costs device time even when the host
-enqueues ahead. ``pieces=1`` (default with ``index=hbm``, whose short step the launches' host
-time would bound) runs the launches one after another. ``pages`` defaults to cudaHostAlloc's
+enqueues ahead. ``pieces=3+3+1+1`` gives the ranges' sizes (adding up to the KV heads): only
+the last range's selection is exposed after the scan, so a small last range shortens that tail.
+``pieces=1`` (default with ``index=hbm``, whose short step the launches' host time would bound)
+runs the launches one after another. ``pages`` defaults to cudaHostAlloc's
 memory; the other kinds are there to compare against it.
 """
 
@@ -45,7 +47,7 @@ class _FathomFamily(Method):
     takes_budget: ClassVar[bool] = False
 
     def __init__(self, budget: float = 48.0, k: int = 512, index: str = "host", rows: str = "host", basis: str = "raw",
-                 gather: str = "fused", pages: str = "default", pieces: int | None = None):
+                 gather: str = "fused", pages: str = "default", pieces: int | tuple[int, ...] | None = None):
         self.budget, self.k, self.index, self.rows, self.basis = float(budget), int(k), index, rows, basis
         self.gather, self.pages = gather, pages
         # the HBM-index step is shorter than the host time of a pipelined step's launches, so it
@@ -60,6 +62,14 @@ class _FathomFamily(Method):
                 if value not in _CHOICES[key]:
                     raise ConfigError(f"{cls.name} option {key}={value!r}: choose {' or '.join(_CHOICES[key])}")
                 kw[key] = value
+            elif key == "pieces" and "+" in value:
+                try:
+                    kw[key] = tuple(int(x) for x in value.split("+"))
+                except ValueError:
+                    raise ConfigError(f"{cls.name} option pieces={value!r}: give a count (4) or range sizes "
+                                      "adding up to the KV heads (3+3+1+1)") from None
+                if min(kw[key]) < 1:
+                    raise ConfigError(f"{cls.name} option pieces={value}: every range needs at least one KV head")
             elif key in ("k", "pieces") or (key == "budget" and cls.takes_budget):
                 try:
                     kw[key] = float(value) if key == "budget" else int(value)
@@ -87,6 +97,9 @@ class _FathomFamily(Method):
 
     def _prepare(self, workload: Workload, config: MethodConfig) -> Prepared:
 
+        if isinstance(self.pieces, tuple) and sum(self.pieces) != workload.shape.hkv:
+            raise ConfigError(f"{self.name} option pieces={'+'.join(map(str, self.pieces))}: the range sizes "
+                              f"must add up to the workload's {workload.shape.hkv} KV heads")
         residency = FathomResidency.shared(workload.k, workload.v, workload.q.device, self.index, self.rows, self.basis,
                                            self.pages)
         op = FathomDecode(workload.q, workload.k, workload.v, self.policy(), self.k, config, workload.q.device,
@@ -98,7 +111,8 @@ class _FathomFamily(Method):
             stages=tuple(Stage(name, fn) for name, fn in op.stages()),
             expected_kernels=(), output=op.out, handle=op, faults=op.faults,
             details={"k": op.k_top, "index": self.index, "rows": self.rows, "basis": self.basis, "gather": self.gather,
-                     "pages": self.pages, "pieces": len(op.pieces) if op.side is not None else 1,
+                     "pages": self.pages,
+                     "pieces": [p.n_kv for p in op.pieces] if op.side is not None else [op.hkv],
                      "scan_bits_per_token": bits, "index_bytes": op.store.nbytes(),
                      "scan_bytes_per_step": sum(b * workload.shape.n / 8 for b in bits)},
         )

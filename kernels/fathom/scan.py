@@ -80,10 +80,19 @@ class HeadRange:
         return self.n_kv * self.group
 
 
-def split_heads(hkv: int, group: int, pieces: int) -> tuple[HeadRange, ...]:
-    """``pieces`` contiguous ranges of KV heads, sizes differing by at most one (no empty range)."""
-    pieces = max(1, min(pieces, hkv))
-    bounds = [hkv * i // pieces for i in range(pieces + 1)]
+def split_heads(hkv: int, group: int, pieces: int | tuple[int, ...]) -> tuple[HeadRange, ...]:
+    """Contiguous ranges of KV heads: ``pieces`` of them with sizes differing by at most one (no
+    empty range), or, given a tuple, ranges of exactly those sizes in order (they must add up to
+    ``hkv``): a pipelined step exposes only its last range's selection, so a small last range
+    shortens that tail."""
+    if isinstance(pieces, tuple):
+        if sum(pieces) != hkv or min(pieces) < 1:
+            sizes = "+".join(map(str, pieces))
+            raise ValueError(f"pieces={sizes} must be positive sizes adding up to the {hkv} KV heads")
+        bounds = [sum(pieces[:i]) for i in range(len(pieces) + 1)]
+    else:
+        pieces = max(1, min(pieces, hkv))
+        bounds = [hkv * i // pieces for i in range(pieces + 1)]
     return tuple(HeadRange(a, b, group) for a, b in zip(bounds, bounds[1:]))
 
 

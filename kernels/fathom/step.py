@@ -125,10 +125,11 @@ class FathomDecode:
     def __init__(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, policy: ChannelPolicy, k_top: int,
                  config: dict, device: torch.device, index: str = "host", rows: str = "host", basis: str = "raw",
                  residency: FathomResidency | None = None, gather: str = "fused", pages: str = "default",
-                 pieces: int = 1):
+                 pieces: int | tuple[int, ...] = 1):
         """``gather``: 'copy' stages the active planes in HBM with the gather launch, then scans them;
         'fused' scans them where the index lives (one launch reads the same bytes once).
-        ``pieces``: KV-head ranges the step is pipelined over (see :meth:`run`)."""
+        ``pieces``: KV-head ranges the step is pipelined over (see :meth:`run`): a count of even
+        ranges, or their sizes (``split_heads``)."""
         if gather not in GATHER_MODES:
             raise ValueError(f"gather must be one of {', '.join(GATHER_MODES)}, not {gather!r}")
         hq, d = q.shape
@@ -149,7 +150,9 @@ class FathomDecode:
             prune = 1  # the Triton top-k keeps a row in registers; longer rows take the torch launches
         self.prune = prune if fits else 0
         # the torch top-k variants launch over all heads at once: they run unpipelined
-        self.pieces = split_heads(hkv, self.group, pieces if self.prune == 2 else 1)
+        self.pieces = split_heads(hkv, self.group, pieces)  # checks the sizes whatever the top-k
+        if self.prune != 2:
+            self.pieces = split_heads(hkv, self.group, 1)
         pipelined = len(self.pieces) > 1 and torch.device(device).type == "cuda"
         self.scan = FathomScan(self.q, self.store, policy, config, device, fused=gather == "fused", reserve=pipelined)
         e = self.group * self.k_top

@@ -132,6 +132,19 @@ def test_gather_option_picks_the_fused_scan_and_rejects_unknown_values(make_work
         get_method("fathom:gather=stream")
 
 
+def test_pieces_option_takes_range_sizes_that_must_cover_the_kv_heads(make_workload, target):
+    from kprof.core.errors import ConfigError
+
+    w = make_workload(4, 2, 128, 32, seed=1)
+    assert get_method("fathom:pieces=1+1").pieces == (1, 1)
+    with pytest.raises(ConfigError, match=r"pieces=2\+1: the range sizes must add up to the workload's 2 KV heads"):
+        get_method("fathom:pieces=2+1,gather.CHUNK=256").prepare(w, target)
+    with pytest.raises(ConfigError, match="every range needs at least one KV head"):
+        get_method("fathom:pieces=2+0")
+    with pytest.raises(ConfigError, match=r"give a count \(4\) or range sizes"):
+        get_method("fathom:pieces=2+x")
+
+
 def test_methods_on_one_workload_share_one_residency_while_a_step_holds_it(make_workload, target):
     import gc
 
@@ -175,17 +188,20 @@ def test_rows_longer_than_the_triton_top_k_holds_take_the_torch_launches(make_wo
 def test_a_step_pipelined_over_head_ranges_equals_the_unpipelined_step(make_workload, target, gather):
     """Each piece's selection launches over views of its heads' buffers (on a GPU, on a second
     stream beside the scan, its top-k waiting for the scan's count of its heads): winners, union
-    rows and output must equal one piece's bit for bit, for even and uneven splits of 5 KV heads
-    and for more pieces than heads."""
+    rows and output must equal one piece's bit for bit, for even and uneven splits of 5 KV heads,
+    for more pieces than heads, and for ranges of given sizes."""
     w = make_workload(10, 5, 4100, 32, seed=9, scale=2.0)
     cfg = resolve_method_config(LAUNCH_SPACES, {"gather": {"CHUNK": 256}}, w.shape)
     results = []
-    for pieces in (1, 2, 3, 8):
+    for pieces in (1, 2, 3, 8, (3, 1, 1)):
         op = FathomDecode(w.q, w.k, w.v, water(40), 48, cfg, target.device, gather=gather, pieces=pieces)
-        assert len(op.pieces) == min(pieces, 5) and op.prune == 2
         sizes = [p.n_kv for p in op.pieces]
         assert [p.kv0 for p in op.pieces] == [sum(sizes[:i]) for i in range(len(sizes))] and sum(sizes) == 5
-        assert min(sizes) >= 1 and max(sizes) - min(sizes) <= 1, "contiguous, non-empty, even"
+        assert op.prune == 2 and min(sizes) >= 1, "contiguous, non-empty"
+        if isinstance(pieces, tuple):
+            assert tuple(sizes) == pieces
+        else:
+            assert len(sizes) == min(pieces, 5) and max(sizes) - min(sizes) <= 1, "even"
         op.out.fill_(float("nan"))
         op.top_idx.fill_(-1)
         op.union_k.fill_(float("nan"))
@@ -206,7 +222,8 @@ def test_a_step_pipelined_over_head_ranges_equals_the_unpipelined_step(make_work
 
 
 @pytest.mark.gpu
-def test_the_pipelined_step_replays_from_a_graph_and_under_another_stream(make_workload):
+@pytest.mark.parametrize("pieces", [4, (3, 3, 1, 1)])
+def test_the_pipelined_step_replays_from_a_graph_and_under_another_stream(make_workload, pieces):
     """The two-stream step captured in a CUDA graph (as ``--graph`` times it) and replayed twice,
     and run back to back under a non-default stream, gives the unpipelined step's output exactly."""
     from kprof.measure.harness import capture_graph as capture
@@ -215,7 +232,7 @@ def test_the_pipelined_step_replays_from_a_graph_and_under_another_stream(make_w
     w = make_workload(16, 8, 20000, 64, seed=13, scale=2.0).to(device)
     cfg = resolve_method_config(LAUNCH_SPACES, {}, w.shape)
     ref = FathomDecode(w.q, w.k, w.v, water(40), 256, cfg, device, pieces=1).run().clone()
-    op = FathomDecode(w.q, w.k, w.v, water(40), 256, cfg, device, pieces=4)
+    op = FathomDecode(w.q, w.k, w.v, water(40), 256, cfg, device, pieces=pieces)
     assert op.side is not None and len(op.pieces) == 4 and op.scan.reserve > 0
     op.out.fill_(float("nan"))
     assert torch.equal(op.run(), ref)
