@@ -318,7 +318,7 @@ FUSED_LAUNCH_SPACES = {
         Param("SELECT", (0, 1, 2, 3), _BEST_BLOCK_SELECT, TOPK_SELECT_HELP),
         Param("RADIX_BITS", (1, 2, 4), 2, RADIX_HELP),
         Param("num_warps", (1, 2, 4, 8, 16), 8),
-        Param("FOLD_SELECT", (0, 1, 3), _BEST_SELECT, "the fold of a head's blocks: 0 full sort, 1 tl.topk, "
+        Param("FOLD_SELECT", (0, 1, 3), _BEST_BLOCK_SELECT, "the fold of a head's blocks: 0 full sort, 1 tl.topk, "
               "3 tl.topk on the 32-bit score words, then a threshold (1 and 3: Triton 3.6+)"),
         Param("SCORE_ONCE", (0, 1), 1, "0: each (query head, block) program scores its block itself (the "
               "group's tiles read once per query head); 1: one program per KV head and tile scores it for the "

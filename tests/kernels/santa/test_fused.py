@@ -99,7 +99,7 @@ def test_candidate_blocks_and_merge_selects_do_not_change_the_selection(make_wor
     assert runs[0] == runs[1] == runs[2] == runs[3]
 
 
-@pytest.mark.parametrize("fold", [0, 3])  # 1, the default, runs in every other test
+@pytest.mark.parametrize("fold", [0, 1])  # 3, the default, runs in every other test
 def test_fold_selections_keep_the_same_set(make_workload, target, fold):
     """The fold of a head's blocks by sort or by the 32-bit words and a threshold: the same teams
     as santa's five launches (which merge every block's candidates)."""
