@@ -133,26 +133,19 @@ def santa_select_scored_once(
     HEAD_D: tl.constexpr, KPAD: tl.constexpr, NOISE: tl.constexpr, SELECT: tl.constexpr,
     RADIX_BITS: tl.constexpr, DOT_PRECISION: tl.constexpr, FOLD: tl.constexpr, NCP_FOLD: tl.constexpr,
     FOLD_SELECT: tl.constexpr, MAX_POLLS: tl.constexpr, PDL: tl.constexpr = False, PHASES: tl.constexpr = 3,
-    TILE_MAJOR: tl.constexpr = False,
 ):
     """Launch 1 with ``select.SCORE_ONCE=1`` (module docstring): each representative tile is read
     once for the group, as ``santa``'s launch 1 reads it, where ``santa_select`` reads it once per
     query head. Waiters hold later tickets than every scorer they wait for, so those are running.
-    Scorer tickets go KV head by KV head, or with TILE_MAJOR tile by tile across the KV heads, so
-    blocks become ready in the waiters' (block-major) ticket order. PHASES as ``santa_select``
-    (1: the scores and the waits only)."""
+    PHASES as ``santa_select`` (1: the scores and the waits only)."""
     wait_for_predecessor(PDL)
     release_dependents(PDL)
     ticket = tl.atomic_add(SelectSync + TICKETS, 1, sem="relaxed", scope="gpu")
     ready = SelectSync + FLAGS  # block b of KV head k counts its scored tiles at ready[(k * n_blocks + b) * LINE]
     scorers = hkv * n_tiles
     if ticket < scorers:
-        if TILE_MAJOR:
-            kvh = ticket % hkv
-            tile = ticket // hkv
-        else:
-            kvh = ticket // n_tiles
-            tile = ticket % n_tiles
+        kvh = ticket // n_tiles
+        tile = ticket % n_tiles
         score_group_tile(Q, Rep, Scores, kvh, tile, m_max, stride_qh, stride_rh, stride_rm, stride_sh, GROUP,
                          BLOCK_G, BLOCK_M, HEAD_D, DOT_PRECISION)
         tl.debug_barrier()  # every thread's score stores happen before the release
@@ -323,8 +316,6 @@ FUSED_LAUNCH_SPACES = {
         Param("SCORE_ONCE", (0, 1), 1, "0: each (query head, block) program scores its block itself (the "
               "group's tiles read once per query head); 1: one program per KV head and tile scores it for the "
               "group, and the (query head, block) programs wait for their block's tiles"),
-        Param("TILE_MAJOR", (0, 1), 0, "order of the scorers' tickets with SCORE_ONCE=1: 0 KV head by KV head; "
-              "1 tile by tile across the KV heads (blocks become ready in the waiters' order)"),
     ), (_TOPK_AVAILABLE, Constraint("select.BLOCK_M must not exceed select.BLOCK_T",
                                     lambda c, s: c["BLOCK_M"] <= c["BLOCK_T"]),
          Constraint("select.FOLD_SELECT=1 and 3 need tl.topk, which this Triton lacks",
@@ -389,7 +380,7 @@ class SantaFusedDecode(SantaDecode):
                 santa_select_scored_once, (self.hkv * n_tiles + self.hq * self.n_blocks,),
                 *buffers, self.select_sync, self.sync[FAULTS.value:],
                 self.m_max, self.inv_sqrt_d, self.hq, self.hkv, n_tiles, self.n_blocks, *strides,
-                MAX_POLLS=MAX_POLLS, TILE_MAJOR=bool(sel["TILE_MAJOR"]), **common)
+                MAX_POLLS=MAX_POLLS, **common)
         else:
             self.launch_select = bound_launch(santa_select, (self.hq, self.n_blocks), *buffers,
                                               self.m_max, self.inv_sqrt_d, *strides, **common)

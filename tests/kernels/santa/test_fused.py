@@ -56,24 +56,24 @@ def _error_against_own_selection(w, layout, op):
     return compare_outputs(out, ref, None), teams, corr
 
 
-def _once(score_once: int, select: int | None = None, tile_major: int = 0) -> dict:
-    """TWO with select.SCORE_ONCE, the scorers' order (and a block selection) set."""
-    sel = TWO["select"] | {"SCORE_ONCE": score_once, "TILE_MAJOR": tile_major}
-    return TWO | {"select": sel | ({} if select is None else {"SELECT": select})}
+def _once(score_once: int, select: int | None = None) -> dict:
+    """TWO with select.SCORE_ONCE (and a block selection) set."""
+    sel = TWO["select"] | {"SCORE_ONCE": score_once} | ({} if select is None else {"SELECT": select})
+    return TWO | {"select": sel}
 
 
-@pytest.mark.parametrize("hq, hkv, dtype, tol, score_once, select, tile_major", [
-    (8, 2, torch.float32, 1e-5, 0, None, 0),    # group 4, two KV heads
-    (7, 1, torch.float16, 1e-2, 0, None, 0),    # group 7, one KV head
-    (12, 4, torch.bfloat16, 2e-2, 0, None, 0),  # group 3, four KV heads
-    (8, 2, torch.float32, 1e-5, 1, None, 0),    # each tile scored once for the group, then waited for
-    (7, 1, torch.float16, 1e-2, 1, 0, 0),       # ... one KV head, the sort
-    (12, 4, torch.bfloat16, 2e-2, 1, 2, 1),     # ... four KV heads scored tile by tile, the radix select
+@pytest.mark.parametrize("hq, hkv, dtype, tol, score_once, select", [
+    (8, 2, torch.float32, 1e-5, 0, None),    # group 4, two KV heads
+    (7, 1, torch.float16, 1e-2, 0, None),    # group 7, one KV head
+    (12, 4, torch.bfloat16, 2e-2, 0, None),  # group 3, four KV heads
+    (8, 2, torch.float32, 1e-5, 1, None),    # each tile scored once for the group, then waited for
+    (7, 1, torch.float16, 1e-2, 1, 0),       # ... one KV head, the sort
+    (12, 4, torch.bfloat16, 2e-2, 1, 2),     # ... four KV heads, the radix select
 ])
 def test_same_selections_corrections_and_output_as_the_five_launches(make_workload, target, hq, hkv, dtype, tol,
-                                                                      score_once, select, tile_major):
+                                                                      score_once, select):
     w, layout, five, two = _pair(make_workload, target, hq=hq, hkv=hkv, dtype=dtype, seed=3,
-                                 two=_once(score_once, select, tile_major))
+                                 two=_once(score_once, select))
     assert two.n_blocks > 1  # select's last program per head folds the blocks' candidates
     report, teams, corr = _error_against_own_selection(w, layout, two)
     assert report.rel_error < tol, report
@@ -247,14 +247,13 @@ def test_gpu_many_calls_and_graph_replays(make_workload, target, dtype, score_on
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("select", [{"SCORE_ONCE": 0}, {"SCORE_ONCE": 1}, {"SCORE_ONCE": 1, "TILE_MAJOR": 1}],
-                         ids=["own-scores", "head-major", "tile-major"])
+@pytest.mark.parametrize("select", [{"SCORE_ONCE": 0}, {"SCORE_ONCE": 1}], ids=["own-scores", "score-once"])
 @pytest.mark.parametrize("pdl", [False, True])
 @pytest.mark.parametrize("k", [31, 100_000])
 def test_gpu_grid_beyond_resident_capacity(make_workload, target, pdl, k, select):
     """8 KV heads x 129 programs of 8 warps: more than fit on the SMs at once, so programs start
     after others finished and waits really wait; with and without PDL, sampled and K = M, for
-    each select form and scorer order."""
+    each select form."""
     two_cfg = {"select": select, "attend": {"NUM_SPLITS": 128, "num_warps": 8}}
     w = make_workload(32, 8, 16384, 128, torch.bfloat16, seed=4, scale=2.0)
     layout = build_layout(w.k, SantaSettings(p=16, r=4, s=124, parents="contiguous"))
