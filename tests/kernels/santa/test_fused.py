@@ -101,8 +101,8 @@ def test_candidate_blocks_and_merge_selects_do_not_change_the_selection(make_wor
 
 @pytest.mark.parametrize("fold", [0, 1])  # 3, the default, runs in every other test
 def test_fold_selections_keep_the_same_set(make_workload, target, fold):
-    """The fold of a head's blocks by sort or by the 32-bit words and a threshold: the same teams
-    as santa's five launches (which merge every block's candidates)."""
+    """The fold of a head's blocks by sort or by tl.topk of the keys: the same teams as santa's
+    five launches (which merge every block's candidates)."""
     if fold in (1, 3) and not HAS_TOPK:
         pytest.skip("FOLD_SELECT=1 and 3 need tl.topk, which this Triton lacks")
     two = TWO | {"select": TWO["select"] | {"FOLD_SELECT": fold}}
