@@ -188,12 +188,12 @@ def test_rows_longer_than_the_triton_top_k_holds_take_the_torch_launches(make_wo
 def test_a_step_pipelined_over_head_ranges_equals_the_unpipelined_step(make_workload, target, gather):
     """Each piece's selection launches over views of its heads' buffers (on a GPU, on a second
     stream beside the scan, its top-k waiting for the scan's count of its heads): winners, union
-    rows and output must equal one piece's bit for bit, for even and uneven splits of 5 KV heads,
-    for more pieces than heads, and for ranges of given sizes."""
+    rows and output must equal one piece's bit for bit, for an even count of ranges over 5 KV heads
+    (sizes 2 and 3), more pieces than heads, and ranges of given sizes."""
     w = make_workload(10, 5, 4100, 32, seed=9, scale=2.0)
     cfg = resolve_method_config(LAUNCH_SPACES, {"gather": {"CHUNK": 256}}, w.shape)
     results = []
-    for pieces in (1, 2, 3, 8, (3, 1, 1)):
+    for pieces in (1, 2, 8, (3, 1, 1)):
         op = FathomDecode(w.q, w.k, w.v, water(40), 48, cfg, target.device, gather=gather, pieces=pieces)
         sizes = [p.n_kv for p in op.pieces]
         assert [p.kv0 for p in op.pieces] == [sum(sizes[:i]) for i in range(len(sizes))] and sum(sizes) == 5
