@@ -32,6 +32,7 @@ from kprof.core.target import resolve_target
 from kprof.measure.catalog import LaunchCatalog
 from kprof.measure.fingerprint import collect_environment
 from kprof.measure.harness import Harness
+from kprof.measure.precision import PrecisionStop
 from kprof.measure.protocol import default_protocol
 from kprof.methods.base import Prepared, Stage
 from kprof.methods.validation import compare_outputs
@@ -40,9 +41,10 @@ from kprof.results.result import MethodRecord, Result, Summary, Validation
 Op = Callable[[], object] | str
 
 
-def _protocol_overrides(rounds, observations, warmup_pairs, evict_mib, graph, host_bound, eviction=None) -> dict:
+def _protocol_overrides(rounds, observations, warmup_pairs, evict_mib, graph, host_bound, eviction=None,
+                        precision=None, max_time=None) -> dict:
     return {"rounds": rounds, "observations": observations, "warmup_pairs": warmup_pairs, "evict_mib": evict_mib,
-            "eviction": eviction,
+            "eviction": eviction, "precision": precision, "max_time_s": max_time,
             "graph": graph or None, "host_bound": host_bound or None}
 
 
@@ -105,7 +107,8 @@ def compare(candidates: Mapping[str, Op] | Sequence[Op], baseline: Op, *, inputs
             reference=None, tolerance: float | None = None, workload: str | None = None, name: str = "callables",
             rounds: int | None = None, observations: int | None = None, warmup_pairs: int | None = None,
             evict_mib: int | None = None, eviction: str | None = None, graph: bool = False,
-            host_bound: bool = False, strict: bool = True, device: str = "auto") -> Result:
+            host_bound: bool = False, strict: bool = True, device: str = "auto", precision: float | None = None,
+            max_time: float | None = None) -> Result:
     """Time ``candidates`` against ``baseline`` in the same rounds of a balanced design.
 
     A callable is zero-argument, or, with ``inputs`` (named tensors: a generic workload), called as
@@ -114,7 +117,9 @@ def compare(candidates: Mapping[str, Op] | Sequence[Op], baseline: Op, *, inputs
     ``"pkg.mod:fn"``) runs on ``workload`` and is validated as in the CLI. With ``strict`` a row
     whose output differs from the reference beyond ``tolerance`` stops the call before timing.
     ``name`` names the setup in the Result: the gate compares only Results of one name.
-    Protocol defaults are the CLI's (``kprof compare --help``).
+    ``precision`` (0.005 = +-0.5%) runs until every speedup interval is that narrow, for at most
+    ``max_time`` seconds; ``rounds`` fixes the run's length instead. Protocol defaults are the
+    CLI's (``kprof compare --help``).
     """
     if isinstance(candidates, str) or callable(candidates):  # one candidate, not a sequence of them
         candidates = [candidates]
@@ -127,7 +132,8 @@ def compare(candidates: Mapping[str, Op] | Sequence[Op], baseline: Op, *, inputs
         ops = [(label, op if isinstance(op, str) or not callable(op) else functools.partial(op, **inputs))
                for label, op in ops]
     target = resolve_target(device)
-    overrides = _protocol_overrides(rounds, observations, warmup_pairs, evict_mib, graph, host_bound, eviction)
+    overrides = _protocol_overrides(rounds, observations, warmup_pairs, evict_mib, graph, host_bound, eviction,
+                                    precision, max_time)
     if any(isinstance(op, str) for _, op in ops):
         session = MeasurementSession.open(device, workload, overrides)
     else:
@@ -162,14 +168,19 @@ def compare(candidates: Mapping[str, Op] | Sequence[Op], baseline: Op, *, inputs
 
 def time(fn: Callable[[], object], *, rounds: int | None = None, observations: int | None = None,
          warmup_pairs: int | None = None, evict_mib: int | None = None, eviction: str | None = None,
-         graph: bool = False, host_bound: bool = False, device: str = "auto") -> Summary:
-    """One callable under the protocol: its median of round medians with an interval, spread,
-    noise and drift (microseconds)."""
+         graph: bool = False, host_bound: bool = False, device: str = "auto", precision: float | None = None,
+         max_time: float | None = None) -> Summary:
+    """One callable under the protocol: its time per call with an interval, spread, noise and
+    drift (microseconds). ``precision`` runs until the interval is that narrow (GPU default +-0.5%)."""
     target = resolve_target(device)
     protocol = default_protocol(target.is_gpu).with_overrides(
-        **_protocol_overrides(rounds, observations, warmup_pairs, evict_mib, graph, host_bound, eviction))
+        **_protocol_overrides(rounds, observations, warmup_pairs, evict_mib, graph, host_bound, eviction,
+                              precision, max_time))
     harness = Harness(target.device, protocol)
-    return Summary.of(harness.time(fn).observations[0], protocol.level)
+    stop = None if protocol.precision is None else PrecisionStop(protocol.precision, [], protocol.level,
+                                                                 protocol.max_time_s)
+    m = harness.time(fn, stop=stop)
+    return Summary.of(m.observations[0], protocol.interval_level, m.table())
 
 
 def load_result(path) -> Result:

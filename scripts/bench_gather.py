@@ -26,7 +26,7 @@ from kprof.kernels.fathom.scan import ALL_CHANNELS, LAUNCH_SPACES, FathomScan
 from kprof.kernels.fathom.store import FathomStore
 from kprof.measure.harness import Harness
 from kprof.measure.protocol import TimingProtocol
-from kprof.measure.stats import median_of_medians
+from kprof.measure.stats import latency
 from kprof.workloads.workload import WorkloadShape
 
 
@@ -40,7 +40,7 @@ PROTOCOL = TimingProtocol(rounds=3, warmup_pairs=10, observations=100, evict_mib
 
 
 def _events(fn) -> float:
-    return median_of_medians(Harness("cuda", PROTOCOL, telemetry=False).time(fn).observations[0])
+    return latency(Harness("cuda", PROTOCOL, telemetry=False).time(fn).observations[0]).estimate
 
 
 def main() -> None:

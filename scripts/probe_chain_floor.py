@@ -48,7 +48,7 @@ from kprof.kernels.common.dependent_launch import release_dependents, wait_for_p
 from kprof.kernels.common.split_kv_combine import split_kv_combine
 from kprof.kernels.santa.triton_kernels import santa_score
 from kprof.measure.harness import TimedOp
-from kprof.measure.stats import median_of_medians
+from kprof.measure.stats import latency
 
 
 @triton.jit
@@ -273,7 +273,7 @@ def main() -> None:
     ops = [TimedOp("flash", flash.run), TimedOp("santa", santa.run), *real,
            *(TimedOp(k, c.run) for k, c in chains.items())]
     obs = session.harness().paired(ops).observations
-    medians = {o.label: median_of_medians(x) for o, x in zip(ops, obs)}
+    medians = {o.label: latency(x).estimate for o, x in zip(ops, obs)}
     session.protocol = session.protocol.with_overrides(stage_observations=args.observations)
     marginals, wholes = {}, {}
     for label, chain in chains.items():
@@ -281,7 +281,7 @@ def main() -> None:
             continue
         launches = chain.launches()
         prefixes = [TimedOp(str(i), (lambda i=i, ls=launches: [f() for _, f in ls[:i + 1]])) for i in range(5)]
-        pm = [median_of_medians(x) for x in session.harness().chain(prefixes).observations]
+        pm = [latency(x).estimate for x in session.harness().chain(prefixes).observations]
         marginals[label] = {name: b - a for (name, _), a, b in zip(launches, [0.0] + pm, pm)}
         wholes[label] = pm[-1]
     print(f"\n{'chain':>44s} {'median us':>10s} {'flash / it':>11s}")

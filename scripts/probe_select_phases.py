@@ -28,7 +28,7 @@ from probe_session import open_probe_session, probe_arguments
 import kprof.kernels  # noqa: F401  (decides on the interpreter before triton is imported)
 from kprof.measure.fingerprint import git_revision
 from kprof.measure.harness import TimedOp
-from kprof.measure.stats import median_of_medians
+from kprof.measure.stats import latency
 
 PHASES = ((1, "scores"), (2, "+ block top"), (3, "+ fold"))
 
@@ -56,7 +56,7 @@ def main() -> None:
         op.invoke()
     if session.target.is_gpu:
         torch.cuda.synchronize()
-    medians = {o.label: median_of_medians(x) for o, x in zip(ops, session.harness().paired(ops).observations)}
+    medians = {o.label: latency(x).estimate for o, x in zip(ops, session.harness().paired(ops).observations)}
     width = max(len(label) for label in medians)
     print(f"{'row':>{width}s} {'median us':>10s}")
     for label, m in medians.items():

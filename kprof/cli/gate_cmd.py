@@ -100,8 +100,9 @@ def _decide(rev, baselines, candidate, methods, workload, device, config_mode, o
 @click.option("--summary-md", type=click.Path(dir_okay=False), default=None,
               help="Write a markdown summary (for CI comments).")
 @click.option("--update-baseline", is_flag=True,
-              help="After gating, add the candidate to the history folder given as --baseline: only a SAME run "
-                   "(or any but INCOMPARABLE with --force); an empty or new folder starts a history with it.")
+              help="After gating, add the candidate to the history folder given as --baseline: while the history "
+                   "holds fewer than 3 runs any comparable run (it cannot judge yet), then only a SAME run (or any "
+                   "but INCOMPARABLE with --force); an empty or new folder starts a history with it.")
 @click.option("--force", is_flag=True,
               help="With --update-baseline: add a candidate whose verdict is not SAME; with --against: replace "
                    "the file --out names.")
@@ -143,6 +144,15 @@ def gate_cmd(baselines, candidate, rev, methods, max_regression, metric, uncerta
         if summary_md:
             atomic_write_text(summary_md, summary_markdown(report))
         if update_baseline:
+            from kprof.commands.gate import history_size
+            from kprof.results.gate import MIN_HISTORY
+
+            growing = history_size(Path(baselines[0])) < MIN_HISTORY
+            if growing and report.verdict != "INCOMPARABLE":
+                added = add_to_history(Path(candidate), Path(baselines[0]))
+                console.print(f"added {candidate} to the history as {added}: a history of fewer than {MIN_HISTORY} "
+                              f"runs cannot judge yet, so it takes any comparable run (this one was {report.verdict})")
+                sys.exit(0)
             if report.verdict == "INCOMPARABLE" or (report.verdict != "SAME" and not force):
                 why = ("it is INCOMPARABLE with the history (see above); a history holds runs of one setup only"
                        if report.verdict == "INCOMPARABLE" else

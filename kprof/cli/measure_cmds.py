@@ -65,9 +65,11 @@ def compare(methods: tuple[str, ...], baseline: str, vary: tuple[str, ...], devi
 
     Each round interleaves all methods in the order of a balanced (Williams) design, evicts L2
     before every timed call outside the timed interval, and times each complete call with CUDA
-    events. Reported: median of round medians with its interval, round-median range, speedup =
-    baseline/candidate from per-round log ratios averaged over pair cycles (position effects
-    cancel) with a Wilcoxon signed-rank interval, noise, drift, validation against fp64 and
+    events. Reported: time per call (the mean over Latin squares of the design of each round's
+    fenced mean) with its interval, the range of round means, speedup = baseline/candidate
+    from per-round log ratios averaged over pair cycles (position effects cancel) with an
+    interval that allows for drift between cycles (bad rounds left out and counted), noise,
+    drift, validation against fp64 and
     launch counts from a separate profiler pre-run. A method spec NAME@REV times the method as it
     was at git revision REV, in the same rounds. Exit 3 if an output fails validation, a method
     reports a fault in its runs, or more than 1% of a row's observations are bad (the Result is

@@ -4,7 +4,21 @@ from __future__ import annotations
 
 import click
 
-from kprof.measure.protocol import CPU_EMBEDDED, EVICTION_MODES, PAPER
+from kprof.measure.protocol import CPU_EMBEDDED, EVICTION_MODES, GPU_DEFAULT
+
+
+def _percent(ctx, param, text: str | None) -> float | None:
+    """``0.5%`` or ``0.005`` as a fraction; a one-line usage error otherwise."""
+    if text is None:
+        return None
+    t = text.strip()
+    try:
+        value = float(t[:-1]) / 100 if t.endswith("%") else float(t)
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not a number: write e.g. 0.5%") from None
+    if not 0 < value < 0.5:
+        raise click.BadParameter(f"{text!r} must lie between 0 and 50%: write e.g. 0.5%")
+    return value
 
 
 def protocol_options(fn=None, *, force: bool = True, many_workloads: bool = False):
@@ -15,7 +29,7 @@ def protocol_options(fn=None, *, force: bool = True, many_workloads: bool = Fals
         return lambda f: protocol_options(f, force=force, many_workloads=many_workloads)
 
     def dflt(name: str) -> str:
-        return f"[default: {getattr(PAPER, name)} on GPU, {getattr(CPU_EMBEDDED, name)} on CPU]"
+        return f"[default: {getattr(GPU_DEFAULT, name)} on GPU, {getattr(CPU_EMBEDDED, name)} on CPU]"
 
     opts = [
         click.option("--workload", default=None, multiple=many_workloads,
@@ -24,10 +38,18 @@ def protocol_options(fn=None, *, force: bool = True, many_workloads: bool = Fals
                      + " [default: qwen2.5-7b-l14-32k on GPU, cpu-smoke on CPU]."),
         click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
                      help="Where to run; cpu means the Triton interpreter and the host clock."),
+        click.option("--precision", default=None, callback=_percent, metavar="P%",
+                     help="Run whole design cycles until every speedup interval (one method: its latency "
+                          "interval) is within +-P, then stop; intervals are then computed at 97.5% per look so "
+                          "that the stopped one still covers about 95%. [default: 0.5% on GPU; on CPU a fixed "
+                          "round count]"),
+        click.option("--max-time", type=float, default=None, metavar="SECONDS",
+                     help="With --precision: stop timing after this many seconds and say the target was not "
+                          f"reached. [default: {GPU_DEFAULT.max_time_s:g}]"),
         click.option("--rounds", type=int, default=None,
-                     help="Rounds; a paired comparison rounds this up to whole cycles of its balanced design. "
-                          "[default: the smallest whole number of cycles that is at least 20 rounds on GPU "
-                          "(10 on CPU) and gives every speedup at least 10 pair cycles (5 on CPU)]"),
+                     help="A fixed number of rounds instead of --precision, rounded up to whole cycles of the "
+                          "balanced design. [default on CPU: the smallest whole number of cycles that is at "
+                          "least 12 rounds and gives every speedup at least 6 pair cycles]"),
         click.option("--warmup-pairs", type=int, default=None,
                      help=f"Untimed interleaved invocations per method before each round. {dflt('warmup_pairs')}"),
         click.option("--observations", type=int, default=None,
@@ -63,7 +85,8 @@ def protocol_options(fn=None, *, force: bool = True, many_workloads: bool = Fals
 
 
 def protocol_overrides(kwargs: dict) -> dict:
-    keys = ("rounds", "warmup_pairs", "observations", "evict_mib", "eviction", "graph", "host_bound")
+    keys = ("rounds", "precision", "warmup_pairs", "observations", "evict_mib", "eviction", "graph", "host_bound")
     out = {k: (kwargs.pop(k) or None) if k in ("graph", "host_bound") else kwargs.pop(k) for k in keys}
     out["launch_phase"] = False if kwargs.pop("fixed_launch_phase") else None
+    out["max_time_s"] = kwargs.pop("max_time")
     return out

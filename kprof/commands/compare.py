@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import copy
 
-import numpy as np
-
 from kprof.commands.session import MeasurementSession
 from kprof.core.errors import KprofError
-from kprof.measure.design import pair_cycles, precedes
 from kprof.measure.harness import Measurement, Progress, TimedOp
 from kprof.measure.host_cost import host_us_per_call
-from kprof.measure.stats import cycle_values, log_ratios, position_effect, speedup_from_cycles
+from kprof.measure.precision import PrecisionStop
+from kprof.measure.stats import SPEEDUP, log_interval, pair_values, position_effect
 from kprof.methods import get_method
 from kprof.methods.validation import compare_outputs
 from kprof.results.result import Result, Speedup
@@ -32,13 +30,11 @@ def unique_labels(names: list[str]) -> list[str]:
 
 def pair_speedup(m: Measurement, baseline: int, candidate: int, level: float) -> Speedup:
     """Speedup of row ``candidate`` over row ``baseline`` from one paired measurement."""
-    obs = m.observations
-    values = cycle_values(log_ratios(obs[baseline], obs[candidate]),
-                          pair_cycles(m.orders, baseline, candidate, m.cycle))
-    first = np.array([precedes(o, baseline, candidate) for o in m.orders])
+    table = m.table()
+    values, left_out = pair_values(table, m.orders, baseline, candidate, m.cycle)
     return Speedup(candidate=m.labels[candidate], baseline=m.labels[baseline],
-                   interval=speedup_from_cycles(values, level),
-                   position_effect=position_effect(obs[baseline], obs[candidate], first),
+                   interval=log_interval(values, level, SPEEDUP, left_out),
+                   position_effect=position_effect(table, m.orders, baseline, candidate),
                    cycle_log_ratios=[float(v) for v in values])
 
 
@@ -91,13 +87,15 @@ def run_prepared(session: MeasurementSession, prepared: list, pairs: list[tuple[
     p = session.protocol
     progress.status(f"timing {len(ops)} methods in a balanced design: ({p.warmup_pairs} warm-up + {p.observations} "
                     f"timed) per method per round, {session.mode}")
-    m = harness.paired(ops)
+    stop = None if p.precision is None else PrecisionStop(p.precision, pairs, p.level, p.max_time_s)
+    m = harness.paired(ops, stop=stop)
     session.collect_faults(prepared)
     # After timing and its fault count: what was timed is what was validated, and the bursts'
     # extra calls change neither.
     for pm in prepared:
-        pm.record.host_us = host_us_per_call(pm.prepared.run, session.target.device)
-    speedups = [pair_speedup(m, b, c, p.level) for b, c in pairs]
+        with session.phase("host cost"):
+            pm.record.host_us = host_us_per_call(pm.prepared.run, session.target.device)
+    speedups = [pair_speedup(m, b, c, p.interval_level) for b, c in pairs]
     notes = [f"{sp.candidate}: the order within a round moves its ratio to {sp.baseline} by "
              f"{100 * sp.position_effect:+.1f}%; the balanced design cancels that in the estimate"
              for sp in speedups if abs(sp.position_effect) > POSITION_NOTE]

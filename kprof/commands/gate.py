@@ -49,6 +49,11 @@ def against_history(baselines: list[str], candidate: str, threshold: float, metr
     return history_gate(history, cand, threshold, metric, names=names)
 
 
+def history_size(folder: Path) -> int:
+    """Results in a history folder (what ``--update-baseline`` grows)."""
+    return sum(1 for f in folder.glob("*.json") if not f.name.startswith("latest")) if folder.is_dir() else 0
+
+
 def is_new_history(folder: Path) -> bool:
     """A history folder with no Result yet (the first ``--update-baseline`` starts it)."""
     return not folder.exists() or not any(folder.glob("*.json"))

@@ -7,6 +7,8 @@ records its launch catalog with the profiler, all before any timed round.
 
 from __future__ import annotations
 
+import contextlib
+import time
 from dataclasses import asdict, dataclass, field
 from typing import Callable
 
@@ -51,7 +53,17 @@ class MeasurementSession:
     environment: Environment
     notes: list[str] = field(default_factory=list)
     config_mode: str = "auto"  # "auto" (tuned when the cache matches) | "default" | a JSON file
+    setup_s: dict[str, float] = field(default_factory=dict)  # wall seconds per setup phase, for the Result
     _references: dict = field(default_factory=dict)
+
+    @contextlib.contextmanager
+    def phase(self, name: str):
+        """Time a setup phase (workload, preparation, validation, launch catalog, host cost)."""
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.setup_s[name] = self.setup_s.get(name, 0.0) + time.perf_counter() - t0
 
     @classmethod
     def open(cls, device: str, workload: str | None, overrides: dict, status: Callable[[str], None] = lambda s: None,
@@ -63,8 +75,12 @@ class MeasurementSession:
         protocol = default_protocol(target.is_gpu).with_overrides(**overrides)
         name = workload or (GPU_DEFAULT_WORKLOAD if target.is_gpu else CPU_DEFAULT_WORKLOAD)
         status(f"loading workload {name}")
+        t0 = time.perf_counter()
         w = resolve_workload(name, device=target.device)
-        return cls(target, w, protocol, collect_environment(with_ncu=False), notes, config_mode)
+        loaded = time.perf_counter() - t0
+        session = cls(target, w, protocol, collect_environment(with_ncu=False), notes, config_mode)
+        session.setup_s["workload"] = loaded
+        return session
 
     def workload_doc(self) -> dict:
         if self.workload is None:
@@ -101,14 +117,17 @@ class MeasurementSession:
         method = method or get_method(method_name)
         if overrides is None:
             overrides = self.launch_config(method_name)
-        prepared = method.prepare(self.workload, self.target, overrides)
-        if prepared.output is not None:
-            prepared.output.fill_(float("nan"))
-        out = prepared.run().clone()
-        reference = (method.reference_for(self.workload, prepared) if method.selection_dependent
-                     else self.reference(method))
-        report = compare_outputs(out, reference)
-        catalog = record_catalog(prepared.run, prepared.expected_kernels, self.target.device)
+        with self.phase("preparation"):
+            prepared = method.prepare(self.workload, self.target, overrides)
+        with self.phase("validation"):
+            if prepared.output is not None:
+                prepared.output.fill_(float("nan"))
+            out = prepared.run().clone()
+            reference = (method.reference_for(self.workload, prepared) if method.selection_dependent
+                         else self.reference(method))
+            report = compare_outputs(out, reference)
+        with self.phase("launch catalog"):
+            catalog = record_catalog(prepared.run, prepared.expected_kernels, self.target.device)
         record = MethodRecord(
             label=label, method=method_name, role=role, config=prepared.config, details=prepared.details,
             catalog=catalog,
@@ -119,8 +138,9 @@ class MeasurementSession:
         record.bytes_per_call, record.bytes_source = self.bytes_moved(method, method_name, prepared)
         record.bytes_from_host = method.bytes_from_host(prepared)
         exact = not method.selection_dependent and type(method).reference is Method.reference
-        record.validation.error_vs_dense = (report.rel_error if exact
-                                            else compare_outputs(out, self.dense_reference()).rel_error)
+        with self.phase("validation"):
+            record.validation.error_vs_dense = (report.rel_error if exact
+                                                else compare_outputs(out, self.dense_reference()).rel_error)
         pm = ValidatedMethod(record, prepared, out)
         self.collect_faults([pm])
         return pm
@@ -164,11 +184,16 @@ class MeasurementSession:
                speedups: list[Speedup] = ()) -> Result:
         """A Result of this session: fingerprint, workload, protocol, summaries of every row."""
         observations = measurement.rows()
-        summaries = {label: Summary.of(o, self.protocol.level) for label, o in observations.items()}
+        table = measurement.table()
+        square = len(measurement.labels) if measurement.orders else 1  # rounds in which every row held every position
+        summaries = {label: Summary.of(o, self.protocol.interval_level, table, i, square)
+                     for i, (label, o) in enumerate(observations.items())}
         notes = list(notes) + measurement.notes
         notes += [f"{label}: {s.drift.note} (all rounds retained)" for label, s in summaries.items() if s.drift.flagged]
         notes += [f"{label}: {s.bad_observations} of {s.observations} observations were not finite or not positive "
                   "and were left out" for label, s in summaries.items() if s.bad_observations]
+        notes += [f"{label}: bad round(s) {', '.join(map(str, s.bad_rounds))} left out of its intervals (far from "
+                  "its neighbouring rounds, or throttled)" for label, s in summaries.items() if s.bad_rounds]
         telemetry = measurement.telemetry
         if telemetry is not None and telemetry.throttled_rounds:
             notes.append(f"throttled rounds: {telemetry.throttled_rounds}")
@@ -176,6 +201,8 @@ class MeasurementSession:
         if measurement.orders:
             design = {"kind": "williams", "cycle": measurement.cycle,
                       "orders": [[measurement.labels[i] for i in order] for order in measurement.orders]}
+        if measurement.looks:
+            design["looks"] = [asdict(look) for look in measurement.looks]
         protocol = self.protocol.to_dict() | {"rounds": measurement.observations.shape[1]}
         environment = self.environment.to_dict()
         if (peak := load_peak(environment)) is not None:
@@ -196,6 +223,7 @@ class MeasurementSession:
             kprof_version=self.environment.kprof,
             git_revision=self.environment.git_revision,
             observations=observations,
+            phases_s={k: round(v, 3) for k, v in self.setup_s.items()} | {"timing": round(measurement.wall_s, 3)},
         )
 
 

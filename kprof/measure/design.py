@@ -10,9 +10,10 @@ Position effects cancel within a pair cycle; carry-over is averaged over the nei
 design gives each method, which is what a speedup from such a run means.
 
 For one pair of methods, a *pair cycle* is the smallest group of rounds over which that pair's
-positions balance: two rounds in which the two methods swap places (two methods, and any odd
-number), or a whole design cycle (an even number above two, whose Williams cycle has no such
-swaps). The speedup's estimate and interval are built from one value per pair cycle.
+positions and neighbours balance: two rounds in which the two methods swap places (two and
+three methods), or a whole design cycle (four or more: swaps there pair rounds whose
+neighbours differ, so carry-over would not average out the same way for every pair). The
+speedup's estimate and interval are built from one value per pair cycle.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 MIN_ROUNDS = 20
+WHOLE_CYCLES_FROM = 4  # methods: from here on every pair cycle is a whole design cycle
 DEFAULT_PAIR_CYCLES = 10  # a default run gives every speedup at least this many (the interval needs 5)
 
 
@@ -103,6 +105,8 @@ def pair_cycles(orders: list[tuple[int, ...]], a: int, b: int, cycle: int | None
     hold the same positions over it (a Latin square does), and is left out otherwise.
     """
     cycle = cycle or len(orders)
+    if orders and len(orders[0]) >= WHOLE_CYCLES_FROM:
+        return [tuple(range(s, s + cycle)) for s in range(0, len(orders) - cycle + 1, cycle)]
     groups: list[tuple[int, ...]] = []
     for start in range(0, len(orders), cycle):
         chunk = range(start, min(start + cycle, len(orders)))

@@ -22,6 +22,7 @@ its observations of every round (with observations a multiple of 4).
 
 from __future__ import annotations
 
+import time
 import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -34,7 +35,9 @@ from kprof.measure.clocks import Clock, CudaEventClock, IntervalRecorder, clock_
 from kprof.measure.design import BalancedDesign
 from kprof.measure.eviction import EvictionBuffer
 from kprof.measure.host_gate import MAX_WAIT_NS, gate_for
+from kprof.measure.precision import Look, PrecisionStop
 from kprof.measure.protocol import TimingProtocol
+from kprof.measure.stats import RoundTable, round_table
 from kprof.measure.telemetry import TelemetryReport, TelemetrySampler
 
 AUTO = "auto"
@@ -71,9 +74,20 @@ class Measurement:
     gate_expiries: int = 0
     eviction_mib: float = 0.0
     notes: list[str] = field(default_factory=list)
+    looks: list[Look] = field(default_factory=list)  # a precision-stopped run: what each look saw
+    wall_s: float = 0.0  # wall time of the rounds
 
     def rows(self) -> dict[str, np.ndarray]:
         return {label: self.observations[i] for i, label in enumerate(self.labels)}
+
+    def table(self) -> RoundTable:
+        """Round summaries of every row and the bad rounds among them (throttled rounds included)."""
+        rounds = self.observations.shape[1]
+        throttled = [False] * rounds
+        for r in (self.telemetry.throttled_rounds if self.telemetry is not None else []):
+            if r < rounds:
+                throttled[r] = True
+        return round_table(self.observations, throttled, self.orders or None)
 
 
 def capture_graph(invoke: Callable[[], object], device: torch.device, warmup: int = 3) -> Callable[[], None]:
@@ -143,20 +157,24 @@ class Harness:
             return design.default_rounds(self.protocol.min_rounds, self.protocol.min_pair_cycles)
         return design.whole_cycles(self.protocol.rounds)
 
-    def paired(self, ops: Sequence[TimedOp], design: BalancedDesign | None = None) -> Measurement:
-        """Ops interleaved within each round, rounds ordered by a balanced design."""
+    def paired(self, ops: Sequence[TimedOp], design: BalancedDesign | None = None,
+               stop: PrecisionStop | None = None) -> Measurement:
+        """Ops interleaved within each round, rounds ordered by a balanced design; with ``stop``,
+        whole design cycles run until its target is met or its time is up."""
         p = self.protocol
         design = design or BalancedDesign.williams(len(ops))
-        rounds = self.rounds_for(design)
-        orders = design.orders(rounds)
         notes = []
-        if p.rounds is not None and rounds != p.rounds:
-            notes.append(f"rounds rounded up from {p.rounds} to {rounds}: whole cycles of the balanced "
-                         f"{design.cycle}-round design for {len(ops)} methods")
+        if stop is None:
+            rounds = self.rounds_for(design)
+            if p.rounds is not None and rounds != p.rounds:
+                notes.append(f"rounds rounded up from {p.rounds} to {rounds}: whole cycles of the balanced "
+                             f"{design.cycle}-round design for {len(ops)} methods")
+        else:
+            rounds = stop.first_look(design)
 
         def one_round(r: int, recorders: list[IntervalRecorder]) -> None:
-            order = orders[r]
-            for _ in range(p.warmup_pairs):
+            order = design.order(r)
+            for _ in range(p.warmup_pairs if r else max(p.warmup_pairs, p.initial_warmup_pairs)):
                 for i in order:
                     self._evict()
                     ops[i].invoke()
@@ -165,13 +183,14 @@ class Harness:
                 for i in order:
                     self._timed(recorders[i], j, ops[i])
 
-        m = self._run([op.label for op in ops], rounds, p.observations, one_round)
-        m.orders, m.cycle, m.notes = orders, design.cycle, notes + m.notes
+        m = self._run([op.label for op in ops], rounds, p.observations, one_round,
+                      None if stop is None else _Looks(stop, design))
+        m.orders, m.cycle, m.notes = design.orders(m.observations.shape[1]), design.cycle, notes + m.notes
         return m
 
-    def time(self, fn: Callable[[], object], label: str = "op") -> Measurement:
+    def time(self, fn: Callable[[], object], label: str = "op", stop: PrecisionStop | None = None) -> Measurement:
         """One callable under the protocol (rounds of warm-up, then timed calls)."""
-        return self.paired([self.op(label, fn)])
+        return self.paired([self.op(label, fn)], stop=stop)
 
     def stages(self, stages: Sequence[TimedOp], complete: TimedOp) -> Measurement:
         """Each stage timed alone after its upstream stages ran untimed, then the eviction; the
@@ -248,14 +267,18 @@ class Harness:
                 self.gate.release()
 
     def _run(self, labels: list[str], rounds: int, per_round: int,
-             body: Callable[[int, list[IntervalRecorder]], None]) -> Measurement:
-        out = np.empty((len(labels), rounds, per_round), dtype=np.float64)
+             body: Callable[[int, list[IntervalRecorder]], None], looks: "_Looks | None" = None) -> Measurement:
+        """Run ``rounds`` rounds; with ``looks``, ``rounds`` is the first look and the run goes on
+        from look to look until the stopping rule is met or its time is up."""
+        done: list[np.ndarray] = []  # one [rows, per_round] array per round
         recorders = [self.clock.recorder(per_round) for _ in labels]
         sampler = TelemetrySampler((self.device.index or 0) if self.telemetry else None)
         expired_total = 0
         self.progress.start_rounds(rounds)
+        t0 = time.monotonic()
         with sampler:
-            for r in range(rounds):
+            r = 0
+            while r < rounds:
                 sampler.begin_round(r)
                 body(r, recorders)
                 self.clock.synchronize()
@@ -266,12 +289,47 @@ class Harness:
                                   "a kernel for the first time (its module load waits for the held stream) or "
                                   "takes that long to enqueue, so those times include host time", stacklevel=3)
                 sampler.end_round()
-                for i, rec in enumerate(recorders):
-                    out[i, r] = rec.elapsed_us(per_round)
+                done.append(np.stack([rec.elapsed_us(per_round) for rec in recorders]))
                 self.progress.round_done(r)
-        notes = []
+                r += 1
+                if looks is not None and r == rounds:
+                    rounds = looks.after(np.stack(done, axis=1), sampler.throttled_so_far(r),
+                                         time.monotonic() - t0)
+                    if rounds > r:
+                        self.progress.start_rounds(rounds)
+        notes = [] if looks is None else looks.notes()
         if self.eviction is not None and self.eviction.nbytes < self.eviction.requested_bytes:
             notes.append(f"eviction buffer reduced to {self.eviction.nbytes / 2**20:.0f} MiB (low memory)")
+        out = np.stack(done, axis=1) if done else np.empty((len(labels), 0, per_round))
         return Measurement(labels, out, telemetry=sampler.report(), gate_expiries=expired_total,
                            eviction_mib=self.eviction.nbytes / 2**20 if self.eviction is not None else 0.0,
-                           notes=notes)
+                           notes=notes, looks=[] if looks is None else list(looks.stop.looks),
+                           wall_s=time.monotonic() - t0)
+
+
+class _Looks:
+    """The precision stop inside a run: after each look, the rounds to run to (the current count
+    when done or out of time)."""
+
+    def __init__(self, stop: PrecisionStop, design: BalancedDesign):
+        self.stop, self.design, self.timed_out = stop, design, False
+
+    def after(self, observations: np.ndarray, throttled, elapsed_s: float) -> int:
+        rounds = observations.shape[1]
+        look = self.stop.look(observations, self.design.orders(rounds), self.design.cycle, throttled)
+        if look.done:
+            return rounds
+        if elapsed_s >= self.stop.max_time_s:
+            self.timed_out = True
+            return rounds
+        return self.stop.next_look(rounds, self.design.cycle)
+
+    def notes(self) -> list[str]:
+        last = self.stop.looks[-1]
+        target = f"+-{100 * self.stop.target:g}%"
+        if last.done:
+            return [f"precision {target} reached after {last.rounds} rounds ({len(self.stop.looks)} looks; "
+                    f"intervals at {100 * self.stop.level:g}% per look, so the stopped one covers about 95%)"]
+        worst = "some speedup has no interval" if last.worst is None else f"the widest is +-{100 * last.worst:.2f}%"
+        return [f"precision {target} NOT reached in {self.stop.max_time_s:g} s of timing ({last.rounds} rounds): "
+                f"{worst}; raise --max-time or relax --precision"]

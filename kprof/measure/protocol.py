@@ -21,14 +21,20 @@ class TimingProtocol:
     ``evict_mib`` of eviction buffer is read and written before every measured invocation
     unless ``host_bound``; ``eviction="read"`` only reads it, so L2 holds clean lines when the
     timed call starts and the call pays no write-back of the buffer (:mod:`kprof.measure.eviction`).
-    ``graph`` times CUDA-graph replays. ``launch_phase`` balances the
+    ``precision`` (a relative half-width, 0.005 = +-0.5%) replaces a fixed round count: whole
+    design cycles run until every interval is that narrow, for at most ``max_time_s`` seconds of
+    timing (:mod:`kprof.measure.precision`). ``initial_warmup_pairs`` more warm-up invocations
+    precede the first round only. ``graph`` times CUDA-graph replays. ``launch_phase`` balances the
     parity of each timed call's position in the launch stream (:mod:`kprof.measure.harness`).
     """
 
     rounds: int | None = None
+    precision: float | None = None
+    max_time_s: float = 60.0
     min_rounds: int = 20
     min_pair_cycles: int = 10
     warmup_pairs: int = 300
+    initial_warmup_pairs: int = 0
     observations: int = 1000
     stage_observations: int = 500
     evict_mib: int = 512
@@ -42,7 +48,13 @@ class TimingProtocol:
         for name in ("rounds", "min_rounds", "min_pair_cycles", "observations", "stage_observations"):
             if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise KprofError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
-        if self.warmup_pairs < 0 or self.evict_mib < 0:
+        if self.precision is not None and self.rounds is not None:
+            raise KprofError("--rounds fixes the run's length and --precision stops it on the data: pass one")
+        if self.precision is not None and not 0 < self.precision < 0.5:
+            raise KprofError(f"--precision must lie between 0 and 50%, got {100 * self.precision:g}%: write e.g. 0.5%")
+        if not self.max_time_s > 0:
+            raise KprofError(f"--max-time must be positive, got {self.max_time_s:g} s")
+        if self.warmup_pairs < 0 or self.evict_mib < 0 or self.initial_warmup_pairs < 0:
             raise KprofError("--warmup-pairs and --evict-mib must not be negative")
         if self.eviction not in EVICTION_MODES:
             raise KprofError(f"--eviction must be one of {', '.join(EVICTION_MODES)}, got {self.eviction!r}")
@@ -60,16 +72,34 @@ class TimingProtocol:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    @property
+    def interval_level(self) -> float:
+        """The level intervals are computed at: spent over looks when the run stops on precision."""
+        if self.precision is None:
+            return self.level
+        from kprof.measure.precision import look_level
+
+        return look_level(self.level)
+
     def with_overrides(self, **kw) -> "TimingProtocol":
-        return replace(self, **{k: v for k, v in kw.items() if v is not None})
+        """This protocol with the given values (None: keep); a fixed round count turns the
+        precision stop off and a precision target turns a fixed count off."""
+        kw = {k: v for k, v in kw.items() if v is not None}
+        if "rounds" in kw and "precision" not in kw:
+            kw["precision"] = None
+        elif "precision" in kw and "rounds" not in kw:
+            kw["rounds"] = None
+        return replace(self, **kw)
 
 
-PAPER = TimingProtocol()
+PAPER = TimingProtocol()  # SANTA++ Appendix E: 20 rounds of 300 warm-up pairs and 1,000 observations
+# The GPU default answers in seconds: short rounds, run until every speedup is within +-0.5%.
+GPU_DEFAULT = TimingProtocol(precision=0.005, warmup_pairs=20, initial_warmup_pairs=300, observations=100)
 # The Triton interpreter is slow, so the CPU embedded default keeps the structure of the
 # protocol (rounds, interleaving, alternation, eviction) with tiny counts.
-CPU_EMBEDDED = TimingProtocol(min_rounds=10, min_pair_cycles=5, warmup_pairs=1, observations=3, stage_observations=3,
+CPU_EMBEDDED = TimingProtocol(min_rounds=12, min_pair_cycles=6, warmup_pairs=1, observations=3, stage_observations=3,
                               evict_mib=8)
 
 
 def default_protocol(on_gpu: bool) -> TimingProtocol:
-    return PAPER if on_gpu else CPU_EMBEDDED
+    return GPU_DEFAULT if on_gpu else CPU_EMBEDDED

@@ -106,6 +106,15 @@ class TelemetrySampler:
         while not self._stop.wait(self.interval_ms / 1000):
             self._take()
 
+    def throttled_so_far(self, rounds: int) -> list[bool]:
+        """Whether each of the first ``rounds`` rounds was throttled (all False without NVML)."""
+        flags = [False] * rounds
+        if self.available:
+            for rt in self.report().rounds:
+                if rt.round < rounds:
+                    flags[rt.round] = rt.throttled
+        return flags
+
     def report(self) -> TelemetryReport:
         if not self.available:
             why = "no GPU" if self.device_index is None else "NVML unavailable"

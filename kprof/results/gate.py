@@ -17,10 +17,14 @@ A ratio above 1 is a regression. With threshold ``t``:
 - FASTER: the interval lies below 1 and the estimate below ``1 - t``;
 - SAME: the interval lies within ``[1 - t, 1 + t]``;
 - UNCERTAIN: anything else (too wide, or a change that is real but may be within the threshold).
+
+Several methods are judged as a family: SLOWER and FASTER also need a Holm-adjusted p-value
+within the interval's tail, so a gate over many methods false-alarms no more often than one.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import shutil
@@ -41,8 +45,8 @@ EXIT_USAGE, EXIT_ERROR = 2, 5
 WORST_FIRST = ["INCOMPARABLE", "SLOWER", "UNCERTAIN", "SAME", "FASTER"]
 MIN_HISTORY = 3
 POWER = 0.90
-_PROTOCOL_KEYS = ("rounds", "warmup_pairs", "observations", "evict_mib", "eviction", "graph", "host_bound",
-                  "launch_phase")
+# what changes the numbers; the round count does not (a precision-stopped run sets its own)
+_PROTOCOL_KEYS = ("warmup_pairs", "observations", "evict_mib", "eviction", "graph", "host_bound", "launch_phase")
 _PROTOCOL_DEFAULTS = PAPER.to_dict()
 CROSS_RUN = "prediction interval over the history's run-to-run spread (t, h-1 df)"
 SAME_RUN = "same-run paired interval"
@@ -92,6 +96,48 @@ def overall(rows: list[GateRow]) -> str:
     return min((r.verdict for r in rows), key=WORST_FIRST.index) if rows else "INCOMPARABLE"
 
 
+def holm(p_values: list[float]) -> list[float]:
+    """Holm's step-down adjusted p-values: rejecting where they are at most alpha keeps the
+    chance of any false rejection among the family at most alpha."""
+    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
+    adjusted, running = [1.0] * len(p_values), 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(p_values) - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def one_sided_p(iv: Interval, slower: bool) -> float:
+    """The p-value of "no change" against a change in one direction, read back from an interval
+    whose log is symmetric (normal or t with the interval's degrees of freedom)."""
+    if not iv.has_interval or iv.low <= 0 or iv.high <= iv.low:
+        return 1.0
+    df = iv.df if iv.df else math.inf
+    q = sps.t.ppf(1 - (1 - (iv.coverage or iv.level)) / 2, df)
+    se = (math.log(iv.high) - math.log(iv.low)) / (2 * q)
+    z = math.log(iv.estimate) / se
+    return float(sps.t.sf(z if slower else -z, df))
+
+
+def family_verdicts(intervals: list[Interval | None], threshold: float, level: float) -> list[str]:
+    """Verdicts of several rows judged at once: SLOWER and FASTER need their Holm-adjusted
+    one-sided p-value within the interval's tail, so that across all rows a false alarm stays
+    within 1 - level."""
+    alpha = (1 - level) / 2
+    ok = [iv for iv in intervals if iv is not None and iv.has_interval]
+    slow = iter(holm([one_sided_p(iv, True) for iv in ok]))
+    fast = iter(holm([one_sided_p(iv, False) for iv in ok]))
+    out = []
+    for iv in intervals:
+        v = verdict(iv, threshold)
+        if iv is not None and iv.has_interval:
+            p_slow, p_fast = next(slow), next(fast)
+            if v == "SLOWER" and p_slow > alpha or v == "FASTER" and p_fast > alpha:
+                v = "UNCERTAIN"
+        out.append(v)
+    return out
+
+
 # ---------------------------------------------------------------- numbers: a run against its history
 
 
@@ -99,26 +145,39 @@ def within_run_sd(iv: Interval) -> float:
     """A run's own standard error of its log estimate, read back from its interval."""
     if not iv.has_interval or iv.low <= 0:
         return 0.0
-    z = sps.norm.ppf(1 - (1 - (iv.coverage or iv.level)) / 2)
-    return (math.log(iv.high) - math.log(iv.low)) / (2 * z)
+    df = iv.df if iv.df else math.inf
+    q = sps.t.ppf(1 - (1 - (iv.coverage or iv.level)) / 2, df)
+    return (math.log(iv.high) - math.log(iv.low)) / (2 * q)
+
+
+SPREAD_CONFIDENCE = 0.8  # the detectable effect holds for the run-to-run spread's upper bound at this confidence
 
 
 def prediction_ratio(history: np.ndarray, history_sd: np.ndarray, candidate: float, candidate_sd: float,
                      level: float = 0.95, threshold: float = 0.03) -> tuple[Interval, float]:
     """``exp(candidate - mean(history))`` with a prediction interval, and the minimum detectable
-    effect. Inputs are log values (positive = slower) with each run's own standard error."""
+    effect. Inputs are log values (positive = slower) with each run's own standard error.
+
+    The detectable effect is the regression flagged SLOWER with 90% probability when the
+    run-to-run spread is at its 80% upper confidence bound from this history: it holds for this
+    history, not only on average over histories.
+    """
     h = len(history)
     d = candidate - float(np.mean(history))
     floor = max(candidate_sd, float(np.mean(history_sd)) if h else 0.0)  # no run is more precise than itself
     if h >= 2:
         s = max(float(np.std(history, ddof=1)), floor)
         se, df = s * math.sqrt(1 + 1 / h), h - 1
+        upper = s * math.sqrt(df / sps.chi2.ppf(1 - SPREAD_CONFIDENCE, df))
+        se_mde = upper * math.sqrt(1 + 1 / h)
     else:  # one run: only the within-run errors are known
-        se, df = math.sqrt(candidate_sd**2 + (history_sd[0] if h else 0.0) ** 2), math.inf
+        se = se_mde = math.sqrt(candidate_sd**2 + (history_sd[0] if h else 0.0) ** 2)
+        df = math.inf
     q = sps.t.ppf(1 - (1 - level) / 2, df)
     power = sps.t.ppf(POWER, df)
-    mde = max(math.exp((q + power) * se), math.exp(math.log1p(threshold) + power * se)) - 1
-    iv = Interval(math.exp(d), math.exp(d - q * se), math.exp(d + q * se), level, CROSS_RUN, h, level)
+    mde = max(math.exp((q + power) * se_mde), math.exp(math.log1p(threshold) + power * se_mde)) - 1
+    iv = Interval(math.exp(d), math.exp(d - q * se), math.exp(d + q * se), level, CROSS_RUN, h, level,
+                  df=None if math.isinf(df) else int(df))
     return iv, mde
 
 
@@ -195,7 +254,8 @@ def history_gate(history: list[Result], cand: Result, threshold: float = 0.03, m
         return GateReport("INCOMPARABLE", [], reasons, warnings, metric, threshold, CROSS_RUN)
     if len(history) < MIN_HISTORY:
         warnings.append(f"the history holds {len(history)} run(s), fewer than {MIN_HISTORY}: the run-to-run spread "
-                        "is poorly known, so verdicts are unreliable; add runs of this setup with --update-baseline")
+                        "is poorly known, so verdicts are unreliable; add runs of this setup with --update-baseline "
+                        f"(until the history holds {MIN_HISTORY} runs it takes any comparable run)")
     if metric == "latency":
         warnings.append("latency compares absolute times across runs: another machine of the same model can differ "
                         "by 1-2%; --metric speedup compares each run against its own baseline method")
@@ -223,19 +283,33 @@ def history_gate(history: list[Result], cand: Result, threshold: float = 0.03, m
             cfg_note = config_difference(base_rec.config, cand_rec.config)
         plain = float(np.exp(np.mean(np.log([t[2] for t in then]))))
         rows.append(GateRow(label, verdict(iv, threshold), iv, plain, now[2], mde, cfg_note))
+    rows = _as_family(rows, threshold, level)
     return GateReport(overall(rows), rows, [], warnings, metric, threshold, CROSS_RUN)
 
 
-def same_run_gate(result: Result, pairs: list[tuple[str, str]], threshold: float = 0.03) -> GateReport:
+def _as_family(rows: list[GateRow], threshold: float, level: float) -> list[GateRow]:
+    """Rows with their verdicts judged together (Holm across rows that have an interval)."""
+    judged = [i for i, r in enumerate(rows) if r.ratio is not None]
+    verdicts = family_verdicts([rows[i].ratio for i in judged], threshold, level)
+    out = list(rows)
+    for i, v in zip(judged, verdicts):
+        out[i] = dataclasses.replace(rows[i], verdict=v)
+    return out
+
+
+def same_run_gate(result: Result, pairs: list[tuple[str, str]], threshold: float = 0.03,
+                  level: float = 0.95) -> GateReport:
     """Verdicts from one run's paired intervals: ``pairs`` of (then label, now label)."""
     rows = []
     for then, now in pairs:
         sp = result.speedup_record(now, then)  # then / now latency
         iv = sp.interval
         ratio = Interval(1 / iv.estimate, 1 / iv.high if iv.has_interval else None,
-                         1 / iv.low if iv.has_interval else None, iv.level, iv.method, iv.n, iv.coverage, iv.note)
+                         1 / iv.low if iv.has_interval else None, iv.level, iv.method, iv.n, iv.coverage, iv.note,
+                         iv.df, iv.left_out, iv.lag1)
         rows.append(GateRow(now, verdict(ratio, threshold), ratio, result.summaries[then].median_us.estimate,
                             result.summaries[now].median_us.estimate, note=f"against {then}"))
+    rows = _as_family(rows, threshold, level)
     return GateReport(overall(rows), rows, [], [], "latency", threshold, SAME_RUN)
 
 

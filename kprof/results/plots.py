@@ -12,7 +12,7 @@ from kprof.results.result import Result
 
 
 def plot_results(results: list[Result], path: str | Path) -> Path:
-    """One PNG: per Result, round medians over rounds (drift) and speedups (or stages) with intervals."""
+    """One PNG: per Result, round means over rounds (drift) and speedups (or stages) with intervals."""
     try:
         import matplotlib
 
@@ -33,12 +33,12 @@ def plot_results(results: list[Result], path: str | Path) -> Path:
             draw(fig.add_subplot(spot), res)
     for (ax_drift, ax_right), res in zip(axes, results):
         for label, s in res.summaries.items():
-            medians = [float("nan") if m is None else m for m in s.round_medians_us]
+            medians = [float("nan") if m is None else m for m in s.round_summaries_us]
             ax_drift.plot(range(1, len(medians) + 1), medians, marker="o", ms=3, label=label)
         ax_drift.set_xlabel("round")
         ax_drift.set_ylabel("round median (us)")
         # a sweep's name joins its workloads: wrap it rather than run past the panel
-        ax_drift.set_title("\n".join(textwrap.wrap(f"{res.workload.get('name')}: round medians ({res.mode})", 70)),
+        ax_drift.set_title("\n".join(textwrap.wrap(f"{res.workload.get('name')}: round means ({res.mode})", 70)),
                            fontsize=9)
         ax_drift.legend(fontsize=7)
         if res.kind == "compare" and res.speedups:
@@ -66,7 +66,7 @@ def plot_results(results: list[Result], path: str | Path) -> Path:
             labels = list(res.summaries)
             ax_right.barh(range(len(labels)), [res.summaries[x].median_us.estimate for x in labels])
             ax_right.set_yticks(range(len(labels)), labels, fontsize=8)
-            ax_right.set_xlabel("median of round medians (us); stages are not additive")
+            ax_right.set_xlabel("median of round means (us); stages are not additive")
             ax_right.set_title("stages", fontsize=9)
     fig.tight_layout()
     path = Path(path)
@@ -139,7 +139,7 @@ def _scaling(ax, res: Result) -> None:
     ax.set_yscale("log")
     _plain_log_ticks(ax.yaxis)
     ax.set_xlabel("context length (tokens)")
-    ax.set_ylabel("median of round medians (us, 95% CI)")
+    ax.set_ylabel("median of round means (us, 95% CI)")
     ax.set_title(f"scaling ({res.mode})", fontsize=9)
     ax.legend(fontsize=7)
 
@@ -164,7 +164,7 @@ def _frontier(ax, res: Result) -> None:
     ax.set_xscale("log")
     ax.set_yscale("log")
     _plain_log_ticks(ax.xaxis)
-    ax.set_xlabel("median of round medians (us)")
+    ax.set_xlabel("median of round means (us)")
     ax.set_ylabel("relative L2 error vs fp64 dense attention")
     ax.set_title("accuracy-latency frontier (lower left is better)", fontsize=9)
     ax.legend(fontsize=7)

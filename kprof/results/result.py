@@ -24,10 +24,20 @@ from kprof.core.atomic import atomic_path, atomic_write_text
 from kprof.core.errors import KprofError
 from kprof.core.paths import runs_dir as default_runs_dir
 from kprof.measure.catalog import LaunchCatalog
-from kprof.measure.stats import DriftReport, Interval, clean, drift, latency, round_medians, round_noise
+from kprof.measure.stats import (
+    DriftReport,
+    Interval,
+    RoundTable,
+    clean,
+    drift,
+    method_latency,
+    round_noise,
+    round_table,
+)
 
-SCHEMA = "kprof-result/2"
-READABLE_SCHEMAS = ("kprof-result/1", SCHEMA)  # /1: rotation order, bootstrap intervals
+SCHEMA = "kprof-result/3"
+# /1: rotation order, bootstrap intervals; /2: round medians, signed-rank intervals over pair cycles
+READABLE_SCHEMAS = ("kprof-result/1", "kprof-result/2", SCHEMA)
 
 
 @dataclass
@@ -43,42 +53,49 @@ class Validation:
 
 @dataclass
 class Summary:
-    """One timed row (a method, or a stage): medians of round medians and their spread.
+    """One timed row (a method, or a stage): its latency with an interval, and its rounds.
 
-    Bad observations (not finite, zero or negative) are left out of every number here and
-    counted in ``bad_observations``; ``observations`` counts all of them.
+    Each round is summarised by its fenced mean (:mod:`kprof.measure.rounds`); ``bad_rounds``
+    lists the rounds left out as bad (far from their neighbours, or throttled). Bad observations
+    (not finite, zero or negative) are left out of every number here and counted in
+    ``bad_observations``; ``observations`` counts all of them.
     """
 
-    median_us: Interval
+    median_us: Interval  # the latency: exp of the mean log round summary over design cycles (the name is the schema's)
     round_median_min_us: float
     round_median_max_us: float
     noise: float  # median over rounds of the robust CV within a round
     drift: DriftReport
-    round_medians_us: list[float | None] = field(default_factory=list)
+    round_summaries_us: list[float | None] = field(default_factory=list)
     observations: int = 0
     bad_observations: int = 0
+    bad_rounds: list[int] = field(default_factory=list)
 
     @property
     def bad_share(self) -> float:
         return self.bad_observations / self.observations if self.observations else 0.0
 
     @classmethod
-    def of(cls, observations: np.ndarray, level: float = 0.95) -> "Summary":
-        """The summary of one row's raw observations ``[rounds, observations]``."""
+    def of(cls, observations: np.ndarray, level: float = 0.95, table: RoundTable | None = None, row: int = 0,
+           cycle: int = 1) -> "Summary":
+        """The summary of one row's raw observations ``[rounds, observations]``: row ``row`` of
+        ``table`` when the run's round table is given, whose design cycles are ``cycle`` rounds."""
         _, bad = clean(observations)
-        medians = round_medians(observations)
-        valid = medians[np.isfinite(medians)]
+        table = table or round_table([observations])
+        summaries = np.exp(table.log_summaries[row])
+        valid = summaries[np.isfinite(summaries)]
         noise = round_noise(observations)
         noise = noise[np.isfinite(noise)]
         return cls(
-            median_us=latency(observations, level),
+            median_us=method_latency(table, row, cycle, level),
             round_median_min_us=float(valid.min()) if valid.size else float("nan"),
             round_median_max_us=float(valid.max()) if valid.size else float("nan"),
             noise=float(np.median(noise)) if noise.size else float("nan"),
-            drift=drift(medians),
-            round_medians_us=[float(m) if np.isfinite(m) else None for m in medians],
+            drift=drift(summaries),
+            round_summaries_us=[float(m) if np.isfinite(m) else None for m in summaries],
             observations=int(np.asarray(observations).size),
             bad_observations=bad,
+            bad_rounds=[int(r) for r in np.flatnonzero(table.bad[row] & np.isfinite(table.log_summaries[row]))],
         )
 
 
@@ -127,6 +144,7 @@ class Result:
     created: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
     kprof_version: str = ""
     git_revision: str | None = None
+    phases_s: dict[str, float] = field(default_factory=dict)  # wall seconds: setup phases, then "timing"
     observations_file: str | None = None
     observations_sha256: str | None = None
     observations: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
@@ -308,7 +326,11 @@ def result_from_dict(doc: dict) -> Result:
         schema = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
         raise KprofError(f"unsupported result schema {schema!r} (this kprof reads {', '.join(READABLE_SCHEMAS)}): "
                          "re-run the measurement")
-    return _check(_build(Result, {k: v for k, v in doc.items() if k != "observations"}))
+    doc = {k: v for k, v in doc.items() if k != "observations"}
+    for summary in (doc.get("summaries") or {}).values():  # /1 and /2 kept round medians
+        if isinstance(summary, dict) and "round_medians_us" in summary:
+            summary.setdefault("round_summaries_us", summary.pop("round_medians_us"))
+    return _check(_build(Result, doc))
 
 
 def _npz_bytes(observations: dict[str, np.ndarray]) -> bytes:

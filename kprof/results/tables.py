@@ -90,8 +90,8 @@ def compare_table(result: Result) -> Table:
         t.add_column("host us", justify="right")
         t.caption += ("; host us = the host's time to issue one call (eager, no sync): where it exceeds the "
                       "median, an eager decode loop is host-bound")
-    t.add_column("median us", justify="right", no_wrap=True)
-    t.add_column("round medians", justify="right", no_wrap=True)
+    t.add_column("time us", justify="right", no_wrap=True)
+    t.add_column("round means", justify="right", no_wrap=True)
     t.add_column(f"speedup [{level}% CI]", justify="right", no_wrap=True)
     throughput = any(rec.bytes_per_call for rec in result.methods)
     peak = result.environment.get("copy_peak_gbs")
@@ -142,11 +142,11 @@ def stages_table(result: Result) -> Table:
     rec = result.methods[0]
     chain = result.kind == "chain"
     level = int(round(result.protocol.get("level", 0.95) * 100))
-    caption = ("medians of round medians; marginal = this prefix - the one above (adds up)" if chain
-               else "medians of round medians; stages are NOT additive")
+    caption = ("means of round means; marginal = this prefix - the one above (adds up)" if chain
+               else "means of round means; stages are NOT additive")
     t = Table(title=f"{rec.label} {'chain prefixes' if chain else 'stages'} on {result.workload['name']} — "
               f"{result.mode}", caption=caption, box=box.SIMPLE_HEAD)
-    cols = ("directly timed region", "median us", f"{level}% CI", "round medians us", "noise")
+    cols = ("directly timed region", "time us", f"{level}% CI", "round means us", "noise")
     for col in cols + (("marginal us",) if chain else ()):
         t.add_column(col, justify="left" if col.startswith("directly") else "right")
     labels = list(result.summaries)

@@ -69,7 +69,7 @@ class KprofBenchmark:
         from kprof.api import time
 
         summary = time(fn, **protocol)
-        bench.extra_info.update({"kprof_rounds": len(summary.round_medians_us),
+        bench.extra_info.update({"kprof_rounds": len(summary.round_summaries_us),
                                  "kprof_observations": summary.observations,
                                  **_interval_info("kprof_median_us", summary.median_us)})
         _host_timing(bench, fn, summary.observations)

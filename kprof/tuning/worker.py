@@ -20,7 +20,7 @@ from kprof.core import pinned
 from kprof.core.target import resolve_target
 from kprof.measure.harness import Harness, TimedOp
 from kprof.measure.protocol import TimingProtocol
-from kprof.measure.stats import round_medians
+from kprof.measure.rounds import round_summaries
 from kprof.methods import get_method
 from kprof.methods.registry import load_plugins
 from kprof.methods.validation import compare_outputs
@@ -95,7 +95,7 @@ def _serve(conn, spec: WorkerSpec) -> None:
                 target.device, replace(screening.protocol, rounds=msg[2]), telemetry=False,
                 eviction=screening.eviction)
             obs = harness.launch(stages, index, spec.observations).observations[0]
-            conn.send(("ok", round_medians(obs).tolist()))
+            conn.send(("ok", round_summaries(obs).tolist()))
         except Exception as exc:  # compile errors, out of resources, bad configs: recorded, not fatal
             conn.send(("failed", _one_line(exc)))
             if target.is_gpu:

@@ -39,7 +39,8 @@ def test_pair_cycles_balance_both_methods_positions(m):
 
 
 def test_default_rounds_are_whole_cycles_of_at_least_twenty_with_ten_pair_cycles():
-    assert [BalancedDesign.williams(m).default_rounds() for m in range(1, 9)] == [20, 20, 24, 40, 20, 60, 28, 80]
+    # from four methods on a pair cycle is a whole design cycle: 10 of them for every pair
+    assert [BalancedDesign.williams(m).default_rounds() for m in range(1, 9)] == [20, 20, 24, 40, 100, 60, 140, 80]
     assert BalancedDesign.williams(2).default_rounds(10, 5) == 10
     assert BalancedDesign.williams(3).whole_cycles(7) == 12
     assert BalancedDesign.williams(2).whole_cycles(1) == 2
@@ -52,3 +53,17 @@ def test_two_methods_swap_every_two_rounds_and_three_make_three_swaps_per_cycle(
     d3 = BalancedDesign.williams(3)
     groups = pair_cycles(d3.orders(6), 0, 1, 6)
     assert len(groups) == 3 and all(len(g) == 2 for g in groups)
+
+
+@pytest.mark.parametrize("m", [4, 5, 6])
+def test_from_four_methods_every_pair_cycle_is_a_whole_design_cycle_with_the_same_neighbours(m):
+    """Swaps in a Williams design of four or more pair rounds whose cyclic neighbours differ
+    (pairs 0/2 and 1/3 of four alternate neighbour sets); whole cycles give every pair the same
+    neighbours each cycle and an interval at the default round count."""
+    d = BalancedDesign.williams(m)
+    orders = d.orders(3 * d.cycle)
+    for a in range(m):
+        for b in range(a + 1, m):
+            groups = pair_cycles(orders, a, b, d.cycle)
+            assert groups == [tuple(range(s, s + d.cycle)) for s in range(0, 3 * d.cycle, d.cycle)]
+    assert d.default_rounds() // d.cycle >= DEFAULT_PAIR_CYCLES

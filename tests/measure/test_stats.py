@@ -1,128 +1,128 @@
-"""Statistics: the signed-rank and order-statistic intervals, the stable paired_bootstrap API,
-bad observations, drift and noise."""
+"""Statistics: speedups and latencies from round tables, bad observations and rounds, drift."""
 
-import itertools
 import math
 
 import numpy as np
 import pytest
 
+from kprof.measure.design import BalancedDesign
 from kprof.measure.stats import (
+    LATENCY,
     MIN_CYCLES,
-    SIGNED_RANK,
+    SPEEDUP,
     clean,
     drift,
     latency,
-    median_interval,
-    median_of_medians,
-    paired_bootstrap,
+    paired_speedup,
     position_effect,
-    round_medians,
     round_noise,
-    signed_rank_interval,
+    round_summaries,
+    round_table,
 )
 
 
-def _walsh_brute(x):
-    return sorted((a + b) / 2 for a, b in itertools.combinations_with_replacement(x, 2))
+def _pair(rounds: int, seed: int = 0, sd: float = 0.002, obs: int = 60):
+    rng = np.random.default_rng(seed)
+    base = 60 * np.exp(rng.normal(0, sd, (rounds, obs)))
+    cand = 50 * np.exp(rng.normal(0, sd, (rounds, obs)))
+    design = BalancedDesign.williams(2)
+    return base, cand, design.orders(rounds), design.cycle
 
 
-def test_hodges_lehmann_is_the_median_of_walsh_averages_and_the_interval_cuts_them():
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=10)
-    iv = signed_rank_interval(x)
-    walsh = _walsh_brute(x)
-    assert iv.estimate == pytest.approx(float(np.median(walsh)))
-    # n = 10: the 95% cut is 8 Walsh averages from each end (coverage 1 - 2 P(W+ <= 8) = 0.951)
-    assert iv.low == pytest.approx(walsh[8]) and iv.high == pytest.approx(walsh[-9])
-    assert iv.coverage == pytest.approx(1 - 2 * 25 / 1024)
-    assert iv.method == SIGNED_RANK and iv.n == 10
+def test_speedup_of_a_planted_ratio_with_its_interval():
+    base, cand, orders, cycle = _pair(20)
+    iv = paired_speedup(base, cand, orders, 0, 1, cycle)
+    assert iv.contains(1.2) and iv.half_width_rel < 0.003 and iv.method == SPEEDUP
+    assert iv.n == 10 and iv.df == 2 and iv.left_out == 0
 
 
-def test_signed_rank_null_distribution_matches_enumeration():
-    n = 7
-    from kprof.measure.stats import _signed_rank_cdf
-
-    counts = np.zeros(n * (n + 1) // 2 + 1)
-    for signs in itertools.product((0, 1), repeat=n):
-        counts[sum(r for r, s in zip(range(1, n + 1), signs) if s)] += 1
-    assert np.allclose(_signed_rank_cdf(n), np.cumsum(counts) / 2**n)
-
-
-def test_exact_coverage_holds_by_monte_carlo_for_a_skewless_heavy_tail():
-    rng = np.random.default_rng(1)
-    hits = sum(signed_rank_interval(rng.standard_t(3, size=12)).contains(0.0) for _ in range(3000))
-    assert 0.94 <= hits / 3000 <= 0.975
+def test_position_effect_cancels_within_pair_cycles():
+    base, cand, orders, cycle = _pair(20, seed=1)
+    first = np.array([o[0] == 0 for o in orders])
+    base = base * np.where(first[:, None], 1.03, 1.0)  # whoever goes first is 3% slower
+    cand = cand * np.where(first[:, None], 1.0, 1.03)
+    iv = paired_speedup(base, cand, orders, 0, 1, cycle)
+    assert iv.contains(1.2) and iv.half_width_rel < 0.003, iv
+    table = round_table([base, cand])
+    assert position_effect(table, orders, 0, 1) == pytest.approx(0.0609, abs=0.005)
 
 
-def test_order_statistic_interval_of_the_median():
-    x = np.arange(1.0, 21.0)  # n = 20: x(6)..x(15), coverage 1 - 2 P(B <= 5) = 0.9586
-    iv = median_interval(x)
-    assert (iv.estimate, iv.low, iv.high) == (10.5, 6.0, 15.0)
-    assert iv.coverage == pytest.approx(1 - 2 * sum(math.comb(20, k) for k in range(6)) / 2**20)
-    assert not median_interval([1.0, 2.0, 3.0]).has_interval
+@pytest.mark.parametrize("rounds", [2, 8])
+def test_too_few_cycles_give_no_interval_and_say_why(rounds):
+    base, cand, orders, cycle = _pair(rounds)
+    iv = paired_speedup(base, cand, orders, 0, 1, cycle)
+    assert not iv.has_interval and iv.estimate == pytest.approx(1.2, rel=0.01)
+    assert "too few rounds for an interval" in iv.note and iv.n == rounds // 2 < MIN_CYCLES
 
 
-def test_paired_bootstrap_pairs_baseline_first_rounds_with_candidate_first_rounds():
-    rng = np.random.default_rng(2)
-    rounds = 20
-    base = 60 * np.exp(rng.normal(0, 0.001, (rounds, 100)))
-    cand = 50 * np.exp(rng.normal(0, 0.001, (rounds, 100)))
-    b_first = np.arange(rounds) % 2 == 0
-    base = base * np.where(b_first[:, None], 1.03, 1.0)  # whoever goes first is 3% slower
-    cand = cand * np.where(b_first[:, None], 1.0, 1.03)
-    iv = paired_bootstrap(base, cand)
-    assert iv.contains(1.2) and iv.half_width_rel < 0.002, iv
-    # the same data with the order flags wrong: pairs no longer cancel the position effect
-    wrong = paired_bootstrap(base, cand, baseline_first=np.r_[np.ones(10, bool), np.zeros(10, bool)])
-    assert wrong.half_width_rel > 5 * iv.half_width_rel
-    boot = paired_bootstrap(base, cand, interval="bootstrap", resamples=2000, seed=3)
-    assert boot.estimate == iv.estimate and boot.method != iv.method
-    assert boot == paired_bootstrap(base, cand, interval="bootstrap", resamples=2000, seed=3)
+def test_a_round_without_data_drops_its_pair_cycle_not_the_run():
+    base, cand, orders, cycle = _pair(12, seed=4)
+    cand[3] = np.nan
+    iv = paired_speedup(base, cand, orders, 0, 1, cycle)
+    assert iv.n == 5 and iv.left_out == 1 and iv.contains(1.2)
 
 
-@pytest.mark.parametrize("rounds", [1, 2, 8])
-def test_too_few_rounds_give_no_interval(rounds):
-    base = np.full((rounds, 5), 60.0) * (1 + 0.01 * np.arange(rounds))[:, None]
-    iv = paired_bootstrap(base, base / 1.2)
-    assert not iv.has_interval and iv.low is None and iv.high is None
-    assert iv.estimate == pytest.approx(1.2) or rounds == 1 and math.isnan(iv.estimate)
-    assert "too few rounds for an interval" in iv.note or rounds == 1
-    assert iv.n == rounds // 2 < MIN_CYCLES
+def test_one_round_30_percent_slower_is_left_out_and_does_not_widen_the_interval():
+    base, cand, orders, cycle = _pair(20, seed=5)
+    clean_iv = paired_speedup(base, cand, orders, 0, 1, cycle)
+    cand[7] *= 1.3
+    iv = paired_speedup(base, cand, orders, 0, 1, cycle)
+    assert iv.left_out == 1 and iv.n == 9
+    assert iv.half_width_rel < 2 * clean_iv.half_width_rel and iv.contains(1.2)
+    table = round_table([base, cand])
+    assert np.flatnonzero(table.bad[1]).tolist() == [7] and not table.bad[0].any()
+
+
+def test_identical_cycles_give_no_zero_width_interval():
+    obs = np.full((20, 10), 4.512)
+    design = BalancedDesign.williams(2)
+    iv = paired_speedup(obs, obs / 1.25, design.orders(20), 0, 1, design.cycle)
+    assert not iv.has_interval and "cannot resolve" in iv.note
+    assert iv.estimate == pytest.approx(1.25)
+
+
+def test_round_summaries_leave_the_timer_grid():
+    """Two steady 4.5 us kernels on a 32 ns grid: the round medians repeat, the fenced means do not."""
+    rng = np.random.default_rng(6)
+    grid = 0.032
+    true = 4.5 * np.exp(rng.normal(0, 0.002, (10, 200)))
+    phase = rng.uniform(0, grid, true.shape)
+    read = grid * (np.floor((phase + true) / grid) - np.floor(phase / grid))
+    assert len(np.unique(np.median(read, axis=1))) <= 2
+    summaries = round_summaries(read)
+    assert len(np.unique(summaries)) == 10
+    assert np.mean(summaries) == pytest.approx(np.mean(true), rel=5e-4)
+
+
+def test_fences_drop_spikes_but_keep_real_spread():
+    rng = np.random.default_rng(7)
+    obs = 50 * np.exp(rng.normal(0, 0.02, (4, 1000)))
+    spiked = obs.copy()
+    spiked[:, :20] *= 3.0
+    assert round_summaries(spiked) == pytest.approx(np.mean(obs[:, 20:], axis=1), rel=1e-3)
+    assert round_summaries(obs) == pytest.approx(np.mean(obs, axis=1), rel=1e-12)
+
+
+def test_latency_of_one_method_uses_groups_of_rounds():
+    rng = np.random.default_rng(8)
+    obs = 80 * np.exp(rng.normal(0, 0.01, (12, 100)))
+    iv = latency(obs)
+    assert iv.method == LATENCY and iv.n == 12 and iv.contains(80 * math.exp(0.01**2 / 2))
+    assert latency(obs, cycle=2).n == 6
 
 
 def test_bad_observations_are_dropped_and_counted():
-    obs = np.full((4, 10), 50.0)
+    obs = np.full((6, 10), 50.0)
     obs[0, :3] = [np.nan, np.inf, -1.0]
     obs[1, 0] = 0.0
     obs[2, :] = np.nan  # a round without one valid observation
     cleaned, bad = clean(obs)
     assert bad == 14 and np.isnan(cleaned[0, :3]).all()
-    med = round_medians(obs)
-    assert med[0] == 50.0 and math.isnan(med[2])
-    assert median_of_medians(obs) == 50.0
-    assert latency(obs).estimate == 50.0
+    s = round_summaries(obs)
+    assert s[0] == 50.0 and math.isnan(s[2])
+    iv = latency(obs)
+    assert iv.estimate == pytest.approx(50.0) and iv.n == 5 and iv.left_out == 1
     assert math.isnan(round_noise(obs)[2]) and round_noise(obs)[0] == 0.0
-
-
-def test_a_round_without_data_drops_its_pair_cycle_not_the_run():
-    rng = np.random.default_rng(4)
-    base = 60 * np.exp(rng.normal(0, 0.002, (12, 50)))
-    cand = 50 * np.exp(rng.normal(0, 0.002, (12, 50)))
-    cand[3] = np.nan
-    iv = paired_bootstrap(base, cand)
-    assert iv.n == 5 and iv.contains(1.2)
-
-
-def test_position_effect_recovers_a_planted_leader_penalty():
-    rng = np.random.default_rng(5)
-    rounds, obs = 10, 400
-    b_first = np.arange(rounds) % 2 == 0
-    a = 50 * np.exp(0.01 * rng.standard_normal((rounds, obs)))
-    b = 50 * np.exp(0.01 * rng.standard_normal((rounds, obs)))
-    planted = np.where(b_first[:, None], a * 1.03, a)
-    assert position_effect(planted, b, b_first) == pytest.approx(0.03, abs=0.004)
-    assert abs(position_effect(a, b, b_first)) < 0.004
 
 
 def test_drift_flags_slow_first_rounds_and_not_flat_ones():

@@ -53,7 +53,7 @@ def test_prediction_interval_uses_the_history_spread_and_t_quantiles():
     iv, mde = prediction_ratio(hist, np.zeros(3), math.log(1.0), 0.0)
     s = np.std(hist, ddof=1) * math.sqrt(1 + 1 / 3)
     assert iv.high == pytest.approx(math.exp(4.302653 * s), rel=1e-5)
-    assert 0.03 < mde < 0.05
+    assert 0.05 < mde < 0.08  # at the spread's 80% upper bound: 2.12 s for 3 runs
     one, _ = prediction_ratio(hist[:1], np.array([0.001]), 0.0, 0.001)  # no spread known: within-run errors only
     assert one.high == pytest.approx(math.exp(1.959964 * math.sqrt(2) * 0.001), rel=1e-5)
 
@@ -121,7 +121,7 @@ def _gate(*args):
 def test_exit_code_table(real_result, history_dir, tmp_path):
     same = save_result(synthetic(real_result, seed=4), tmp_path / "same.json")
     slow = save_result(synthetic(real_result, cand_us=44.0, seed=5), tmp_path / "slow.json")
-    noisy = save_result(synthetic(real_result, cand_us=41.2, noise=0.3, seed=6), tmp_path / "n.json")
+    noisy = save_result(synthetic(real_result, cand_us=41.2, noise=0.6, seed=6), tmp_path / "n.json")
     other = synthetic(real_result, seed=9)
     other.workload = {**other.workload, "content_hash": "f" * 64}
     other = save_result(other, tmp_path / "other.json")

@@ -36,7 +36,7 @@ def test_json_round_trip_preserves_everything(tmp_path, cpu_result):
     assert back.summaries["math"].drift == cpu_result.summaries["math"].drift
     for label, obs in cpu_result.observations.items():
         assert np.array_equal(back.observations[label], obs)
-    assert back.protocol["rounds"] == 6 and back.schema == "kprof-result/2"
+    assert back.protocol["rounds"] == 6 and back.schema == "kprof-result/3"
     assert back.design == cpu_result.design
     assert (tmp_path / "latest.json").read_text() == path.read_text()
 
