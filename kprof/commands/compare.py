@@ -120,9 +120,12 @@ def run_compare(session: MeasurementSession, baseline: str, candidates: list[str
     names = [baseline] + list(candidates)
     labels = unique_labels(names)
     pairs = [(0, k) for k in range(1, len(names))]
-    # a repeated spec is an A/A check: also its speedup against the spec's first row
-    pairs += [(labels.index(label.split("#")[0]), k) for k, label in enumerate(labels)
-              if "#" in label and labels.index(label.split("#")[0]) != 0]
+    # a repeated spec, or =LABEL (the prepared copy timed again), is an A/A check: also its
+    # speedup against the row it repeats
+    for k, label in enumerate(labels):
+        original = label[1:] if label.startswith("=") else label.split("#")[0] if "#" in label else None
+        if original in labels and labels.index(original) not in (0, k):
+            pairs.append((labels.index(original), k))
     result = run_pairs(session, names, pairs, progress, labels)
     result.notes = notes + result.notes
     return result

@@ -56,7 +56,7 @@ def test_method_specific_drift_is_far_better_covered_than_by_independent_cycles(
 
 
 def test_the_precision_stop_keeps_coverage_where_it_stops():
-    for name in ("H200 effects, target 0.5%", "method AR(1) drift 0.3% (rho 0.5), 3 methods, target 0.5%"):
+    for name in ("H200 effects, target 0.25%",):  # several looks: the selection the stop must survive
         e, target = STOP_CASES[name]
         c = stopped_coverage(e, target, 300)
         assert 0.93 <= c.coverage <= 0.98 and c.reached == 1.0, (name, c)
