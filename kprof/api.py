@@ -180,7 +180,7 @@ def time(fn: Callable[[], object], *, rounds: int | None = None, observations: i
     stop = None if protocol.precision is None else PrecisionStop(protocol.precision, [], protocol.level,
                                                                  protocol.max_time_s)
     m = harness.time(fn, stop=stop)
-    return Summary.of(m.observations[0], protocol.interval_level, m.table())
+    return Summary.of(m.observations[0], protocol.interval_level, m.table)
 
 
 def load_result(path) -> Result:

@@ -16,7 +16,7 @@ from kprof.cli.console import console
 @click.option("--json", "fmt", flag_value="json",
               help="JSON for machines: one object per timed row of every Result (the CSV's columns).")
 @click.option("--plot", type=click.Path(dir_okay=False), default=None,
-              help="Also write a PNG: round medians (drift) and speedups with intervals, or stage medians.")
+              help="Also write a PNG: round means (drift) and speedups with intervals, or stage medians.")
 def report(results, fmt, plot) -> None:
     """Render stored Results (runs/*.json): terminal tables by default."""
     from kprof.results.export import to_csv, to_markdown

@@ -30,7 +30,7 @@ def unique_labels(names: list[str]) -> list[str]:
 
 def pair_speedup(m: Measurement, baseline: int, candidate: int, level: float) -> Speedup:
     """Speedup of row ``candidate`` over row ``baseline`` from one paired measurement."""
-    table = m.table()
+    table = m.table
     values, left_out = pair_values(table, m.orders, baseline, candidate, m.cycle)
     return Speedup(candidate=m.labels[candidate], baseline=m.labels[baseline],
                    interval=log_interval(values, level, SPEEDUP, left_out),

@@ -78,9 +78,8 @@ class MeasurementSession:
         t0 = time.perf_counter()
         w = resolve_workload(name, device=target.device)
         loaded = time.perf_counter() - t0
-        session = cls(target, w, protocol, collect_environment(with_ncu=False), notes, config_mode)
-        session.setup_s["workload"] = loaded
-        return session
+        return cls(target, w, protocol, collect_environment(with_ncu=False), notes, config_mode,
+                   {"workload": loaded})
 
     def workload_doc(self) -> dict:
         if self.workload is None:
@@ -184,7 +183,7 @@ class MeasurementSession:
                speedups: list[Speedup] = ()) -> Result:
         """A Result of this session: fingerprint, workload, protocol, summaries of every row."""
         observations = measurement.rows()
-        table = measurement.table()
+        table = measurement.table
         square = len(measurement.labels) if measurement.orders else 1  # rounds in which every row held every position
         summaries = {label: Summary.of(o, self.protocol.interval_level, table, i, square)
                      for i, (label, o) in enumerate(observations.items())}

@@ -31,7 +31,9 @@ def tune_request(method: str, workload: str | None, device: str, launches: Seque
         observations=observations or (100 if gpu else 2), warmup=10 if gpu else 1, evict_mib=512 if gpu else 8,
         eviction=eviction,
         timeout_s=timeout_s, finalists=finalists,
-        paired={"warmup_pairs": 50, "observations": 200} if gpu else
+        # finalists against the default: until the speedup is within +-0.5%, 30 s at most each
+        paired={"warmup_pairs": 20, "initial_warmup_pairs": 300, "observations": 100, "precision": 0.005,
+                "max_time_s": 30.0} if gpu else
                {"min_rounds": 10, "min_pair_cycles": 5, "warmup_pairs": 0, "observations": 2, "evict_mib": 8},
         out_dir=out_dir, replace_stale=replace_stale,
     )

@@ -22,6 +22,7 @@ its observations of every round (with observations a multiple of 4).
 
 from __future__ import annotations
 
+import functools
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -80,13 +81,11 @@ class Measurement:
     def rows(self) -> dict[str, np.ndarray]:
         return {label: self.observations[i] for i, label in enumerate(self.labels)}
 
+    @functools.cached_property
     def table(self) -> RoundTable:
         """Round summaries of every row and the bad rounds among them (throttled rounds included)."""
         rounds = self.observations.shape[1]
-        throttled = [False] * rounds
-        for r in (self.telemetry.throttled_rounds if self.telemetry is not None else []):
-            if r < rounds:
-                throttled[r] = True
+        throttled = self.telemetry.throttled_flags(rounds) if self.telemetry is not None else None
         return round_table(self.observations, throttled, self.orders or None)
 
 
@@ -293,7 +292,7 @@ class Harness:
                 self.progress.round_done(r)
                 r += 1
                 if looks is not None and r == rounds:
-                    rounds = looks.after(np.stack(done, axis=1), sampler.throttled_so_far(r),
+                    rounds = looks.after(np.stack(done, axis=1), sampler.report().throttled_flags(r),
                                          time.monotonic() - t0)
                     if rounds > r:
                         self.progress.start_rounds(rounds)
@@ -312,15 +311,12 @@ class _Looks:
     when done or out of time)."""
 
     def __init__(self, stop: PrecisionStop, design: BalancedDesign):
-        self.stop, self.design, self.timed_out = stop, design, False
+        self.stop, self.design = stop, design
 
     def after(self, observations: np.ndarray, throttled, elapsed_s: float) -> int:
         rounds = observations.shape[1]
         look = self.stop.look(observations, self.design.orders(rounds), self.design.cycle, throttled)
-        if look.done:
-            return rounds
-        if elapsed_s >= self.stop.max_time_s:
-            self.timed_out = True
+        if look.done or elapsed_s >= self.stop.max_time_s:
             return rounds
         return self.stop.next_look(rounds, self.design.cycle)
 

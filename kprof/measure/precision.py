@@ -20,15 +20,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kprof.measure.protocol import LOOK_SPEND
 from kprof.measure.stats import MIN_CYCLES, Interval, RoundTable, method_latency, round_table, speedup
 
 GROWTH = 1.5  # each look comes once the rounds have grown by this factor
-SPEND = 2.0  # the look level's error is the target level's divided by this
 
 
 def look_level(level: float) -> float:
     """The level every interval of a precision-stopped run is computed at."""
-    return 1 - (1 - level) / SPEND
+    return 1 - (1 - level) / LOOK_SPEND
 
 
 @dataclass

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, replace
 from kprof.core.errors import KprofError
 
 EVICTION_MODES = ("read-write", "read")
+LOOK_SPEND = 2.0  # a precision-stopped run computes its intervals at 1 - (1 - level) / LOOK_SPEND (precision.py)
 
 
 @dataclass(frozen=True)
@@ -75,11 +76,7 @@ class TimingProtocol:
     @property
     def interval_level(self) -> float:
         """The level intervals are computed at: spent over looks when the run stops on precision."""
-        if self.precision is None:
-            return self.level
-        from kprof.measure.precision import look_level
-
-        return look_level(self.level)
+        return self.level if self.precision is None else 1 - (1 - self.level) / LOOK_SPEND
 
     def with_overrides(self, **kw) -> "TimingProtocol":
         """This protocol with the given values (None: keep); a fixed round count turns the

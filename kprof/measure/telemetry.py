@@ -35,6 +35,14 @@ class TelemetryReport:
     def throttled_rounds(self) -> list[int]:
         return [r.round for r in self.rounds if r.throttled]
 
+    def throttled_flags(self, rounds: int) -> list[bool]:
+        """Whether each of the first ``rounds`` rounds was throttled (all False without NVML)."""
+        flags = [False] * rounds
+        for r in self.throttled_rounds:
+            if r < rounds:
+                flags[r] = True
+        return flags
+
     def to_dict(self) -> dict:
         return asdict(self)
 
@@ -105,15 +113,6 @@ class TelemetrySampler:
     def _loop(self) -> None:
         while not self._stop.wait(self.interval_ms / 1000):
             self._take()
-
-    def throttled_so_far(self, rounds: int) -> list[bool]:
-        """Whether each of the first ``rounds`` rounds was throttled (all False without NVML)."""
-        flags = [False] * rounds
-        if self.available:
-            for rt in self.report().rounds:
-                if rt.round < rounds:
-                    flags[rt.round] = rt.throttled
-        return flags
 
     def report(self) -> TelemetryReport:
         if not self.available:

@@ -110,13 +110,11 @@ def holm(p_values: list[float]) -> list[float]:
 def one_sided_p(iv: Interval, slower: bool) -> float:
     """The p-value of "no change" against a change in one direction, read back from an interval
     whose log is symmetric (normal or t with the interval's degrees of freedom)."""
-    if not iv.has_interval or iv.low <= 0 or iv.high <= iv.low:
+    se = within_run_sd(iv)
+    if se <= 0:
         return 1.0
-    df = iv.df if iv.df else math.inf
-    q = sps.t.ppf(1 - (1 - (iv.coverage or iv.level)) / 2, df)
-    se = (math.log(iv.high) - math.log(iv.low)) / (2 * q)
     z = math.log(iv.estimate) / se
-    return float(sps.t.sf(z if slower else -z, df))
+    return float(sps.t.sf(z if slower else -z, iv.df or math.inf))
 
 
 def family_verdicts(intervals: list[Interval | None], threshold: float, level: float) -> list[str]:

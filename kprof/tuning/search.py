@@ -19,6 +19,7 @@ from typing import Callable, Sequence
 from kprof.core.errors import KprofError
 from kprof.core.paths import tuned_dir
 from kprof.core.target import resolve_target
+from kprof.measure.protocol import TimingProtocol
 from kprof.measure.stats import paired_speedup
 from kprof.methods import get_method
 from kprof.tuning.cache import (
@@ -246,7 +247,8 @@ def _finalize(tf: TuneFile, worker: CandidateWorker, req: TuneRequest, note: Cal
             note(f"{tf.key.launch} finalist {_config_text(rec.config)}: failed ({got[:80]})")
             continue
         obs, orders, cycle = got
-        iv = paired_speedup(obs[0], obs[1], orders, 0, 1, cycle)  # default / candidate
+        level = TimingProtocol(**{**req.paired, "eviction": req.eviction}).interval_level
+        iv = paired_speedup(obs[0], obs[1], orders, 0, 1, cycle, level)  # default / candidate
         tf.finalists.append({"config": rec.config, "status": "ok", "speedup": iv.estimate, "low": iv.low,
                              "high": iv.high, "cycles": iv.n, "interval": iv.method, "note": iv.note})
         note(f"{tf.key.launch} finalist {_config_text(rec.config)}: {iv.text()}")

@@ -19,6 +19,7 @@ import torch
 from kprof.core import pinned
 from kprof.core.target import resolve_target
 from kprof.measure.harness import Harness, TimedOp
+from kprof.measure.precision import PrecisionStop
 from kprof.measure.protocol import TimingProtocol
 from kprof.measure.rounds import round_summaries
 from kprof.methods import get_method
@@ -73,9 +74,11 @@ def _serve(conn, spec: WorkerSpec) -> None:
             prepared = method.prepare(workload, target, {spec.launch: cfg})
             if msg[0] == "paired":
                 base = method.prepare(workload, target, {})
-                harness = Harness(target.device, TimingProtocol(**msg[2]), telemetry=False,
-                                  eviction=screening.eviction)
-                m = harness.paired([TimedOp("default", base.run), TimedOp("candidate", prepared.run)])
+                protocol = TimingProtocol(**msg[2])
+                harness = Harness(target.device, protocol, telemetry=False, eviction=screening.eviction)
+                stop = None if protocol.precision is None else PrecisionStop(
+                    protocol.precision, [(0, 1)], protocol.level, protocol.max_time_s)
+                m = harness.paired([TimedOp("default", base.run), TimedOp("candidate", prepared.run)], stop=stop)
                 conn.send(("paired", m.observations.tolist(), m.orders, m.cycle))
                 continue
             if prepared.output is not None:

@@ -227,3 +227,57 @@ def test_phase_pads_run_untimed_before_every_odd_observation_cycle():
                 assert not inside, "a pad never sits inside a timed interval"
                 starts_before_pad.append(starts)
         assert starts_before_pad == [2, 6], "before observation cycles 1 and 3 (two methods each)"
+
+
+class NoisyClock(Clock):
+    """Each row's intervals are its base time with log-normal noise (rows in creation order)."""
+
+    name = "noisy"
+
+    def __init__(self, bases, sd, seed=0):
+        self.bases, self.sd, self.rng, self.made = bases, sd, np.random.default_rng(seed), 0
+
+    def recorder(self, n):
+        base, clock = self.bases[self.made % len(self.bases)], self
+        self.made += 1
+
+        class Rec(IntervalRecorder):
+            def start(self, i):
+                pass
+
+            def stop(self, i):
+                pass
+
+            def elapsed_us(self, count):
+                return base * np.exp(clock.sd * clock.rng.standard_normal(count))
+
+        return Rec()
+
+    def synchronize(self):
+        pass
+
+
+def _noisy_harness(protocol, sd):
+    return Harness("cpu", protocol, telemetry=False, clock=NoisyClock([60.0, 50.0], sd), eviction=None, gate=None)
+
+
+def test_a_precision_stop_runs_until_the_speedup_is_that_narrow():
+    from kprof.measure.precision import PrecisionStop
+    from kprof.measure.stats import speedup
+
+    p = TimingProtocol(precision=0.002, warmup_pairs=0, observations=20, evict_mib=0, host_bound=True)
+    stop = PrecisionStop(p.precision, [(0, 1)], p.level, max_time_s=60)
+    m = _noisy_harness(p, 0.05).paired(_ops(Log(), ["A", "B"]), stop=stop)
+    rounds = [look.rounds for look in m.looks]
+    assert rounds[0] == 10 and len(rounds) > 1 and m.looks[-1].done and not any(k.done for k in m.looks[:-1])
+    assert m.observations.shape[1] == rounds[-1] and rounds == sorted(rounds)
+    iv = speedup(m.table, m.orders, 0, 1, m.cycle, p.interval_level)
+    assert iv.half_width_rel <= 0.002 and iv.contains(1.2) and "reached after" in m.notes[0]
+
+
+def test_a_precision_stop_out_of_time_says_so():
+    from kprof.measure.precision import PrecisionStop
+
+    p = TimingProtocol(precision=0.0001, warmup_pairs=0, observations=4, evict_mib=0, host_bound=True)
+    m = _noisy_harness(p, 0.05).paired(_ops(Log(), ["A", "B"]), stop=PrecisionStop(p.precision, [(0, 1)], 0.95, 0))
+    assert m.observations.shape[1] == 10 and len(m.looks) == 1 and "NOT reached" in m.notes[0]
