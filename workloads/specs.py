@@ -23,6 +23,7 @@ class WorkloadSpec:
     rope_theta: float
     description: str
     seed: int = 0
+    layout: str = "clustered"  # the generator's content: see kprof.workloads.synthetic.LAYOUTS
 
     @property
     def shape(self) -> WorkloadShape:
@@ -56,10 +57,73 @@ SPECS: dict[str, WorkloadSpec] = {
 }
 
 
+SYNTHETIC = "synthetic:"
+SYNTHETIC_EXAMPLE = "synthetic:hq=8,hkv=2,d=64,n=4096,dtype=fp16"
+LAYOUTS = ("clustered", "uniform")
+_DTYPES = ("fp16", "bf16", "fp32")
+_REQUIRED = ("hq", "hkv", "d", "n", "dtype")
+_OPTIONAL = ("seed", "layout", "rope_theta")
+
+
+def is_spec(name: str) -> bool:
+    """A named spec or a synthetic shape spec (``synthetic:hq=...``)."""
+    return name in SPECS or name.startswith(SYNTHETIC)
+
+
+def _synthetic(text: str) -> WorkloadSpec:
+    """``synthetic:hq=8,hkv=2,d=64,n=4096,dtype=fp16[,seed=S][,layout=clustered|uniform][,rope_theta=T]``."""
+    fix = f"write e.g. {SYNTHETIC_EXAMPLE}"
+    fields: dict[str, str] = {}
+    for part in filter(None, text[len(SYNTHETIC):].split(",")):
+        key, eq, value = part.partition("=")
+        key = key.strip()
+        if not eq or key not in _REQUIRED + _OPTIONAL:
+            raise WorkloadError(f"bad synthetic spec part {part!r} in {text!r}: keys are "
+                                f"{', '.join(_REQUIRED + _OPTIONAL)}; {fix}")
+        if key in fields:
+            raise WorkloadError(f"synthetic spec {text!r} sets {key} twice: {fix}")
+        fields[key] = value.strip()
+    missing = [k for k in _REQUIRED if k not in fields]
+    if missing:
+        raise WorkloadError(f"synthetic spec {text!r} lacks {', '.join(missing)}: {fix}")
+    sizes = {}
+    for key in ("hq", "hkv", "d", "n", "seed"):
+        if key in fields:
+            try:
+                sizes[key] = int(fields[key])
+            except ValueError:
+                raise WorkloadError(f"synthetic spec {text!r}: {key}={fields[key]!r} is not an integer: "
+                                    f"{fix}") from None
+    if any(sizes[k] < 1 for k in ("hq", "hkv", "d", "n")) or sizes.get("seed", 0) < 0:
+        raise WorkloadError(f"synthetic spec {text!r}: sizes must be positive and the seed not negative: {fix}")
+    if sizes["hq"] % sizes["hkv"]:
+        raise WorkloadError(f"synthetic spec {text!r}: hq={sizes['hq']} is not a multiple of hkv={sizes['hkv']} "
+                            "(each KV head serves a whole group of query heads)")
+    if sizes["d"] % 2:
+        raise WorkloadError(f"synthetic spec {text!r}: d={sizes['d']} is odd; RoPE rotates channel pairs, so d is even")
+    if fields["dtype"] not in _DTYPES:
+        raise WorkloadError(f"synthetic spec {text!r}: dtype={fields['dtype']!r}: use one of {', '.join(_DTYPES)}")
+    layout = fields.get("layout", "clustered")
+    if layout not in LAYOUTS:
+        raise WorkloadError(f"synthetic spec {text!r}: layout={layout!r}: use one of {', '.join(LAYOUTS)}")
+    try:
+        theta = float(fields.get("rope_theta", "10000"))
+    except ValueError:
+        raise WorkloadError(f"synthetic spec {text!r}: rope_theta={fields['rope_theta']!r} is not a number") from None
+    # the canonical name: the same shape written in another order is the same workload
+    name = SYNTHETIC + ",".join(f"{k}={fields[k]}" for k in _REQUIRED + _OPTIONAL if k in fields)
+    return WorkloadSpec(name, sizes["hq"], sizes["hkv"], sizes["d"], sizes["n"], fields["dtype"], "synthetic", None,
+                        theta, f"synthetic shape ({layout} keys)", sizes.get("seed", 0), layout)
+
+
 def get_spec(name: str) -> WorkloadSpec:
+    """A named spec, or the spec a ``synthetic:`` string describes."""
+    if name.startswith(SYNTHETIC):
+        return _synthetic(name)
     try:
         return SPECS[name]
     except KeyError:
         raise WorkloadError(
-            f"unknown workload {name!r}: use a workload file or one of {', '.join(SPECS)}"
+            f"unknown workload {name!r}: use a workload file, one of {', '.join(SPECS)}, or a shape such as "
+            f"{SYNTHETIC_EXAMPLE}"
         ) from None

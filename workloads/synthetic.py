@@ -53,6 +53,15 @@ class SyntheticRecipe:
     query_noise: float = 0.5
 
 
+# A spec's layout picks the recipe: "clustered" keys as real caches have them (every named spec),
+# or "uniform": i.i.d. keys without clusters, dominant channels or sinks, where sparse methods
+# find no structure to exploit.
+LAYOUTS = {
+    "clustered": SyntheticRecipe(),
+    "uniform": SyntheticRecipe(clusters_per_1k_tokens=0.0, cluster_noise=1.0, dominant_channel_pairs=0, sinks=0),
+}
+
+
 def _gen(seed: int, *stream: int) -> np.random.Generator:
     """A PCG64 generator for one named stream; stable across processes, versions and machines."""
     digest = hashlib.sha256(repr((seed,) + stream).encode()).digest()
@@ -77,7 +86,7 @@ def _kv_head(spec: WorkloadSpec, recipe: SyntheticRecipe, h: int) -> tuple[np.nd
     scale[pick + half] *= recipe.dominant_scale
     bias = 0.5 * g.standard_normal(d)
     clusters = int(min(recipe.max_clusters, max(4, round(n / 1000 * recipe.clusters_per_1k_tokens))))
-    centroids = g.standard_normal((clusters, d))
+    centroids = g.standard_normal((clusters, d)) * (recipe.clusters_per_1k_tokens > 0)  # none: i.i.d. keys
     v_scale = np.exp(0.25 * g.standard_normal(d))
     v_centroids = 0.5 * g.standard_normal((clusters, d))
 
@@ -146,7 +155,7 @@ def _norm_for_top1pct_mass(unit_logits: np.ndarray, target: float) -> float:
 def synthesize(spec: WorkloadSpec | str, recipe: SyntheticRecipe | None = None) -> Workload:
     """Materialise a named spec as a deterministic synthetic :class:`Workload` (CPU tensors)."""
     spec = get_spec(spec) if isinstance(spec, str) else spec
-    recipe = recipe or SyntheticRecipe()
+    recipe = recipe or LAYOUTS[spec.layout]
     dtype = dtype_from_name(spec.dtype)
     k = torch.empty(spec.hkv, spec.n, spec.d, dtype=dtype)
     v = torch.empty_like(k)

@@ -33,8 +33,10 @@ def protocol_options(fn=None, *, force: bool = True, many_workloads: bool = Fals
 
     opts = [
         click.option("--workload", default=None, multiple=many_workloads,
-                     help="Spec name or .safetensors file" + (" (repeatable: one paired run per workload, one "
-                                                              "table and Result)" if many_workloads else "")
+                     help="Spec name, a shape such as synthetic:hq=8,hkv=2,d=64,n=4096,dtype=fp16 (optional "
+                          "seed=, layout=clustered|uniform, rope_theta=), or a .safetensors file"
+                          + (" (repeatable: one paired run per workload, one table and Result)" if many_workloads
+                             else "")
                      + " [default: qwen2.5-7b-l14-32k on GPU, cpu-smoke on CPU]."),
         click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
                      help="Where to run; cpu means the Triton interpreter and the host clock."),

@@ -11,6 +11,7 @@ import dataclasses
 import hashlib
 import io
 import json
+import re
 import tempfile
 import types
 import typing
@@ -240,7 +241,8 @@ class Result:
 
     def default_stem(self) -> str:
         stamp = self.created.replace(":", "").replace("-", "").replace("+0000", "Z")[:15]
-        return f"{stamp}-{self.kind}-{self.workload.get('name', 'workload')}"
+        name = re.sub(r"[^A-Za-z0-9._-]+", "_", str(self.workload.get("name", "workload")))  # synthetic:hq=8,...
+        return f"{stamp}-{self.kind}-{name}"
 
 
 def _round(x, digits: int):

@@ -214,3 +214,18 @@ def test_a_repeated_candidate_gets_its_a_a_speedup_against_the_first(run_in, tmp
     pairs = [(s["candidate"], s["baseline"]) for s in doc["speedups"]]
     assert pairs == [("math:", "math"), ("math:#2", "math"), ("math:#2", "math:")]
     assert "speedup math:#2 vs math:" in r.output
+
+
+def test_compare_and_workload_info_take_a_synthetic_shape(run_in, kprof_home, tmp_path):
+    spec = "synthetic:hq=4,hkv=2,d=32,n=128,dtype=fp32"
+    out = tmp_path / "shape.json"
+    r = run_in(["compare", "--method", "triton-dense", "--baseline", "math", "--workload", spec, "--out", str(out),
+                *TINY])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(out.read_text())
+    assert doc["workload"]["name"] == spec and doc["workload"]["shape"]["n"] == 128
+    assert all(m["validation"]["passed"] for m in doc["methods"])
+    info = run_in(["workload", "info", spec, "--json"])
+    assert info.exit_code == 0 and json.loads(info.output)["content_hash"] == doc["workload"]["content_hash"]
+    bad = run_in(["compare", "--workload", "synthetic:hq=3,hkv=2,d=32,n=128,dtype=fp32", *TINY])
+    assert bad.exit_code != 0 and "not a multiple of hkv" in bad.output and "Traceback" not in bad.output

@@ -103,3 +103,41 @@ def test_the_readme_lists_the_same_hashes():
     readme = (Path(__file__).parents[2] / "README.md").read_text()
     for name, digest in CONTENT_HASHES.items():
         assert f"`{name}`" in readme and digest[:16] in readme, name
+
+
+def test_a_synthetic_shape_spec_is_any_shape_with_a_stable_canonical_name_and_hash():
+    w = synthesize("synthetic:n=256,d=32,hkv=2,hq=6,dtype=fp32")
+    assert (w.shape.hq, w.shape.hkv, w.shape.d, w.shape.n, w.dtype) == (6, 2, 32, 256, torch.float32)
+    assert w.name == "synthetic:hq=6,hkv=2,d=32,n=256,dtype=fp32"
+    again = synthesize("synthetic:hq=6,hkv=2,d=32,n=256,dtype=fp32")
+    assert again.content_hash() == w.content_hash()
+    assert synthesize("synthetic:hq=6,hkv=2,d=32,n=256,dtype=fp32,seed=1").content_hash() != w.content_hash()
+    assert 0.3 < attention_profile(w).mean("top1pct_mass") < 0.95
+
+
+def test_the_uniform_layout_has_no_clusters_or_sinks():
+    spec = get_spec("synthetic:hq=4,hkv=1,d=32,n=512,dtype=fp32,layout=uniform")
+    w = synthesize(spec)
+    pre = apply_rope(w.k[0].double(), -w.positions, spec.rope_theta)
+    pre = (pre - pre.mean(0)) / pre.std(0)
+    dist = torch.cdist(pre, pre)
+    dist.fill_diagonal_(float("inf"))
+    assert dist.min(dim=1).values.median() > 0.6 * dist[torch.isfinite(dist)].median()
+    norms = w.k[0].norm(dim=1)
+    assert norms[:4].mean() < 2 * norms[4:].mean()
+
+
+@pytest.mark.parametrize("text,match", [
+    ("synthetic:hq=8", "lacks hkv, d, n, dtype"),
+    ("synthetic:hq=7,hkv=2,d=64,n=512,dtype=fp16", "not a multiple of hkv"),
+    ("synthetic:hq=8,hkv=2,d=63,n=512,dtype=fp16", "odd"),
+    ("synthetic:hq=8,hkv=2,d=64,n=512,dtype=int8", "use one of fp16, bf16, fp32"),
+    ("synthetic:hq=8,hkv=2,d=64,n=x,dtype=fp16", "not an integer"),
+    ("synthetic:hq=8,hkv=2,d=64,n=0,dtype=fp16", "positive"),
+    ("synthetic:hq=8,hkv=2,d=64,n=64,dtype=fp16,layout=spiral", "layout"),
+    ("synthetic:hq=8,hq=8,hkv=2,d=64,n=64,dtype=fp16", "twice"),
+    ("synthetic:colour=red", "keys are"),
+])
+def test_a_bad_synthetic_spec_is_one_line_naming_the_fix(text, match):
+    with pytest.raises(WorkloadError, match=match):
+        get_spec(text)
