@@ -26,7 +26,7 @@ from typing import Callable, Mapping, Sequence
 import torch
 
 from kprof.commands.compare import run_prepared, unique_labels
-from kprof.commands.session import MeasurementSession, ValidatedMethod
+from kprof.commands.session import MeasurementSession, ValidatedMethod, refuse_invalid
 from kprof.core.errors import KprofError
 from kprof.core.target import resolve_target
 from kprof.measure.catalog import LaunchCatalog
@@ -147,12 +147,8 @@ def compare(candidates: Mapping[str, Op] | Sequence[Op], baseline: Op, *, inputs
         role = "baseline" if i == 0 else "candidate"
         prepared.append(session.prepare(op, label, role) if isinstance(op, str)
                         else _callable_method(session, label, role, op, expected, tolerance))
-    failed = [pm.record for pm in prepared if not pm.record.validation.passed]
-    if strict and failed:
-        v = failed[0].validation
-        raise KprofError(f"{failed[0].label}: output differs from the reference (relative error {v.rel_error:.1e} > "
-                         f"tolerance {v.tolerance:.1e}, {v.non_finite} non-finite): fix it, or pass strict=False "
-                         "to time it anyway")
+    if strict:
+        refuse_invalid([pm.record for pm in prepared])
     if expected is None and any(not isinstance(op, str) for _, op in ops):
         session.notes.append("callables were not validated: pass reference= to compare their outputs")
     result = run_prepared(session, prepared, [(0, k) for k in range(1, len(prepared))])

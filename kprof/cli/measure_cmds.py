@@ -58,8 +58,11 @@ def _finish(result, out: str | None, as_json: bool, table) -> None:
               help="With several --workload: run the workloads at once on these GPUs of one model, each "
                    "workload's rows one paired run on one GPU (a worker process pinned to it). [default: one "
                    "device, one workload after another]")
+@click.option("--keep-invalid", is_flag=True,
+              help="Time a row whose output failed validation anyway, marked FAIL in every table and plot "
+                   "(by default such a row stops the run before anything is timed, exit 3).")
 @protocol_options(many_workloads=True)
-def compare(methods: tuple[str, ...], baseline: str, vary: tuple[str, ...], devices: str | None,
+def compare(methods: tuple[str, ...], baseline: str, vary: tuple[str, ...], devices: str | None, keep_invalid: bool,
             workload: tuple[str, ...], device, config_mode, as_json, out, **kw) -> None:
     """Time candidates against a baseline in the same rounds, with a speedup interval.
 
@@ -71,9 +74,10 @@ def compare(methods: tuple[str, ...], baseline: str, vary: tuple[str, ...], devi
     interval that allows for drift between cycles (bad rounds left out and counted), noise,
     drift, validation against fp64 and
     launch counts from a separate profiler pre-run. A method spec NAME@REV times the method as it
-    was at git revision REV, in the same rounds. Exit 3 if an output fails validation, a method
-    reports a fault in its runs, or more than 1% of a row's observations are bad (the Result is
-    written first).
+    was at git revision REV, in the same rounds. An output that fails validation stops the run
+    before timing (exit 3; --keep-invalid times it, marked FAIL). Exit 3 too if a method reports
+    a fault in its runs, or more than 1% of a row's observations are bad (the Result is written
+    first).
     """
     from kprof.commands.session import MeasurementSession
     from kprof.commands.sweep import run_sweep, with_variants
@@ -93,9 +97,11 @@ def compare(methods: tuple[str, ...], baseline: str, vary: tuple[str, ...], devi
 
         spread = parse_devices(devices, cuda_device_count() if gpu else 0)
     with measurement_progress(as_json) as progress:
-        result = run_sweep(lambda w: MeasurementSession.open(device, w, overrides, progress.status, config_mode),
+        result = run_sweep(lambda w: MeasurementSession.open(device, w, overrides, progress.status, config_mode,
+                                                             keep_invalid),
                            list(workload) or [None], baseline, candidates, progress, devices=spread,
-                           session_args={"device": device, "overrides": overrides, "config_mode": config_mode})
+                           session_args={"device": device, "overrides": overrides, "config_mode": config_mode,
+                                         "keep_invalid": keep_invalid})
     _finish(result, out, as_json, compare_table)
 
 

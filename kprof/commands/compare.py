@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 
-from kprof.commands.session import MeasurementSession
+from kprof.commands.session import MeasurementSession, refuse_invalid
 from kprof.core.errors import KprofError
 from kprof.measure.harness import Measurement, Progress, TimedOp
 from kprof.measure.host_cost import host_us_per_call
@@ -66,6 +66,8 @@ def run_pairs(session: MeasurementSession, names: list[str], pairs: list[tuple[i
         progress.status(f"preparing and validating {label}")
         prepared.append(session.prepare(name, label, role))
     replays = {i: labels.index(name[1:]) for i, name in enumerate(names) if name.startswith("=")}
+    if not session.keep_invalid:
+        refuse_invalid([pm.record for pm in prepared])
     return run_prepared(session, prepared, pairs, progress, replays)
 
 

@@ -27,6 +27,7 @@ def against_revision(session: MeasurementSession, rev: str, methods: tuple[str, 
         name, colon, options = spec.partition(":")
         pairs.append((len(names), len(names) + 1))
         names += [f"{name}@{rev}" + (colon + options if options else ""), spec]
+    session.keep_invalid = True  # a failed row makes the gate INCOMPARABLE (exit 4), not a failed check (3)
     result = run_pairs(session, names, pairs, progress)
     broken = [m.label for m in result.methods if not m.validation.passed or m.faults]
     if bad := bad_observation_error(result):

@@ -14,6 +14,7 @@ from typing import Callable
 
 import torch
 
+from kprof.core.errors import InvalidOutput
 from kprof.core.target import ExecutionTarget, resolve_target
 from kprof.measure.catalog import record_catalog
 from kprof.measure.copy_peak import load_peak
@@ -54,6 +55,7 @@ class MeasurementSession:
     notes: list[str] = field(default_factory=list)
     config_mode: str = "auto"  # "auto" (tuned when the cache matches) | "default" | a JSON file
     setup_s: dict[str, float] = field(default_factory=dict)  # wall seconds per setup phase, for the Result
+    keep_invalid: bool = False  # time rows whose output failed validation (marked FAIL) instead of stopping
     _references: dict = field(default_factory=dict)
 
     @contextlib.contextmanager
@@ -67,7 +69,7 @@ class MeasurementSession:
 
     @classmethod
     def open(cls, device: str, workload: str | None, overrides: dict, status: Callable[[str], None] = lambda s: None,
-             config_mode: str = "auto"):
+             config_mode: str = "auto", keep_invalid: bool = False):
         target = resolve_target(device)
         notes = []
         if not target.is_gpu:
@@ -79,7 +81,7 @@ class MeasurementSession:
         w = resolve_workload(name, device=target.device)
         loaded = time.perf_counter() - t0
         return cls(target, w, protocol, collect_environment(with_ncu=False), notes, config_mode,
-                   {"workload": loaded})
+                   {"workload": loaded}, keep_invalid)
 
     def workload_doc(self) -> dict:
         if self.workload is None:
@@ -224,6 +226,19 @@ class MeasurementSession:
             observations=observations,
             phases_s={k: round(v, 3) for k, v in self.setup_s.items()} | {"timing": round(measurement.wall_s, 3)},
         )
+
+
+def refuse_invalid(records: list[MethodRecord]) -> None:
+    """Stop before timing when a row's output failed validation: timing a wrong kernel answers
+    nothing. One line naming the row, its error and the tolerance."""
+    failed = [r for r in records if not r.validation.passed]
+    if not failed:
+        return
+    v, more = failed[0].validation, len(failed) - 1
+    raise InvalidOutput(
+        f"{failed[0].label}: output differs from the reference (relative error {v.rel_error:.1e} > tolerance "
+        f"{v.tolerance:.1e}, {v.non_finite} non-finite)" + (f", and {more} more row(s) failed" if more else "")
+        + ": nothing was timed; fix it, or pass --keep-invalid (Python: strict=False) to time it anyway")
 
 
 def bad_observation_error(result: Result) -> str | None:

@@ -150,7 +150,7 @@ def compare_in_process(conn, session_args: dict, workloads: list[str | None], ba
             session = MeasurementSession.open(
                 session_args.get("device", "auto"), name, session_args.get("overrides", {}),
                 lambda msg, name=name: conn.send(("status", name, f"{name}: {msg}")),
-                session_args.get("config_mode", "auto"))
+                session_args.get("config_mode", "auto"), session_args.get("keep_invalid", False))
             conn.send(("ok", name, run_compare(session, baseline, candidates)))
         except Exception as exc:  # noqa: BLE001 - one line to the parent, which stops the sweep
             text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]

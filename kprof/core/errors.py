@@ -21,3 +21,9 @@ class MethodUnavailable(KprofError):
 
 class ConfigError(KprofError):
     """A launch configuration names an unknown launch/key or an illegal value."""
+
+
+class InvalidOutput(KprofError):
+    """A method's output failed validation, so nothing was timed (exit 3, as a failed check)."""
+
+    exit_code = 3

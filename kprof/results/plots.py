@@ -34,15 +34,15 @@ def plot_results(results: list[Result], path: str | Path) -> Path:
     for (ax_drift, ax_right), res in zip(axes, results):
         for label, s in res.summaries.items():
             medians = [float("nan") if m is None else m for m in s.round_summaries_us]
-            ax_drift.plot(range(1, len(medians) + 1), medians, marker="o", ms=3, label=label)
+            ax_drift.plot(range(1, len(medians) + 1), medians, marker="o", ms=3, label=_shown(res, label))
         ax_drift.set_xlabel("round")
-        ax_drift.set_ylabel("round median (us)")
+        ax_drift.set_ylabel("round mean (us)")
         # a sweep's name joins its workloads: wrap it rather than run past the panel
         ax_drift.set_title("\n".join(textwrap.wrap(f"{res.workload.get('name')}: round means ({res.mode})", 70)),
                            fontsize=9)
         ax_drift.legend(fontsize=7)
         if res.kind == "compare" and res.speedups:
-            labels = [s.candidate for s in res.speedups]
+            labels = [_shown(res, s.candidate) for s in res.speedups]
             est = [s.interval.estimate for s in res.speedups]
             err = [[e - (s.interval.low if s.interval.has_interval else e) for e, s in zip(est, res.speedups)],
                    [(s.interval.high if s.interval.has_interval else e) - e for e, s in zip(est, res.speedups)]]
@@ -73,6 +73,12 @@ def plot_results(results: list[Result], path: str | Path) -> Path:
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def _shown(res: Result, label: str) -> str:
+    """A row's label as plotted: FAIL marks one whose output failed validation or that faulted."""
+    rec = next((m for m in res.methods if m.label == label), None)
+    return f"{label} FAIL" if rec is not None and (not rec.validation.passed or rec.faults) else label
 
 
 def _family(rec) -> str:

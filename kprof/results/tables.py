@@ -83,7 +83,8 @@ def compare_table(result: Result) -> Table:
     sweep = any(rec.workload for rec in result.methods)
     if sweep:
         t.add_column("workload", no_wrap=True)
-    t.add_column("method", no_wrap=True)
+    t.add_column("method", no_wrap=True, min_width=6)
+    t.add_column("valid", no_wrap=True, min_width=5)  # never squeezed out: a FAIL must show at any width
     t.add_column("launches", justify="right")
     host = any(rec.host_us is not None for rec in result.methods)
     if host:
@@ -105,19 +106,19 @@ def compare_table(result: Result) -> Table:
                          if any(m.bytes_from_host for m in result.methods) else ""))
     t.add_column("noise", justify="right")
     t.add_column("err vs base", justify="right")
-    t.add_column("valid")
     t.add_column("drift")
     for i, rec in enumerate(result.methods):
         s = result.summaries[rec.label]
         sp = speedups.get(rec.label)
         last_of_workload = sweep and (i + 1 == len(result.methods) or result.methods[i + 1].workload != rec.workload)
         v = rec.validation
-        status = "[green]ok[/]" if v.passed else f"[red]FAIL[/] (rel {v.rel_error:.1e})"
+        status = "[green]ok[/]" if v.passed else "[red]FAIL[/]"
         if rec.faults:
-            status = f"[red]FAULT[/] ({len(rec.faults)})"
+            status = "[red]FAULT[/]"
         t.add_row(
             *([rec.workload] if sweep else []),
             rec.label.removesuffix(f" @ {rec.workload}") if sweep else rec.label,
+            status,
             _launches(rec),
             *([_us(rec.host_us) if rec.host_us is not None else ""] if host else ()),
             _us(s.median_us.estimate),
@@ -126,7 +127,6 @@ def compare_table(result: Result) -> Table:
             *(_throughput(result, rec.label) if throughput else ()),
             f"{100 * s.noise:.1f}%",
             f"{v.error_vs_baseline:.1e}" if v.error_vs_baseline is not None else "",
-            status,
             "[yellow]yes[/]" if s.drift.flagged else "",
             end_section=last_of_workload,
         )

@@ -101,3 +101,24 @@ def test_unknown_method_names_every_way_to_bring_one():
 def test_bad_object_references_are_one_line(userpkg, spec, message):
     r = CliRunner().invoke(cli, ["check", "--method", spec, "--device", "cpu"])
     assert r.exit_code == 1 and message in " ".join(r.output.split()) and "Traceback" not in r.output
+
+
+def test_a_wrong_user_function_stops_compare_before_timing_unless_kept(userpkg, tmp_path, monkeypatch):
+    from kprof.measure import harness
+
+    timed = []
+    real = harness.Harness.paired
+    monkeypatch.setattr(harness.Harness, "paired", lambda self, *a, **k: timed.append(1) or real(self, *a, **k))
+    out = tmp_path / "r.json"
+    args = ["compare", "--method", "userpkg.attn:wrong", "--baseline", "math", "--out", str(out), *TINY]
+    r = CliRunner().invoke(cli, args)
+    assert r.exit_code == 3 and not timed and not out.exists(), r.output
+    assert "userpkg.attn:wrong: output differs from the reference" in " ".join(r.output.split())
+    assert "--keep-invalid" in r.output and "Traceback" not in r.output
+    from kprof.cli import console
+
+    monkeypatch.setattr(console.console, "width", 100)  # a narrow terminal: the valid column stays
+    r = CliRunner().invoke(cli, args + ["--keep-invalid"])
+    assert r.exit_code == 3 and timed and out.exists(), r.output
+    row = next(line for line in r.output.splitlines() if line.strip().startswith("userpkg.attn:"))
+    assert "FAIL" in row and len(row) <= 100, r.output
