@@ -3,7 +3,7 @@
 from kprof.core.errors import KprofError  # the one error users catch
 from kprof.core.version import VERSION as __version__
 
-__all__ = ["KprofError", "Result", "__version__", "compare", "load_result", "time"]
+__all__ = ["KprofError", "Result", "__version__", "compare", "load_result", "time", "tunable"]
 
 _API = {"compare", "time", "load_result"}
 
@@ -15,6 +15,10 @@ def __getattr__(name: str):
         from kprof import api
 
         return getattr(api, name)
+    if name == "tunable":
+        from kprof.methods.tunable import tunable
+
+        return tunable
     if name == "Result":
         from kprof.results.result import Result
 

@@ -158,7 +158,7 @@ def _report(outcome) -> None:
     console.print(t)
     for f in tf.finalists:
         if f["status"] != "ok":
-            console.print(f"  finalist {f['config']}: failed ({f['reason']})")
+            console.print(f"  finalist {f['config']}: {f['status']} ({f['reason']})")
         elif f.get("low") is None:
             console.print(f"  finalist {f['config']}: complete-operation speedup {f['speedup']:.3f}x vs default "
                           f"({f.get('note') or 'no interval'})")

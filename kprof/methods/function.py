@@ -2,11 +2,13 @@
 
 ``q [Hq, d]``, ``k, v [Hkv, N, d]`` are the workload's tensors on the run's device; the function
 returns the attention output ``[Hq, d]``, which is validated against fp64 dense attention like
-every other method's. It is timed as one opaque call (it has no launch parameters to tune).
+every other method's. It is timed as one opaque call; a function made ``@kprof.tunable`` has one
+launch, ``call``, whose declared parameters it receives as keyword arguments.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 import torch
@@ -14,6 +16,7 @@ import torch
 from kprof.core.config_space import MethodConfig
 from kprof.core.errors import KprofError
 from kprof.methods.base import Method, Prepared, Stage
+from kprof.methods.tunable import LAUNCH, TunableFunction
 from kprof.workloads.workload import Workload
 
 
@@ -34,9 +37,30 @@ class FunctionMethod(Method):
             "kernel_modules": (fn.__module__,) if getattr(fn, "__module__", None) else (),
         })
 
+    def config_space(self):
+        return {LAUNCH: self.fn.space} if isinstance(self.fn, TunableFunction) else {}
+
+    @classmethod
+    def from_options(cls, options: dict[str, str]) -> "FunctionMethod":
+        """A tunable function's parameters as options (``MODULE:NAME:BLOCK_N=128``); a plain
+        function takes none."""
+        method = cls()
+        if not options:
+            return method
+        if not isinstance(cls.fn, TunableFunction):
+            raise KprofError(f"--method {cls.name}: a function takes no options unless it is @kprof.tunable: drop "
+                             f"':{','.join(f'{k}={v}' for k, v in options.items())}'")
+        try:
+            method.launch_overrides = {LAUNCH: {k: int(v) for k, v in options.items()}}
+        except ValueError:
+            raise KprofError(f"--method {cls.name}: launch parameters are integers, got "
+                             f"{', '.join(f'{k}={v}' for k, v in options.items())}") from None
+        return method
+
     def _prepare(self, workload: Workload, config: MethodConfig) -> Prepared:
         q, k, v = workload.q, workload.k, workload.v
-        fn, name = self.fn, self.name
+        name = self.name
+        fn = functools.partial(self.fn.fn, **config[LAUNCH]) if LAUNCH in config else self.fn
         out = fn(q, k, v)  # once before timing: the output a timed call must also give
         if not isinstance(out, torch.Tensor) or tuple(out.shape) != tuple(q.shape):
             got = f"shape {tuple(out.shape)}" if isinstance(out, torch.Tensor) else f"a {type(out).__name__}"

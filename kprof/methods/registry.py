@@ -147,9 +147,8 @@ def load_object(spec: str) -> Method:
         ORIGINS.setdefault(obj.name, f"--method {label}")
         return method
     if callable(obj) and not inspect.isclass(obj):
-        if options:
-            raise KprofError(f"--method {spec}: a function takes no options: drop ':{options}'")
-        return FunctionMethod.for_function(obj, label)()
+        return FunctionMethod.for_function(obj, label).from_options(
+            {k: v for k, v in _options(options, spec).items() if "." not in k})
     raise KprofError(f"--method {spec}: {attr!r} is a {type(obj).__name__}: name a Method subclass or a function "
                      "f(q, k, v) -> o")
 
@@ -197,8 +196,11 @@ def get_method(spec: str) -> Method:
                                  f"{name}@HEAD~1")
             cls = _at_revision(name, cls, rev)
         method = cls.from_options({k: v for k, v in options.items() if "." not in k})
-    launch = {k: v for k, v in options.items() if "." in k}
-    method.launch_overrides = parse_overrides([f"{k}={v}" for k, v in launch.items()])
+    launch = parse_overrides([f"{k}={v}" for k, v in options.items() if "." in k])
+    merged = {name: dict(params) for name, params in method.launch_overrides.items()}  # from_options' own
+    for name, params in launch.items():
+        merged.setdefault(name, {}).update(params)
+    method.launch_overrides = merged
     return method
 
 

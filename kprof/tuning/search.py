@@ -73,13 +73,16 @@ class LaunchOutcome:
     left: int = 0  # candidates of the space not measured because the budget ran out (a rerun resumes them)
 
 
+FINALIST_FLOOR = 0.9  # a finalist screened slower than this share of the default's speed is not re-timed
+
+
 def choose(candidates: list[dict], default: dict, strategy: str, max_configs: int | None, seed: int) -> list[dict]:
     """The screening order: the default first, then the strategy's pick of the rest."""
     if strategy not in STRATEGIES:
         raise KprofError(f"unknown strategy {strategy!r}: use {', '.join(STRATEGIES)}")
     rest = [c for c in candidates if c != default]
-    if strategy != "exhaustive":
-        random.Random(seed).shuffle(rest)
+    if strategy != "exhaustive" or (max_configs is not None and max_configs - 1 < len(rest)):
+        random.Random(seed).shuffle(rest)  # a capped screen samples the space; it never takes its first corner
     if max_configs is not None:
         rest = rest[: max(0, max_configs - 1)]
     return [default] + rest
@@ -239,7 +242,14 @@ def _finalize(tf: TuneFile, worker: CandidateWorker, req: TuneRequest, note: Cal
     """Paired complete-operation comparison of the best candidates against the default."""
     tf.finalists = []
     best = None
+    default = tf.measured(tf.default)
     for rec in [r for r in tf.ok() if r.config != tf.default][: req.finalists]:
+        if default is not None and default.status == "ok" and rec.median_us > default.median_us / FINALIST_FLOOR:
+            ratio = default.median_us / rec.median_us
+            tf.finalists.append({"config": rec.config, "status": "skipped", "reason": f"screened at {ratio:.2f}x"})
+            note(f"{tf.key.launch} finalist {_config_text(rec.config)}: screened at {ratio:.2f}x the default, "
+                 f"below {FINALIST_FLOOR:g}x: not re-timed")
+            continue
         note(f"{tf.key.launch} finalist {_config_text(rec.config)}: paired complete-operation protocol vs default")
         got = worker.paired(rec.config, {**req.paired, "eviction": req.eviction})
         if isinstance(got, str):
