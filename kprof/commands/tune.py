@@ -34,7 +34,7 @@ def tune_request(method: str, workload: str | None, device: str, launches: Seque
         # finalists against the default: until the speedup is within +-0.5%, 30 s at most each
         paired={"warmup_pairs": 20, "initial_warmup_pairs": 300, "observations": 100, "precision": 0.005,
                 "max_time_s": 30.0} if gpu else
-               {"min_rounds": 10, "min_pair_cycles": 5, "warmup_pairs": 0, "observations": 2, "evict_mib": 8},
+               {"min_rounds": 16, "min_pair_cycles": 8, "warmup_pairs": 0, "observations": 2, "evict_mib": 8},
         out_dir=out_dir, replace_stale=replace_stale,
     )
 
