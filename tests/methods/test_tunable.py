@@ -4,6 +4,7 @@ configs reach the function as keywords; kprof tune and compare take it like a bu
 import json
 
 import pytest
+import torch
 import triton
 import triton.language as tl
 from click.testing import CliRunner
@@ -123,3 +124,20 @@ def test_a_finalist_screened_far_slower_than_the_default_is_not_re_timed(userpkg
     _finalize(tf, NoWorker(), Req(), notes.append)
     assert tf.finalists[0]["status"] == "skipped" and "0.32x" in notes[0] and tf.best == {"B": 1}
     assert FINALIST_FLOOR == 0.9
+
+
+@pytest.mark.parametrize("block_n,num_warps", [(16, 1), (64, 4)])
+def test_the_users_triton_decode_fixture_matches_fp64_attention(userpkg, block_n, num_warps):
+    """The fixture the H200 acceptance tunes: a ragged last tile (n = 200) against fp64."""
+    from userpkg.triton_decode import decode
+
+    from kprof.methods.dense_reference import dense_attention_fp64
+    from kprof.workloads import Workload
+
+    g = torch.Generator().manual_seed(block_n)
+    q = torch.randn(8, 32, generator=g)
+    k, v = torch.randn(2, 200, 32, generator=g), torch.randn(2, 200, 32, generator=g)
+    w = Workload(q=q, k=k, v=v, positions=torch.arange(200), query_position=199, metadata={"name": "t"})
+    out = decode(q, k, v, BLOCK_N=block_n, num_warps=num_warps)
+    assert torch.allclose(out.double(), dense_attention_fp64(w), atol=2e-5)
+    assert decode.space.default() == {"BLOCK_N": 64, "num_warps": 4}
