@@ -3,9 +3,9 @@
 from kprof.core.errors import KprofError  # the one error users catch
 from kprof.core.version import VERSION as __version__
 
-__all__ = ["KprofError", "Result", "__version__", "compare", "load_result", "time", "tunable"]
+__all__ = ["KprofError", "Result", "__version__", "compare", "load_result", "time", "tune", "tunable"]
 
-_API = {"compare", "time", "load_result"}
+_API = {"compare", "time", "tune", "load_result"}
 
 
 def __getattr__(name: str):

@@ -20,23 +20,20 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import math
 from typing import Callable, Mapping, Sequence
 
 import torch
 
+from kprof.commands.callables import callable_method, check_output, expected_output  # noqa: F401 (public)
 from kprof.commands.compare import run_prepared, unique_labels
-from kprof.commands.session import MeasurementSession, ValidatedMethod, refuse_invalid
+from kprof.commands.session import MeasurementSession, refuse_invalid
 from kprof.core.errors import KprofError
 from kprof.core.target import resolve_target
-from kprof.measure.catalog import LaunchCatalog
 from kprof.measure.fingerprint import collect_environment
-from kprof.measure.harness import Harness
+from kprof.measure.harness import Harness, Progress
 from kprof.measure.precision import PrecisionStop
 from kprof.measure.protocol import default_protocol
-from kprof.methods.base import Prepared, Stage
-from kprof.methods.validation import compare_outputs
-from kprof.results.result import MethodRecord, Result, Summary, Validation
+from kprof.results.result import Result, Summary
 
 Op = Callable[[], object] | str
 
@@ -46,55 +43,6 @@ def _protocol_overrides(rounds, observations, warmup_pairs, evict_mib, graph, ho
     return {"rounds": rounds, "observations": observations, "warmup_pairs": warmup_pairs, "evict_mib": evict_mib,
             "eviction": eviction, "precision": precision, "max_time_s": max_time,
             "graph": graph or None, "host_bound": host_bound or None}
-
-
-def _fp64(inputs: Mapping[str, object]) -> dict:
-    """CPU float64 copies of the floating tensors among ``inputs`` (what a reference is run on)."""
-    return {k: v.detach().to("cpu", torch.float64) if isinstance(v, torch.Tensor) and v.is_floating_point() else v
-            for k, v in inputs.items()}
-
-
-def expected_output(reference, inputs: Mapping[str, object] | None):
-    """The reference output: a tensor, ``reference()``, or ``reference(**inputs)`` on fp64 CPU copies."""
-    if reference is None or isinstance(reference, torch.Tensor):
-        return reference
-    if not callable(reference):
-        raise KprofError(f"reference= must be a tensor or a callable, not a {type(reference).__name__}")
-    out = reference(**_fp64(inputs)) if inputs is not None else reference()
-    if not isinstance(out, torch.Tensor):
-        raise KprofError(f"the reference returned a {type(out).__name__}, not a tensor: return the expected output")
-    return out
-
-
-def check_output(label: str, out: object, expected: torch.Tensor | None, tolerance: float | None) -> Validation:
-    """``out`` against ``expected``: a Validation, or a one-line error when it cannot be compared."""
-    if expected is None:
-        return Validation(math.nan, math.nan, 0, math.nan, True)
-    if not isinstance(out, torch.Tensor):
-        raise KprofError(f"{label} returned a {type(out).__name__}, not a tensor, so it cannot be checked against "
-                         "the reference: return the output tensor (or pass no reference= to time it unchecked)")
-    if out.shape != expected.shape:
-        raise KprofError(f"{label}: output shape {tuple(out.shape)} differs from the reference's "
-                         f"{tuple(expected.shape)}: return the same shape as the reference")
-    report = compare_outputs(out, expected, tolerance)
-    return Validation(report.rel_error, report.max_abs_error, report.non_finite, report.tolerance, report.passed)
-
-
-def _callable_method(session: MeasurementSession, label: str, role: str, fn: Callable[..., object],
-                     expected: torch.Tensor | None, tolerance: float | None) -> ValidatedMethod:
-    """A callable as a validated row: run once, its output compared with ``expected``."""
-    if not callable(fn):
-        raise KprofError(f"{label}: pass a callable or a method spec string, not a {type(fn).__name__}")
-    out = fn()
-    if session.target.is_gpu:
-        torch.cuda.synchronize()
-    validation = check_output(label, out, expected, tolerance)
-    # a copy: two callables writing one preallocated buffer must not compare equal by aliasing
-    kept = out.detach().clone() if isinstance(out, torch.Tensor) else torch.empty(0)
-    prepared = Prepared(method=label, config={}, run=fn, stages=(Stage("call", fn),), expected_kernels=())
-    record = MethodRecord(label=label, method="callable", role=role, config={}, details={}, catalog=LaunchCatalog(
-        note="a Python callable: launches not recorded"), validation=validation)
-    return ValidatedMethod(record, prepared, kept)
 
 
 def _label(op: Op, fallback: str) -> str:
@@ -146,7 +94,7 @@ def compare(candidates: Mapping[str, Op] | Sequence[Op], baseline: Op, *, inputs
     for i, ((_, op), label) in enumerate(zip(ops, labels)):
         role = "baseline" if i == 0 else "candidate"
         prepared.append(session.prepare(op, label, role) if isinstance(op, str)
-                        else _callable_method(session, label, role, op, expected, tolerance))
+                        else callable_method(session, label, role, op, expected, tolerance))
     if strict:
         refuse_invalid([pm.record for pm in prepared])
     if expected is None and any(not isinstance(op, str) for _, op in ops):
@@ -177,6 +125,51 @@ def time(fn: Callable[[], object], *, rounds: int | None = None, observations: i
                                                                  protocol.max_time_s)
     m = harness.time(fn, stop=stop)
     return Summary.of(m.observations[0], protocol.interval_level, m.table)
+
+
+def tune(fn: Callable[..., object], *, space=None, default: Mapping[str, int] | None = None, constraints=(),
+         inputs: Mapping[str, object] | None = None, reference=None, tolerance: float | None = None,
+         workload: str | None = None, strategy: str = "random", max_configs: int | None = None, finalists: int = 3,
+         seed: int = 0, precision: float | None = None, max_time: float | None = None, device: str = "auto"):
+    """Tune ``fn``'s launch parameters in this process; the chosen config and its interval.
+
+    The space is ``fn``'s own (``@kprof.tunable``) or given here as in ``@kprof.tunable``
+    (``space=``, ``default=``, ``constraints=``; ``space`` may be a ``@triton.autotune`` kernel).
+    ``fn(**inputs, **config)`` is checked against ``reference`` (a tensor, or a function run on fp64
+    CPU copies of ``inputs``); without ``inputs``, ``fn(q, k, v, **config)`` runs on ``workload``
+    and is checked against fp64 dense attention, and constraints read the workload's shape. Wrong
+    candidates are rejected, the rest screened, finalists confirmed against the default with the
+    precision stop (``precision``, ``max_time``). Returns a
+    :class:`kprof.commands.tune_callable.CallableTuning`: ``.config``, ``.speedup`` (None when the
+    default stays), ``.screened``, ``.result`` (the finalists' paired Result).
+    """
+    from kprof.commands.tune_callable import tune_callable
+    from kprof.methods.dense_reference import dense_attention_fp64
+    from kprof.methods.tunable import TunableFunction, space_from_autotune, space_from_mapping
+
+    if space is not None:
+        declared = (space_from_autotune(space, constraints) if hasattr(space, "configs")
+                    else space_from_mapping(space, default, constraints))
+    elif isinstance(fn, TunableFunction):
+        declared = fn.space
+    else:
+        raise KprofError("kprof.tune needs a space: decorate the function with @kprof.tunable or pass space=")
+    call = fn.fn if isinstance(fn, TunableFunction) else fn
+    target = resolve_target(device)
+    overrides = _protocol_overrides(None, None, None, None, False, False, None, precision, max_time)
+    if inputs is None:
+        session = MeasurementSession.open(device, workload, overrides)
+        w = session.workload.to(target.device)
+        inputs, shape = {"q": w.q, "k": w.k, "v": w.v}, w.shape
+        expected = dense_attention_fp64(session.workload) if reference is None else expected_output(reference, inputs)
+    else:
+        protocol = default_protocol(target.is_gpu).with_overrides(**overrides)
+        session = MeasurementSession(target, None, protocol, collect_environment(with_ncu=False), [])
+        shape, expected = inputs, expected_output(reference, inputs)
+    if expected is None:
+        raise KprofError("kprof.tune needs reference=: a candidate that computes the wrong thing must not win")
+    return tune_callable(call, declared, session, inputs, shape, expected, tolerance, strategy, max_configs,
+                         finalists, seed, Progress())
 
 
 def load_result(path) -> Result:

@@ -122,3 +122,32 @@ def test_time_gives_a_summary():
     a = torch.randn(32, 32)
     s = kprof.time(lambda: a @ a, **FAST)
     assert s.median_us.estimate > 0 and s.median_us.low is not None
+
+
+def test_tune_a_callable_rejects_a_wrong_variant_and_confirms_the_fastest():
+    def mm(a, b, *, REPEAT, WRONG):
+        out = a @ b
+        for _ in range(REPEAT - 1):
+            out = a @ b
+        return out * (1.5 if WRONG else 1.0)
+
+    a, b = torch.randn(96, 96), torch.randn(96, 96)
+    got = kprof.tune(mm, space={"REPEAT": [16, 1], "WRONG": [0, 1]}, inputs={"a": a, "b": b},
+                     reference=lambda a, b: a @ b, device="cpu", tolerance=1e-4)
+    status = {(s.config["REPEAT"], s.config["WRONG"]): s.status for s in got.screened}
+    assert status == {(16, 0): "ok", (1, 0): "ok", (16, 1): "rejected", (1, 1): "rejected"}
+    assert got.default == {"REPEAT": 16, "WRONG": 0} and got.config == {"REPEAT": 1, "WRONG": 0}
+    assert got.speedup.low > 1 and got.result.speedups[0].candidate == "REPEAT=1,WRONG=0"
+    with pytest.raises(kprof.KprofError, match="needs a space"):
+        kprof.tune(mm, inputs={"a": a, "b": b}, reference=lambda a, b: a @ b, device="cpu")
+    with pytest.raises(kprof.KprofError, match="needs reference="):
+        kprof.tune(mm, space={"REPEAT": [1]}, inputs={"a": a, "b": b}, device="cpu")
+
+
+def test_tune_an_attention_function_on_a_workload_reads_its_shape(userpkg):
+    from userpkg.attn import tunable_attend
+
+    got = kprof.tune(tunable_attend, workload="synthetic:hq=8,hkv=2,d=32,n=128,dtype=fp32", device="cpu")
+    tried = {(s.config["BLOCK"], s.config["SCALE_PCT"]): s.status for s in got.screened}
+    assert set(tried) == {(1, 100), (2, 100), (1, 50), (2, 50)}, "BLOCK 4 does not divide 2 KV heads"
+    assert tried[(1, 50)] == tried[(2, 50)] == "rejected" and got.config["SCALE_PCT"] == 100
