@@ -121,7 +121,7 @@ def gate_cmd(baselines, candidate, rev, methods, max_regression, metric, uncerta
     """
     if rev is None and (not baselines or not candidate):
         raise click.UsageError("pass --baseline HISTORY and --candidate RESULT, or --against REV")
-    if rev is not None and any("@" in m.partition(":")[0] for m in methods):
+    if rev is not None and any("@" in m.split("=", 1)[0] for m in methods):
         raise click.UsageError("--against compares each --method with itself at REV: pass plain method specs")
     if rev is not None and (baselines or candidate):
         raise click.UsageError("--against times both versions itself: drop --baseline and --candidate")

@@ -9,6 +9,7 @@ from kprof.commands.compare import run_pairs
 from kprof.commands.session import MeasurementSession, bad_observation_error
 from kprof.core.errors import KprofError
 from kprof.measure.harness import Progress
+from kprof.methods.registry import at_revision
 from kprof.results.gate import GateInputError, GateReport, history_gate, load_history, same_run_gate
 from kprof.results.result import Result, load_result
 
@@ -19,14 +20,13 @@ CPU_DEFAULT_METHODS = ("triton-dense",)
 def against_revision(session: MeasurementSession, rev: str, methods: tuple[str, ...], threshold: float,
                      progress: Progress | None = None) -> tuple[GateReport, Result]:
     """Each method now and as it was at ``rev``, in the same rounds; the verdict from that run."""
-    if any("@" in m.partition(":")[0] for m in methods):
+    if any("@" in m.split("=", 1)[0] for m in methods):  # NAME@REV or MODULE:NAME@REV
         raise KprofError("--against compares each --method with itself at REV: pass plain method specs")
     methods = methods or (GPU_DEFAULT_METHODS if session.target.is_gpu else CPU_DEFAULT_METHODS)
     names, pairs = [], []
     for spec in methods:
-        name, colon, options = spec.partition(":")
         pairs.append((len(names), len(names) + 1))
-        names += [f"{name}@{rev}" + (colon + options if options else ""), spec]
+        names += [at_revision(spec, rev), spec]
     session.keep_invalid = True  # a failed row makes the gate INCOMPARABLE (exit 4), not a failed check (3)
     result = run_pairs(session, names, pairs, progress)
     broken = [m.label for m in result.methods if not m.validation.passed or m.faults]

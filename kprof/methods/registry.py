@@ -18,7 +18,7 @@ from kprof.core.config_space import parse_overrides
 from kprof.core.errors import KprofError
 from kprof.methods.base import Method
 from kprof.methods.function import FunctionMethod
-from kprof.methods.revision import load_method_class, resolve
+from kprof.methods.revision import load_method_class, load_user_object, resolve
 
 METHODS: dict[str, type[Method]] = {}
 ORIGINS: dict[str, str] = {}  # method name -> where it came from (built-in, an entry point, KPROF_PLUGINS)
@@ -123,32 +123,55 @@ def _is_object_reference(spec: str) -> bool:
     """``pkg.mod:Name`` or ``mod:Name``: a module path before the first ':' and an identifier
     after it (``name:key=value`` is a registered method with options)."""
     head, _, rest = spec.partition(":")
-    target = rest.partition(":")[0]
+    target = rest.partition(":")[0].partition("@")[0]
     return bool(target) and "=" not in target and target.isidentifier() and all(
         part.isidentifier() for part in head.split("."))
+
+
+def at_revision(spec: str, rev: str) -> str:
+    """``spec`` as it was at ``rev``: ``NAME@REV[:options]``, or ``MODULE:NAME@REV[:options]``
+    for a user's object."""
+    if _is_object_reference(spec) and spec.partition(":")[0] not in METHODS:
+        module, _, rest = spec.partition(":")
+        attr, colon, options = rest.partition(":")
+        return f"{module}:{attr}@{rev}{colon}{options}"
+    name, colon, options = spec.partition(":")
+    return f"{name}@{rev}{colon}{options}"
 
 
 def load_object(spec: str) -> Method:
     """The Method that ``MODULE:NAME`` names: a Method subclass, or a function ``f(q, k, v)``."""
     module_name, _, rest = spec.partition(":")
     attr, _, options = rest.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise KprofError(f"--method {spec}: module {module_name!r} cannot be imported ({exc}): install it or add its "
-                         "folder to PYTHONPATH") from None
-    obj = getattr(module, attr, None)
+    attr, at, rev = attr.partition("@")
+    if at and not rev:
+        raise KprofError(f"method spec {spec!r} names no revision after '@': write MODULE:NAME@REV, e.g. "
+                         f"{module_name}:{attr}@HEAD~1")
+    if at:  # the object as it was at a revision of the git repository that holds the module
+        obj, sha = load_user_object(module_name, attr, rev)
+    else:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise KprofError(f"--method {spec}: module {module_name!r} cannot be imported ({exc}): install it or add "
+                             "its folder to PYTHONPATH") from None
+        obj, sha = getattr(module, attr, None), None
     if obj is None:
         raise KprofError(f"--method {spec}: module {module_name!r} has no {attr!r}: name a Method subclass or a "
                          "function f(q, k, v) -> o in it")
-    label = f"{module_name}:{attr}"
+    label = f"{module_name}:{attr}" + (f"@{sha[:12]}" if sha else "")
+    own = {k: v for k, v in _options(options, spec).items() if "." not in k}
     if inspect.isclass(obj) and issubclass(obj, Method):
-        method = obj.from_options({k: v for k, v in _options(options, spec).items() if "." not in k})
+        if sha:
+            obj = type(obj.__name__, (obj,), {"name": f"{obj.name}@{sha[:12]}", "revision": sha,
+                                              "__module__": obj.__module__})
+        method = obj.from_options(own)
         ORIGINS.setdefault(obj.name, f"--method {label}")
         return method
     if callable(obj) and not inspect.isclass(obj):
-        return FunctionMethod.for_function(obj, label).from_options(
-            {k: v for k, v in _options(options, spec).items() if "." not in k})
+        cls = FunctionMethod.for_function(obj, label)
+        cls.revision = sha
+        return cls.from_options(own)
     raise KprofError(f"--method {spec}: {attr!r} is a {type(obj).__name__}: name a Method subclass or a function "
                      "f(q, k, v) -> o")
 
