@@ -56,7 +56,7 @@ def compare(candidates: Mapping[str, Op] | Sequence[Op], baseline: Op, *, inputs
             rounds: int | None = None, observations: int | None = None, warmup_pairs: int | None = None,
             evict_mib: int | None = None, eviction: str | None = None, graph: bool = False,
             host_bound: bool = False, strict: bool = True, device: str = "auto", precision: float | None = None,
-            max_time: float | None = None) -> Result:
+            max_time: float | None = None, flops=None, bytes=None) -> Result:
     """Time ``candidates`` against ``baseline`` in the same rounds of a balanced design.
 
     A callable is zero-argument, or, with ``inputs`` (named tensors: a generic workload), called as
@@ -66,8 +66,10 @@ def compare(candidates: Mapping[str, Op] | Sequence[Op], baseline: Op, *, inputs
     whose output differs from the reference beyond ``tolerance`` stops the call before timing.
     ``name`` names the setup in the Result: the gate compares only Results of one name.
     ``precision`` (0.005 = +-0.5%) runs until every speedup interval is that narrow, for at most
-    ``max_time`` seconds; ``rounds`` fixes the run's length instead. Protocol defaults are the
-    CLI's (``kprof compare --help``).
+    ``max_time`` seconds; ``rounds`` fixes the run's length instead. ``flops`` and ``bytes`` (numbers,
+    or functions of ``inputs``) are the work of one call of every callable row: the table then shows
+    TFLOP/s and GB/s against the measured roofs (``kprof env --measure-peak``). Protocol defaults
+    are the CLI's (``kprof compare --help``).
     """
     if isinstance(candidates, str) or callable(candidates):  # one candidate, not a sequence of them
         candidates = [candidates]
@@ -99,6 +101,12 @@ def compare(candidates: Mapping[str, Op] | Sequence[Op], baseline: Op, *, inputs
         refuse_invalid([pm.record for pm in prepared])
     if expected is None and any(not isinstance(op, str) for _, op in ops):
         session.notes.append("callables were not validated: pass reference= to compare their outputs")
+    work_flops, work_bytes = _work(flops, inputs), _work(bytes, inputs)
+    for (_, op), pm in zip(ops, prepared):
+        if not isinstance(op, str):
+            pm.record.flops_per_call = work_flops
+            if work_bytes is not None:
+                pm.record.bytes_per_call, pm.record.bytes_source = int(work_bytes), "given by the caller"
     result = run_prepared(session, prepared, [(0, k) for k in range(1, len(prepared))])
     if session.workload is None:
         tensors = {k: {"shape": list(v.shape), "dtype": str(v.dtype).removeprefix("torch."), "device": v.device.type}
@@ -106,16 +114,17 @@ def compare(candidates: Mapping[str, Op] | Sequence[Op], baseline: Op, *, inputs
         # the gate compares Results of one name and the same input shapes and dtypes only
         ident = hashlib.sha256(json.dumps([name, tensors], sort_keys=True).encode()).hexdigest()[:16]
         result.workload = {"name": name, "content_hash": f"callables:{ident}", "shape": None,
-                           "metadata": {"inputs": tensors}}
+                           "dtype": _dtype_of(inputs), "metadata": {"inputs": tensors}}
     return result
 
 
 def time(fn: Callable[[], object], *, rounds: int | None = None, observations: int | None = None,
          warmup_pairs: int | None = None, evict_mib: int | None = None, eviction: str | None = None,
          graph: bool = False, host_bound: bool = False, device: str = "auto", precision: float | None = None,
-         max_time: float | None = None) -> Summary:
+         max_time: float | None = None, flops: float | None = None, bytes: float | None = None) -> Summary:
     """One callable under the protocol: its time per call with an interval, spread, noise and
-    drift (microseconds). ``precision`` runs until the interval is that narrow (GPU default +-0.5%)."""
+    drift (microseconds). ``precision`` runs until the interval is that narrow (GPU default +-0.5%).
+    With ``flops`` or ``bytes`` (per call) the Summary also gives ``tflops`` and ``gb_per_s``."""
     target = resolve_target(device)
     protocol = default_protocol(target.is_gpu).with_overrides(
         **_protocol_overrides(rounds, observations, warmup_pairs, evict_mib, graph, host_bound, eviction,
@@ -124,13 +133,40 @@ def time(fn: Callable[[], object], *, rounds: int | None = None, observations: i
     stop = None if protocol.precision is None else PrecisionStop(protocol.precision, [], protocol.level,
                                                                  protocol.max_time_s)
     m = harness.time(fn, stop=stop)
-    return Summary.of(m.observations[0], protocol.interval_level, m.table)
+    summary = Summary.of(m.observations[0], protocol.interval_level, m.table)
+    us = summary.median_us.estimate
+    summary.tflops = _work(flops, None) / us / 1e6 if flops is not None else None
+    summary.gb_per_s = _work(bytes, None) / us / 1e3 if bytes is not None else None
+    return summary
+
+
+def _work(value, inputs: Mapping[str, object] | None) -> float | None:
+    """``flops=`` or ``bytes=``: a number, or a function of the inputs (``value(**inputs)``)."""
+    if value is None:
+        return None
+    if callable(value):
+        value = value(**(inputs or {}))
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise KprofError(f"flops= and bytes= take a positive number or a function of the inputs returning one, "
+                         f"got {value!r}")
+    return float(value)
+
+
+def _dtype_of(inputs: Mapping[str, object] | None) -> str | None:
+    """The dtype of the first floating tensor among ``inputs`` (which matmul roof applies)."""
+    from kprof.measure.matmul_peak import dtype_name
+
+    for v in (inputs or {}).values():
+        if isinstance(v, torch.Tensor) and v.is_floating_point():
+            return dtype_name(v.dtype)
+    return None
 
 
 def tune(fn: Callable[..., object], *, space=None, default: Mapping[str, int] | None = None, constraints=(),
          inputs: Mapping[str, object] | None = None, reference=None, tolerance: float | None = None,
          workload: str | None = None, strategy: str = "random", max_configs: int | None = None, finalists: int = 3,
-         seed: int = 0, precision: float | None = None, max_time: float | None = None, device: str = "auto"):
+         seed: int = 0, precision: float | None = None, max_time: float | None = None, rounds: int | None = None,
+         device: str = "auto"):
     """Tune ``fn``'s launch parameters in this process; the chosen config and its interval.
 
     The space is ``fn``'s own (``@kprof.tunable``) or given here as in ``@kprof.tunable``
@@ -139,7 +175,7 @@ def tune(fn: Callable[..., object], *, space=None, default: Mapping[str, int] | 
     CPU copies of ``inputs``); without ``inputs``, ``fn(q, k, v, **config)`` runs on ``workload``
     and is checked against fp64 dense attention, and constraints read the workload's shape. Wrong
     candidates are rejected, the rest screened, finalists confirmed against the default with the
-    precision stop (``precision``, ``max_time``). Returns a
+    precision stop (``precision``, ``max_time``; ``rounds`` fixes their run's length instead). Returns a
     :class:`kprof.commands.tune_callable.CallableTuning`: ``.config``, ``.speedup`` (None when the
     default stays), ``.screened``, ``.result`` (the finalists' paired Result).
     """
@@ -156,7 +192,7 @@ def tune(fn: Callable[..., object], *, space=None, default: Mapping[str, int] | 
         raise KprofError("kprof.tune needs a space: decorate the function with @kprof.tunable or pass space=")
     call = fn.fn if isinstance(fn, TunableFunction) else fn
     target = resolve_target(device)
-    overrides = _protocol_overrides(None, None, None, None, False, False, None, precision, max_time)
+    overrides = _protocol_overrides(rounds, None, None, None, False, False, None, precision, max_time)
     if inputs is None:
         session = MeasurementSession.open(device, workload, overrides)
         w = session.workload.to(target.device)

@@ -16,13 +16,15 @@ from kprof.cli.console import console, format_bytes
 @click.option("--no-ncu", is_flag=True, help="Skip locating ncu and asking its version (saves ~1 s).")
 @click.option("--measure-peak", is_flag=True,
               help="Measure the device's copy bandwidth (a 2 GiB device-to-device copy under kprof's protocol; "
-                   "256 MiB on the CPU) and cache it in profiles/copy-peak.json: tables then show %% of this peak.")
+                   "256 MiB on the CPU) and its matmul rate per dtype (torch.mm, 8192 square; 512 on the CPU), "
+                   "cached in profiles/copy-peak.json and matmul-peak.json: tables then show %% of these roofs.")
 def env(as_json: bool, no_ncu: bool, measure_peak: bool) -> None:
     """Device, driver, clocks, throttle reasons, software versions, ncu and NVML availability, and the
     cached copy peak that tables report percent of peak against."""
     from kprof.measure.copy_peak import load_peak
     from kprof.measure.copy_peak import measure_peak as measure
     from kprof.measure.fingerprint import collect_environment
+    from kprof.measure.matmul_peak import DTYPES, load_matmul_peaks, measure_matmul_peak
 
     e = collect_environment(with_ncu=not no_ncu)
     doc = e.to_dict()
@@ -31,11 +33,18 @@ def env(as_json: bool, no_ncu: bool, measure_peak: bool) -> None:
 
         if not as_json:
             console.print("[dim]measuring the copy peak...[/]")
-        peak = measure(resolve_target("auto").device, doc)
+        device = resolve_target("auto").device
+        peak = measure(device, doc)
+        for dtype in DTYPES[device.type]:
+            if not as_json:
+                console.print(f"[dim]measuring the {dtype} matmul peak...[/]")
+            measure_matmul_peak(device, doc, dtype)
     else:
         peak = load_peak(doc)
+    matmul = load_matmul_peaks(doc)
     if as_json:
-        click.echo(json.dumps(doc | {"copy_peak": asdict(peak) if peak else None}, indent=2))
+        click.echo(json.dumps(doc | {"copy_peak": asdict(peak) if peak else None, "matmul_peak_tflops": matmul},
+                              indent=2))
         return
     t = Table(show_header=False, box=None, pad_edge=False)
     t.add_column(style="bold cyan")
@@ -59,4 +68,6 @@ def env(as_json: bool, no_ncu: bool, measure_peak: bool) -> None:
     t.add_row("kprof", f"{e.kprof} (git {e.git_revision or 'n/a'})")
     t.add_row("copy peak", f"{peak.gbs:,.0f} GB/s (measured {peak.measured})" if peak
               else "not measured: kprof env --measure-peak")
+    t.add_row("matmul peak", ", ".join(f"{k} {v:,.1f} TFLOP/s" for k, v in matmul.items())
+              or "not measured: kprof env --measure-peak")
     console.print(t)

@@ -13,7 +13,7 @@ import torch
 
 from kprof.commands.session import MeasurementSession, ValidatedMethod
 from kprof.core.errors import KprofError
-from kprof.measure.catalog import LaunchCatalog
+from kprof.measure.catalog import record_catalog
 from kprof.methods.base import Prepared, Stage
 from kprof.methods.validation import compare_outputs
 from kprof.results.result import MethodRecord, Validation
@@ -63,6 +63,6 @@ def callable_method(session: MeasurementSession, label: str, role: str, fn: Call
     # a copy: two callables writing one preallocated buffer must not compare equal by aliasing
     kept = out.detach().clone() if isinstance(out, torch.Tensor) else torch.empty(0)
     prepared = Prepared(method=label, config={}, run=fn, stages=(Stage("call", fn),), expected_kernels=())
-    record = MethodRecord(label=label, method="callable", role=role, config={}, details={}, catalog=LaunchCatalog(
-        note="a Python callable: launches not recorded"), validation=validation)
+    record = MethodRecord(label=label, method="callable", role=role, config={}, details={},
+                          catalog=record_catalog(fn, (), session.target.device), validation=validation)
     return ValidatedMethod(record, prepared, kept)

@@ -20,6 +20,7 @@ from kprof.measure.catalog import record_catalog
 from kprof.measure.copy_peak import load_peak
 from kprof.measure.fingerprint import Environment, collect_environment
 from kprof.measure.harness import Harness, Measurement, Progress
+from kprof.measure.matmul_peak import load_matmul_peaks
 from kprof.measure.protocol import TimingProtocol, default_protocol
 from kprof.measure.stats import BAD_LIMIT
 from kprof.methods import Method, Prepared, get_method
@@ -138,6 +139,7 @@ class MeasurementSession:
         )
         record.bytes_per_call, record.bytes_source = self.bytes_moved(method, method_name, prepared)
         record.bytes_from_host = method.bytes_from_host(prepared)
+        record.flops_per_call = method.flops_per_call(self.workload, prepared)
         exact = not method.selection_dependent and type(method).reference is Method.reference
         with self.phase("validation"):
             record.validation.error_vs_dense = (report.rel_error if exact
@@ -208,6 +210,8 @@ class MeasurementSession:
         environment = self.environment.to_dict()
         if (peak := load_peak(environment)) is not None:
             environment["copy_peak_gbs"] = peak.gbs
+        if matmul := load_matmul_peaks(environment):
+            environment["matmul_peak_tflops"] = matmul
         return Result(
             kind=kind,
             environment=environment,

@@ -44,13 +44,31 @@ def peak_file() -> Path:
     return kprof_home() / "profiles" / "copy-peak.json"
 
 
-def load_peak(environment: dict) -> CopyPeak | None:
-    """The cached peak of this device, driver and torch build, if one was measured."""
-    path = peak_file()
+def read_cached(path: Path, key: str) -> dict | None:
+    """The record under ``key`` of a peak cache file, if there is one."""
+    try:
+        record = json.loads(path.read_text())[key]
+    except (FileNotFoundError, KeyError, TypeError, json.JSONDecodeError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def write_cached(path: Path, key: str, record: dict) -> None:
+    """Put ``record`` under ``key`` of a peak cache file (atomically; other keys kept)."""
     try:
         doc = json.loads(path.read_text())
-        return CopyPeak(**doc[peak_key(environment)])
-    except (FileNotFoundError, KeyError, TypeError, json.JSONDecodeError):
+    except (FileNotFoundError, json.JSONDecodeError):
+        doc = {}
+    doc[key] = record
+    atomic_write_text(path, json.dumps(doc, indent=2))
+
+
+def load_peak(environment: dict) -> CopyPeak | None:
+    """The cached peak of this device, driver and torch build, if one was measured."""
+    record = read_cached(peak_file(), peak_key(environment))
+    try:
+        return CopyPeak(**record) if record else None
+    except TypeError:
         return None
 
 
@@ -66,11 +84,5 @@ def measure_peak(device: torch.device, environment: dict) -> CopyPeak:
     peak = CopyPeak(device=gpu.get("name", device.type), key=peak_key(environment), gbs=2 * nbytes / median_us / 1e3,
                     copy_bytes=nbytes, median_us=median_us,
                     measured=datetime.now(timezone.utc).isoformat(timespec="seconds"))
-    path = peak_file()
-    try:
-        doc = json.loads(path.read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
-        doc = {}
-    doc[peak.key] = asdict(peak)
-    atomic_write_text(path, json.dumps(doc, indent=2))
+    write_cached(peak_file(), peak.key, asdict(peak))
     return peak

@@ -121,6 +121,15 @@ class Method(ABC):
         s = workload.shape
         return s.kv_bytes + 2 * s.hq * s.d * workload.dtype.itemsize
 
+    def flops_per_call(self, workload: Workload, prepared: Prepared) -> int | None:
+        """Floating-point operations of one call: dense attention's ``4 Hq N d`` (scores and the
+        weighted sum) for a method that moves dense attention's bytes; None for one that declares
+        its own bytes, as a sparse method's work depends on what it selected."""
+        if type(self).bytes_per_call is not Method.bytes_per_call:
+            return None
+        s = workload.shape
+        return 4 * s.hq * s.n * s.d
+
     def bytes_from_host(self, prepared: Prepared) -> bool:
         """Whether some of :meth:`bytes_per_call` cross PCIe from host memory: then a percent of the
         device's copy peak would mislead, and tables leave it out."""

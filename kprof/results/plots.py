@@ -21,7 +21,8 @@ def plot_results(results: list[Result], path: str | Path) -> Path:
     except ImportError:
         raise KprofError("plots need matplotlib: pip install 'kprof[plot]'") from None
     # a sweep adds a row of its scaling and frontier panels; one that has only one spans the row
-    extra = [(res, [draw for draw, rows in ((_scaling, _scaling_rows), (_frontier, _frontier_rows)) if rows(res)])
+    extra = [(res, [draw for draw, rows in ((_scaling, _scaling_rows), (_frontier, _frontier_rows),
+                                            (_roofline, _roofline_rows)) if rows(res)])
              for res in results]
     extra = [(res, panels) for res, panels in extra if panels]
     fig = plt.figure(figsize=(12, 3.6 * (len(results) + len(extra))))
@@ -118,6 +119,41 @@ def _frontier_rows(res: Result) -> list:
     varied = len({_family(r) for r in rows}) < len(rows)
     sparse = any((r.validation.error_vs_dense or 0) > 1e-2 for r in rows)
     return rows if len(rows) >= 2 and (varied or sparse) else []
+
+
+def _roofline_rows(res: Result) -> list:
+    """Rows whose FLOPs and bytes per call are both known, with a time: where they sit on the roofline."""
+    return [rec for rec in res.methods if rec.flops_per_call and rec.bytes_per_call and _has_median(res, rec.label)]
+
+
+def _roofline(ax, res: Result) -> None:
+    """Achieved TFLOP/s against arithmetic intensity (FLOP per byte), under the measured roofs:
+    the copy peak's slope and the matmul peak of the dtype, where ``kprof env --measure-peak`` ran."""
+    import numpy as np
+
+    rows = _roofline_rows(res)
+    points = [(rec.flops_per_call / rec.bytes_per_call, res.compute_rate(rec.label)[0], rec) for rec in rows]
+    for ai, tflops, rec in points:
+        ax.plot(ai, tflops, "o", ms=6, label=_shown(res, rec.label))
+    gbs = res.environment.get("copy_peak_gbs")
+    dtype = (res.workload.get("shape") or {}).get("dtype") or res.workload.get("dtype")
+    peak = (res.environment.get("matmul_peak_tflops") or {}).get(dtype)
+    lo, hi = min(p[0] for p in points) / 4, max(p[0] for p in points) * 4
+    x = np.geomspace(lo, hi, 200)
+    if gbs:
+        roof = gbs * x / 1e3  # GB/s x FLOP/byte = GFLOP/s -> TFLOP/s
+        ax.plot(x, np.minimum(roof, peak) if peak else roof, "k--", lw=1, label="measured roofs")
+    elif peak:
+        ax.axhline(peak, color="k", ls="--", lw=1, label="measured matmul peak")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    _plain_log_ticks(ax.xaxis)
+    _plain_log_ticks(ax.yaxis)
+    ax.set_xlabel("arithmetic intensity (FLOP per byte)")
+    ax.set_ylabel("TFLOP/s")
+    roofs = "" if gbs or peak else " (roofs not measured: kprof env --measure-peak)"
+    ax.set_title(f"{res.workload.get('name')}: roofline{roofs}", fontsize=9)
+    ax.legend(fontsize=7, loc="lower right")
 
 
 def _plain_log_ticks(axis) -> None:

@@ -71,6 +71,8 @@ class Summary:
     observations: int = 0
     bad_observations: int = 0
     bad_rounds: list[int] = field(default_factory=list)
+    tflops: float | None = None  # kprof.time(flops=): work rate at this time per call
+    gb_per_s: float | None = None  # kprof.time(bytes=)
 
     @property
     def bad_share(self) -> float:
@@ -115,6 +117,7 @@ class MethodRecord:
     bytes_per_call: int | None = None  # DRAM bytes one call moves (None: not known)
     bytes_source: str = ""  # "declared by the method" or what measured them (ncu)
     bytes_from_host: bool = False  # some of them cross PCIe from host memory: no percent of the device peak
+    flops_per_call: float | None = None  # floating-point operations one call does (None: not known)
     host_us: float | None = None  # the host's time to issue one call (kprof.measure.host_cost); None off a GPU
 
 
@@ -192,6 +195,7 @@ class Result:
             rec = next((m for m in self.methods if m.label == label), None)
             workload = (rec.workload if rec else None) or self.workload.get("name")
             gbs, share = self.throughput(label)
+            tflops, fshare = self.compute_rate(label)
             rows.append({
                 "workload": workload, "tokens": tokens.get(workload) or "", "kind": self.kind, "row": label,
                 "mode": self.mode,
@@ -205,6 +209,8 @@ class Result:
                 "host_us": _round(rec.host_us, 3) if rec and rec.host_us is not None else "",
                 "bytes_per_call": (rec.bytes_per_call if rec else None) or "",
                 "gb_per_s": _round(gbs, 1) if gbs else "",
+                "tflops": _significant(tflops) if tflops else "",
+                "pct_matmul_peak": _round(100 * fshare, 1) if fshare else "",
                 "pct_copy_peak": _round(100 * share, 1) if share else "",
                 "error_vs_dense": _significant(rec.validation.error_vs_dense if rec else None),
                 "valid": (rec.validation.passed and not rec.faults) if rec else "",
@@ -223,6 +229,18 @@ class Result:
         gbs = rec.bytes_per_call / median / 1e3  # bytes per microsecond -> 1e9 bytes per second
         peak = self.environment.get("copy_peak_gbs")
         return gbs, gbs / peak if peak and not rec.bytes_from_host else None
+
+    def compute_rate(self, label: str) -> tuple[float | None, float | None]:
+        """A row's TFLOP/s (its FLOPs per call over its time) and that as a share of the measured
+        matmul peak of the workload's dtype; None where either is not known."""
+        rec = next((m for m in self.methods if m.label == label), None)
+        median = self.summaries[label].median_us.estimate
+        if rec is None or not rec.flops_per_call or not median or median != median:
+            return None, None
+        tflops = rec.flops_per_call / median / 1e6
+        dtype = (self.workload.get("shape") or {}).get("dtype") or self.workload.get("dtype")
+        peak = (self.environment.get("matmul_peak_tflops") or {}).get(dtype)
+        return tflops, tflops / peak if peak else None
 
     def over_bad_limit(self, limit: float) -> dict[str, float]:
         """Rows whose share of bad observations exceeds ``limit``."""

@@ -16,6 +16,13 @@ def _launches(rec) -> str:
     return f"{c.launches_per_call}{mark}"
 
 
+def _compute(result: Result, label: str) -> str:
+    tflops, share = result.compute_rate(label)
+    if tflops is None:
+        return ""
+    return f"{tflops:.3g}" + (f" ({100 * share:.0f}%)" if share else "")
+
+
 def _us(x: float | None) -> str:
     """Microseconds with 2 decimals on the GPU scale, fewer for the slow interpreter."""
     if x is None or x != x:
@@ -104,6 +111,12 @@ def compare_table(result: Result) -> Table:
                       + (f"{peak:,.0f} GB/s" if peak else "(not measured: kprof env --measure-peak)")
                       + ("; host: some bytes cross PCIe from host memory, no % of the device peak"
                          if any(m.bytes_from_host for m in result.methods) else ""))
+    compute = any(rec.flops_per_call for rec in result.methods)
+    if compute:
+        t.add_column("TFLOP/s", justify="right")
+        t.caption += ("; TFLOP/s = FLOPs per call / time, % of the measured matmul peak of the dtype in brackets"
+                      + ("" if result.environment.get("matmul_peak_tflops") else
+                         " (not measured: kprof env --measure-peak)"))
     t.add_column("noise", justify="right")
     t.add_column("err vs base", justify="right")
     t.add_column("drift")
@@ -125,6 +138,7 @@ def compare_table(result: Result) -> Table:
             f"{_us(s.round_median_min_us)}–{_us(s.round_median_max_us)}",
             speedup_text(sp, several, base_row(sp)) if sp else "baseline",
             *(_throughput(result, rec.label) if throughput else ()),
+            *([_compute(result, rec.label)] if compute else []),
             f"{100 * s.noise:.1f}%",
             f"{v.error_vs_baseline:.1e}" if v.error_vs_baseline is not None else "",
             "[yellow]yes[/]" if s.drift.flagged else "",
