@@ -342,6 +342,9 @@ def _check(result: Result) -> Result:
 
 
 def result_from_dict(doc: dict) -> Result:
+    if isinstance(doc, dict) and "benchmarks" in doc and "machine_info" in doc:
+        raise KprofError("this is pytest-benchmark's JSON, not a kprof Result: run pytest with --kprof-results DIR "
+                         "and pass DIR/<test>.json (kprof_compare saves one per test)")
     if not isinstance(doc, dict) or doc.get("schema") not in READABLE_SCHEMAS:
         schema = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
         raise KprofError(f"unsupported result schema {schema!r} (this kprof reads {', '.join(READABLE_SCHEMAS)}): "

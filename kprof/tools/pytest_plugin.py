@@ -8,16 +8,34 @@ come from its public ``pedantic`` API: the host clock around one call and a devi
 once and times nothing::
 
     def test_decode(kprof_compare):
-        res = kprof_compare(flash_decode, my_decode, reference=dense_fp64)
-        assert res.speedup("my_decode").low > 1.0   # only in a benchmark run, never a unit test
+        res = kprof_compare(flash_decode, my_decode, reference=dense_fp64, max_regression="3%")
+
+``max_regression`` fails the test when the candidate is SLOWER than the baseline by more than
+that, judged from the run's own paired interval (the gate's same-run rule). With
+``pytest --kprof-results DIR`` each ``kprof_compare`` also saves its Result as ``DIR/<test>.json``,
+which ``kprof gate --baseline HISTORY --candidate DIR/<test>.json`` judges across runs.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 import pytest
+
+
+def pytest_addoption(parser) -> None:
+    parser.addoption("--kprof-results", default=None, metavar="DIR",
+                     help="kprof: save each kprof_compare Result as DIR/<test>.json, for kprof gate and kprof report")
+
+
+def _threshold(text) -> float:
+    value = float(str(text).rstrip("%")) / (100 if str(text).endswith("%") else 1)
+    if not 0 < value < 0.5:
+        raise ValueError(f"max_regression must lie between 0 and 50%, got {text!r}: write e.g. '3%'")
+    return value
 
 
 def _synchronized(fn: Callable[[], object]) -> Callable[[], object]:
@@ -78,14 +96,20 @@ class KprofBenchmark:
 
 @dataclass
 class KprofCompare:
-    """``kprof_compare(baseline, candidate, **options)``: two callables interleaved in one run."""
+    """``kprof_compare(baseline, candidate, max_regression=None, **options)``: two callables
+    interleaved in one run."""
 
     benchmark: object
+    results_dir: str | None = None
+    test_name: str = "test"
 
-    def __call__(self, baseline: Callable[..., object], candidate: Callable[..., object], **options):
+    def __call__(self, baseline: Callable[..., object], candidate: Callable[..., object], max_regression=None,
+                 **options):
         """Time ``candidate`` against ``baseline`` with :func:`kprof.compare` (same options: ``inputs``,
         ``reference``, protocol); returns the Result, or None under --benchmark-disable, where each
-        callable runs once. pytest-benchmark's own columns time the candidate."""
+        callable runs once. pytest-benchmark's own columns time the candidate. With
+        ``max_regression`` ("3%") the test fails when the candidate is SLOWER by more than that."""
+        threshold = None if max_regression is None else _threshold(max_regression)
         bench = self.benchmark
         inputs = options.get("inputs") or {}
         if bench.disabled:  # no timing, but a wrong candidate still fails the test
@@ -110,6 +134,16 @@ class KprofCompare:
             **_interval_info("kprof_candidate_median_us", res.summaries[cand].median_us),
         })
         _host_timing(bench, lambda: candidate(**inputs), res.summaries[cand].observations)
+        if self.results_dir:
+            res.save(Path(self.results_dir) / f"{re.sub(r'[^A-Za-z0-9._-]+', '_', self.test_name)}.json")
+        if threshold is not None:
+            from kprof.results.gate import same_run_gate
+
+            row = same_run_gate(res, [(base, cand)], threshold).rows[0]
+            bench.extra_info["kprof_verdict"] = row.verdict
+            if row.verdict == "SLOWER":
+                pytest.fail(f"{cand} is SLOWER than {base}: {row.ratio.text(4, 'x')} of its time (threshold "
+                            f"{100 * threshold:g}%)", pytrace=False)
         return res
 
 
@@ -120,6 +154,7 @@ def kprof_benchmark(benchmark) -> KprofBenchmark:
 
 
 @pytest.fixture
-def kprof_compare(benchmark) -> KprofCompare:
-    """Time a candidate against a baseline, interleaved; the speedup interval goes to pytest-benchmark's JSON."""
-    return KprofCompare(benchmark)
+def kprof_compare(benchmark, request) -> KprofCompare:
+    """Time a candidate against a baseline, interleaved; the speedup interval goes to pytest-benchmark's
+    JSON, the Result to ``--kprof-results DIR``, a SLOWER verdict under ``max_regression`` fails the test."""
+    return KprofCompare(benchmark, request.config.getoption("--kprof-results"), request.node.name)

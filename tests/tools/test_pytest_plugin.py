@@ -78,3 +78,73 @@ def test_disable_runs_each_callable_once_and_times_nothing(tmp_path):
     assert "CALLS 1 1 True" in r.stdout and "SUMMARY True" in r.stdout
     assert "WRONG CAUGHT" in r.stdout  # no timing, but a wrong candidate still fails
     assert not list(tmp_path.rglob("*.json"))
+
+
+GATED_TEST = textwrap.dedent('''
+    import os
+
+    import torch
+
+    a, b = torch.randn(48, 48), torch.randn(48, 48)
+    SLOW = int(os.environ.get("SLOW", "1"))  # the planted regression: the candidate repeats its work
+    P = {"rounds": 16, "observations": 5, "warmup_pairs": 1, "evict_mib": 1, "device": "cpu"}
+
+
+    def base(input, mat2):
+        return input @ mat2
+
+
+    def cand(input, mat2):
+        for _ in range(SLOW):
+            out = torch.mm(input, mat2)
+        return out
+
+
+    def test_decode(kprof_compare):
+        kprof_compare(base, cand, inputs={"input": a, "mat2": b}, reference=torch.mm,
+                      max_regression=os.environ.get("MAXREG"), **P)
+''')
+
+
+def run_gated(tmp_path, out, slow=1, maxreg=None):
+    (tmp_path / "test_gated.py").write_text(GATED_TEST)
+    env = {**os.environ, "KPROF_HOME": str(tmp_path / "home"), "SLOW": str(slow)}
+    if maxreg:
+        env["MAXREG"] = maxreg
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_gated.py",
+                           f"--kprof-results={out}"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_kprof_results_are_gated_across_runs_and_a_planted_regression_is_slower(tmp_path):
+    from click.testing import CliRunner
+
+    from kprof.cli.main import cli
+
+    for i in range(3):  # three runs of unchanged code make the history
+        r = run_gated(tmp_path, tmp_path / "history" / f"run{i}")
+        assert r.returncode == 0, r.stdout + r.stderr
+    history = tmp_path / "history" / "all"
+    history.mkdir()
+    for i in range(3):
+        for f in (tmp_path / "history" / f"run{i}").iterdir():
+            (history / f"{f.stem.replace('test_decode', f'run{i}')}{f.suffix}").write_bytes(f.read_bytes())
+    assert run_gated(tmp_path, tmp_path / "same").returncode == 0
+    g = CliRunner().invoke(cli, ["gate", "--baseline", str(history), "--candidate", str(tmp_path / "same" /
+                                                                                        "test_decode.json")])
+    assert g.exit_code in (0, 3) and "SLOWER" not in g.output, "unchanged code: no false regression"
+    assert run_gated(tmp_path, tmp_path / "slow", slow=8).returncode == 0, "no max_regression: the test passes"
+    g = CliRunner().invoke(cli, ["gate", "--baseline", str(history), "--candidate", str(tmp_path / "slow" /
+                                                                                        "test_decode.json")])
+    assert g.exit_code == 1 and "SLOWER" in g.output, g.output
+    bench = tmp_path / "pb.json"
+    bench.write_text(json.dumps({"machine_info": {}, "benchmarks": []}))
+    g = CliRunner().invoke(cli, ["gate", "--baseline", str(history), "--candidate", str(bench)])
+    assert g.exit_code == 5 and "pytest-benchmark's JSON" in g.output and "--kprof-results" in g.output
+
+
+def test_max_regression_fails_the_test_on_slower_in_the_same_run(tmp_path):
+    r = run_gated(tmp_path, tmp_path / "r", slow=8, maxreg="20%")
+    assert r.returncode == 1 and "SLOWER than base" in r.stdout, r.stdout + r.stderr
+    r = run_gated(tmp_path, tmp_path / "r2", slow=1, maxreg="20%")
+    assert r.returncode == 0, r.stdout + r.stderr
