@@ -11,8 +11,9 @@ sits on one tick from fencing off the neighbouring ticks.
 A *bad round* of a method is one whose log summary is far from its neighbours: more than
 ``BAD_ROUND_K`` robust deviations (and at least ``BAD_ROUND_FLOOR``) from the running median of
 the method's rounds (window of 5). The running median follows drift and steps; a throttled or
-pre-empted round stands out. Rounds NVML saw throttled are bad for every method. Bad rounds are
-left out of intervals and counted, never silently.
+pre-empted round stands out. Rounds NVML saw throttled are bad for every method, unless most
+rounds were (a GEMM at the power limit throttles in every round: that is what it costs). Bad
+rounds are left out of intervals and counted, never silently.
 """
 
 from __future__ import annotations
@@ -118,7 +119,9 @@ def bad_rounds(log_summaries: np.ndarray, throttled: np.ndarray | None = None,
         too_many = far.sum(axis=-1, keepdims=True) > BAD_ROUND_MAX_SHARE * y.shape[-1]
         flags |= far & ~too_many
     if throttled is not None:
-        flags |= np.asarray(throttled, dtype=bool)
+        hot = np.asarray(throttled, dtype=bool)
+        if hot.sum() <= BAD_ROUND_MAX_SHARE * hot.size:  # most rounds throttled: that is the work's steady state
+            flags |= hot
     return flags
 
 

@@ -138,3 +138,12 @@ def test_round_noise_is_robust_cv():
     rng = np.random.default_rng(2)
     obs = 100 * (1 + 0.02 * rng.standard_normal((5, 5000)))
     assert np.allclose(round_noise(obs), 0.02, rtol=0.1)
+
+
+def test_throttled_rounds_are_left_out_unless_most_rounds_are_throttled():
+    base, cand, orders, cycle = _pair(20, seed=9)
+    few = [r in (3, 4) for r in range(20)]
+    table = round_table([base, cand], few, orders)
+    assert table.bad[:, 3].all() and table.bad[:, 4].all() and table.bad.sum() == 4
+    every = round_table([base, cand], [True] * 20, orders)  # a power-limited GEMM: its steady state
+    assert not every.bad.any()
