@@ -134,25 +134,12 @@ def materialise(sha: str, adapter_rel: str, repo: Path) -> Path:
     pkg = package_name(sha)
     root = cache_root() / f"{pkg}.rewrite{REWRITE}"  # a new rewrite rule never reuses old copies
     if not (root / ".complete").exists():
-        root.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{pkg}-", dir=root.parent))
-        try:
-            names = [n for n in _git(repo, "ls-tree", "-r", "--name-only", sha, "--", KERNELS_DIR).split()
-                     if n.endswith(".py")]
-            if not names:
-                raise RevisionError(f"revision {sha[:12]} has no {KERNELS_DIR}/ folder: pick a later revision")
-            for name in names:
-                dest = tmp / _dest_rel(name)
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                dest.write_text(_rewrite(_git(repo, "show", f"{sha}:{name}", binary=True).decode(), pkg))
-            (tmp / ".complete").write_text(sha + "\n")
-            try:
-                os.replace(tmp, root)
-            except OSError:  # another process won the race: its copy is the same
-                shutil.rmtree(tmp, ignore_errors=True)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+        names = [n for n in _git(repo, "ls-tree", "-r", "--name-only", sha, "--", KERNELS_DIR).split()
+                 if n.endswith(".py")]
+        if not names:
+            raise RevisionError(f"revision {sha[:12]} has no {KERNELS_DIR}/ folder: pick a later revision")
+        _copy_once(root, sha, {_dest_rel(name): _rewrite(_git(repo, "show", f"{sha}:{name}", binary=True).decode(),
+                                                          pkg) for name in names})
     dest = root / _dest_rel(adapter_rel)
     if not dest.exists():
         _write_atomic(dest, _rewrite(_git(repo, "show", f"{sha}:{adapter_rel}", binary=True).decode(), pkg))
@@ -162,6 +149,26 @@ def materialise(sha: str, adapter_rel: str, repo: Path) -> Path:
             _write_atomic(folder / "__init__.py", "")
         folder = folder.parent
     return root
+
+
+def _copy_once(root: Path, sha: str, files: dict[str, str]) -> None:
+    """Write ``files`` (relative path -> text) as the folder ``root``, once and atomically: built
+    beside it and renamed into place, so a concurrent or interrupted build never leaves half a copy."""
+    if (root / ".complete").exists():
+        return
+    tmp = Path(tempfile.mkdtemp(prefix=f".{root.name}-", dir=_mkdir(root.parent)))
+    try:
+        for rel, text in files.items():
+            (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp / rel).write_text(text)
+        (tmp / ".complete").write_text(sha + "\n")
+        try:
+            os.replace(tmp, root)
+        except OSError:  # another process won the race: its copy is the same
+            shutil.rmtree(tmp, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
 
 
 def _dest_rel(repo_path: str) -> str:
@@ -288,21 +295,10 @@ def load_user_object(module_name: str, attr: str, rev: str) -> tuple[object, str
         if not names:
             raise RevisionError(f"{module_name}@{rev}: {rel} does not exist at {sha[:12]} in {repo}: pick a revision "
                                 "that has it")
-        tmp = Path(tempfile.mkdtemp(prefix=f".{iso}-", dir=_mkdir(root.parent)))
-        try:
-            for name in names:
-                inner = Path(name).relative_to(rel).as_posix() if top_path.is_dir() else "__init__.py"
-                dest = tmp / inner
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                dest.write_text(_user_rewrite(_git(repo, "show", f"{sha}:{name}", binary=True).decode(), top, iso))
-            (tmp / ".complete").write_text(sha + "\n")
-            try:
-                os.replace(tmp, root)
-            except OSError:  # another process made the same copy
-                shutil.rmtree(tmp, ignore_errors=True)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+        _copy_once(root, sha, {
+            (Path(name).relative_to(rel).as_posix() if top_path.is_dir() else "__init__.py"):
+                _user_rewrite(_git(repo, "show", f"{sha}:{name}", binary=True).decode(), top, iso)
+            for name in names})
     if iso not in sys.modules:
         package = types.ModuleType(iso, f"{top} at {sha}")
         package.__path__ = [str(root)]
