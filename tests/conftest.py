@@ -7,6 +7,13 @@ from pathlib import Path
 
 import pytest
 
+# `python -m pytest` from the checkout puts the checkout first on sys.path, where its kernels/
+# folder (installed as kprof.kernels) shadows the PyPI package `kernels` that transformers >= 5.25
+# imports when it is installed. The checkout goes last: the tests package stays importable.
+_ROOT = Path(__file__).resolve().parents[1]
+_here = [p for p in sys.path if Path(p or ".").resolve() == _ROOT]
+sys.path[:] = [p for p in sys.path if p not in _here] + [str(_ROOT)]
+
 try:
     import torch
 except ModuleNotFoundError:  # a bare interpreter: say how to get the test environment, in one line
