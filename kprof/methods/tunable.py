@@ -10,8 +10,9 @@
 The function keeps its ``f(q, k, v) -> o`` form (called so, it gets its defaults); kprof passes a
 config's values as keyword arguments. ``space=`` may also be a ``@triton.autotune`` kernel: its
 configs (their keyword arguments, ``num_warps`` and ``num_stages``) become the space, and only
-those combinations are tried. ``kprof tune --method MODULE:NAME`` then tunes the function like a
-built-in launch, and ``--method MODULE:NAME:BLOCK_N=128`` runs one config.
+those combinations are tried. A constraint reads ``(config, shape)``: the workload's shape, or
+for ``kprof.tune(..., inputs=...)`` the inputs mapping. ``kprof tune --method MODULE:NAME`` then
+tunes the function like a built-in launch, and ``--method MODULE:NAME:BLOCK_N=128`` runs one config.
 """
 
 from __future__ import annotations
