@@ -20,8 +20,8 @@ except ModuleNotFoundError:  # a bare interpreter: say how to get the test envir
     pytest.exit("kprof's tests need torch and the dev extra: run the README's test command "
                 "(pip install \"torch==2.13.0\" && pip install -e '.[dev]' && python -m pytest -q)", returncode=4)
 
-import kprof.kernels  # noqa: F401  (decides TRITON_INTERPRET before any kernel is compiled)
-from kprof.core.target import resolve_target
+import kprof.kernels  # noqa: F401, E402  (decides TRITON_INTERPRET before any kernel is compiled)
+from kprof.core.target import resolve_target  # noqa: E402  (after the sys.path order above)
 
 
 def pytest_collection_modifyitems(config, items):
