@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -26,7 +28,8 @@ from kprof.core.errors import KprofError
               help="Instead of a model: materialise this named spec (kprof workload list) with the deterministic "
                    "generator.")
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="Workload file to write (.safetensors).")
-def capture(model, layer, context, prompt_file, random_tokens, seed, dtype, device, synthetic, out) -> None:
+@click.option("--force", is_flag=True, help="Replace the file --out names if it exists.")
+def capture(model, layer, context, prompt_file, random_tokens, seed, dtype, device, synthetic, out, force) -> None:
     """Record q (last position) and post-RoPE K/V of one layer into a workload file.
 
     With --model: a dense prefill through transformers with kprof's attention hook (Qwen2, Qwen3,
@@ -36,6 +39,8 @@ def capture(model, layer, context, prompt_file, random_tokens, seed, dtype, devi
     from kprof.workloads.capture import CaptureRequest
     from kprof.workloads.capture import capture as run_capture
 
+    if Path(out).exists() and not force:
+        raise KprofError(f"--out {out} exists: choose another name, or pass --force to replace it")
     if synthetic:
         if model:
             raise KprofError("--synthetic and --model are exclusive: pick one source")

@@ -113,7 +113,7 @@ def check(method_name: str, workload_name: str | None, device: str, overrides: t
 
 @click.command()
 @_target_options
-@click.option("--realisations", type=int, default=3, show_default=True,
+@click.option("--realisations", type=click.IntRange(min=1), default=3, show_default=True,
               help="Sampling realisations (noise seeds 0..n-1) for sampling methods; 1 run otherwise.")
 @click.option("--json", "as_json", is_flag=True, help="Print one record per realisation as JSON.")
 def validate(method_name: str, workload_name: str | None, device: str, realisations: int, as_json: bool) -> None:

@@ -28,17 +28,21 @@ STRATEGIES = ("exhaustive", "random", "halving", "optuna")
                    "halving: screen, then re-measure the better half; optuna: TPE proposes each next candidate "
                    "from those measured, screened a round at a time with successive-halving pruning (for large "
                    "spaces; pip install 'kprof[optuna]'; --max-configs defaults to 64).")
-@click.option("--max-configs", type=int, default=None, help="Cap on candidates screened per launch (default first).")
-@click.option("--budget-s", type=float, default=None, help="Stop screening a launch after this many seconds.")
-@click.option("--rounds", type=int, default=None, help="Screening rounds per candidate. [default: 3 on GPU, 2 on CPU]")
-@click.option("--observations", type=int, default=None,
+@click.option("--max-configs", type=click.IntRange(min=1), default=None,
+              help="Cap on candidates screened per launch (the default first, then a sample of the space).")
+@click.option("--budget-s", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Stop screening a launch after this many seconds.")
+@click.option("--rounds", type=click.IntRange(min=1), default=None,
+              help="Screening rounds per candidate. [default: 3 on GPU, 2 on CPU]")
+@click.option("--observations", type=click.IntRange(min=1), default=None,
               help="Screening observations per round. [default: 100 on GPU, 2 on CPU]")
 @click.option("--eviction", type=click.Choice(EVICTION_MODES), default="read-write", show_default=True,
               help="How the L2 eviction buffer evicts before every timed call, in screening and in the finalists' "
                    "paired runs: read-write (the paper's) or read (no dirty lines to write back; see kprof compare "
                    "--help). The cache records it and refuses to resume under the other mode.")
-@click.option("--finalists", type=int, default=3, show_default=True,
-              help="Best candidates re-measured against the default with the paired protocol.")
+@click.option("--finalists", type=click.IntRange(min=0), default=3, show_default=True,
+              help="Best candidates re-measured against the default with the paired protocol (0: none; the "
+                   "default stays unless a finalist's interval lies above 1).")
 @click.option("--timeout-s", type=click.FloatRange(min=0, min_open=True), default=120.0, show_default=True,
               help="Per-candidate limit; a hung candidate's worker is killed and replaced. If the default config "
                    "itself runs past it, the tune stops and caches nothing for it.")

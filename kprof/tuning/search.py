@@ -224,7 +224,7 @@ def _tune_with_optuna(req: TuneRequest, launch: str, space, tf: TuneFile, path: 
 def _halve(tf: TuneFile, pool, req: TuneRequest, note: Callable[[str], None]) -> None:
     """Re-measure the better half repeatedly (more rounds for fewer candidates) down to the finalists."""
     survivors = _halving_survivors(tf.candidates, max(req.finalists, len(tf.ok()) // 2))
-    while len(survivors) > req.finalists:
+    while len(survivors) > max(req.finalists, 0):  # a negative count must not loop forever
         note(f"{tf.key.launch} halving: re-measuring {len(survivors)} candidates")
 
         def merge(extra: CandidateRecord) -> None:

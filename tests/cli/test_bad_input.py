@@ -112,6 +112,17 @@ CASES = {
         setup=lambda d: (d / "other.csv").write_text('"ID","Name"\n"1","x"\n')),
     "suite file that is not TOML": Case(["suite", "bad.toml", "--out", "o"], 1, r"not valid TOML",
                                         setup=lambda d: (d / "bad.toml").write_text("[[step")),
+    # issue 38: numbers that made a tune loop forever or a validation run silently once, and a
+    # capture that replaced an existing workload without a word
+    "tune with negative finalists": Case(["tune", "--method", "triton-dense", "--finalists", "-1"], 2,
+                                         r"--finalists.*-1 is not in the range x>=0", lines=4),
+    "tune with a negative budget": Case(["tune", "--method", "triton-dense", "--budget-s", "-1"], 2,
+                                        r"--budget-s.*-1.0 is not in the range x>0", lines=4),
+    "validate with no realisations": Case(["validate", "--method", "santa", "--realisations", "0"], 2,
+                                          r"--realisations.*0 is not in the range x>=1", lines=4),
+    "capture over an existing workload": Case(["capture", "--synthetic", "cpu-smoke", "--out", "w.safetensors"], 1,
+                                              r"--out w.safetensors exists: choose another name, or pass --force",
+                                              setup=lambda d: (d / "w.safetensors").write_bytes(b"mine")),
 }
 
 
