@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import inspect
 import json
 from typing import Callable, Mapping, Sequence
 
@@ -27,7 +28,7 @@ import torch
 from kprof.commands.callables import callable_method, check_output, expected_output  # noqa: F401 (public)
 from kprof.commands.compare import run_prepared, unique_labels
 from kprof.commands.session import MeasurementSession, refuse_invalid
-from kprof.core.errors import KprofError
+from kprof.core.errors import KprofError, UsageError
 from kprof.core.target import resolve_target
 from kprof.measure.fingerprint import collect_environment
 from kprof.measure.harness import Harness, Progress
@@ -43,6 +44,21 @@ def _protocol_overrides(rounds, observations, warmup_pairs, evict_mib, graph, ho
     return {"rounds": rounds, "observations": observations, "warmup_pairs": warmup_pairs, "evict_mib": evict_mib,
             "eviction": eviction, "precision": precision, "max_time_s": max_time,
             "graph": graph or None, "host_bound": host_bound or None}
+
+
+def check_arguments(function: str, *args, **kwargs) -> None:
+    """Refuse what ``kprof.<function>(*args, **kwargs)`` would fail at, before anything runs: an
+    unknown keyword, a missing argument, or a protocol number of the wrong type or range (the
+    pytest fixtures check their arguments here even under --benchmark-disable)."""
+    fn = {"time": time, "compare": compare}[function]
+    try:
+        bound = inspect.signature(fn).bind(*args, **kwargs)
+    except TypeError as exc:
+        raise UsageError(f"kprof.{function}: {exc}: see help(kprof.{function}) for its arguments") from None
+    kw = bound.arguments
+    default_protocol(False).with_overrides(**_protocol_overrides(
+        kw.get("rounds"), kw.get("observations"), kw.get("warmup_pairs"), kw.get("evict_mib"), kw.get("graph"),
+        kw.get("host_bound"), kw.get("eviction"), kw.get("precision"), kw.get("max_time")))
 
 
 def _label(op: Op, fallback: str) -> str:
@@ -76,8 +92,12 @@ def compare(candidates: Mapping[str, Op] | Sequence[Op], baseline: Op, *, inputs
     items = (list(candidates.items()) if isinstance(candidates, Mapping)
              else [(_label(op, f"candidate{i + 1}"), op) for i, op in enumerate(candidates)])
     if not items:
-        raise KprofError("kprof.compare needs at least one candidate")
+        raise UsageError("kprof.compare needs at least one candidate")
     ops = [(_label(baseline, "baseline"), baseline)] + items
+    for label, op in ops:
+        if not (isinstance(op, str) or callable(op)):
+            raise UsageError(f"kprof.compare: {label} is a {type(op).__name__}, not a callable or a method spec: "
+                             "pass a function (e.g. lambda: a @ b) or a name such as 'triton-dense'")
     if inputs is not None:
         ops = [(label, op if isinstance(op, str) or not callable(op) else functools.partial(op, **inputs))
                for label, op in ops]
@@ -125,6 +145,9 @@ def time(fn: Callable[[], object], *, rounds: int | None = None, observations: i
     """One callable under the protocol: its time per call with an interval, spread, noise and
     drift (microseconds). ``precision`` runs until the interval is that narrow (GPU default +-0.5%).
     With ``flops`` or ``bytes`` (per call) the Summary also gives ``tflops`` and ``gb_per_s``."""
+    if not callable(fn):
+        raise UsageError(f"kprof.time needs a callable, got a {type(fn).__name__} ({fn!r:.40}): pass the function "
+                         "itself, e.g. kprof.time(lambda: a @ b)")
     target = resolve_target(device)
     protocol = default_protocol(target.is_gpu).with_overrides(
         **_protocol_overrides(rounds, observations, warmup_pairs, evict_mib, graph, host_bound, eviction,

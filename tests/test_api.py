@@ -151,3 +151,22 @@ def test_tune_an_attention_function_on_a_workload_reads_its_shape(userpkg):
     tried = {(s.config["BLOCK"], s.config["SCALE_PCT"]): s.status for s in got.screened}
     assert set(tried) == {(1, 100), (2, 100), (1, 50), (2, 50)}, "BLOCK 4 does not divide 2 KV heads"
     assert tried[(1, 50)] == tried[(2, 50)] == "rejected" and got.config["SCALE_PCT"] == 100
+
+
+def test_wrong_arguments_are_one_line_usage_errors_before_anything_runs():
+    import pytest
+
+    import kprof
+    from kprof.api import check_arguments
+    from kprof.core.errors import UsageError
+
+    with pytest.raises(UsageError, match="kprof.time needs a callable, got a str"):
+        kprof.time("mm")
+    with pytest.raises(UsageError, match="observations must be a whole number, got '3'"):
+        kprof.time(lambda: None, observations="3", device="cpu")
+    with pytest.raises(UsageError, match="is a int, not a callable or a method spec"):
+        kprof.compare([3], baseline=lambda: None, device="cpu")
+    with pytest.raises(UsageError, match="unexpected keyword argument 'bogus'"):
+        check_arguments("time", lambda: None, bogus=1)
+    with pytest.raises(UsageError, match="--rounds must be at least 1"):
+        check_arguments("compare", [lambda: None], lambda: None, rounds=0)

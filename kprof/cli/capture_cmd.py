@@ -8,15 +8,17 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kprof.cli.console import console, err_console, format_bytes
-from kprof.core.errors import KprofError
+from kprof.core.errors import UsageError
 
 
 @click.command()
 @click.option("--model", default=None,
               help="Local checkpoint directory (or a model already in the HF cache). Never downloads.")
-@click.option("--layer", type=int, default=None, help="Decoder layer whose attention input is recorded (0-based).")
-@click.option("--context", type=int, default=None, help="Prefill length N; the query is the last position.")
-@click.option("--prompt-file", type=click.Path(dir_okay=False), default=None,
+@click.option("--layer", type=click.IntRange(min=0), default=None,
+              help="Decoder layer whose attention input is recorded (0-based).")
+@click.option("--context", type=click.IntRange(min=1), default=None,
+              help="Prefill length N; the query is the last position.")
+@click.option("--prompt-file", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Text to tokenize (at least N tokens).")
 @click.option("--random-tokens", is_flag=True, help="Use N seeded random token ids instead of a prompt file.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for --random-tokens.")
@@ -35,21 +37,26 @@ def capture(model, layer, context, prompt_file, random_tokens, seed, dtype, devi
     With --model: a dense prefill through transformers with kprof's attention hook (Qwen2, Qwen3,
     Llama families). With --synthetic SPEC: the named spec's synthetic stand-in.
     """
+    from kprof.commands import preflight
     from kprof.workloads import save, synthesize
     from kprof.workloads.capture import CaptureRequest
     from kprof.workloads.capture import capture as run_capture
 
-    if Path(out).exists() and not force:
-        raise KprofError(f"--out {out} exists: choose another name, or pass --force to replace it")
+    preflight.check_out_file(out, force)
+    if synthetic and model:
+        raise UsageError("--synthetic and --model are exclusive: pick one source")
     if synthetic:
-        if model:
-            raise KprofError("--synthetic and --model are exclusive: pick one source")
+        preflight.check_workloads([synthetic])
+    elif model and Path(model).is_file():
+        raise UsageError(f"--model {model} is a file: pass the checkpoint folder (holding config.json), or the id of "
+                         "a model already in the Hugging Face cache")
+    if synthetic:
         err_console.print(f"[dim]• generating {synthetic}[/]")
         workload = synthesize(synthetic)
     else:
         missing = [n for n, v in (("--model", model), ("--layer", layer), ("--context", context)) if v is None]
         if missing:
-            raise KprofError(f"capture from a model needs {', '.join(missing)} (or use --synthetic SPEC)")
+            raise UsageError(f"capture from a model needs {', '.join(missing)} (or use --synthetic SPEC)")
         req = CaptureRequest(model=model, layer=layer, context=context, prompt_file=prompt_file,
                              random_tokens=random_tokens, seed=seed, dtype=dtype, device=device)
         bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

@@ -17,7 +17,8 @@ from kprof.cli.console import console, format_bytes
 @click.option("--measure-peak", is_flag=True,
               help="Measure the device's copy bandwidth (a 2 GiB device-to-device copy under kprof's protocol; "
                    "256 MiB on the CPU) and its matmul rate per dtype (torch.mm, 8192 square; 512 on the CPU), "
-                   "cached in profiles/copy-peak.json and matmul-peak.json: tables then show %% of these roofs.")
+                   "cached in copy-peak.json and matmul-peak.json under $KPROF_HOME/peaks (else "
+                   "~/.cache/kprof/peaks), never in the checkout: tables then show %% of these roofs.")
 def env(as_json: bool, no_ncu: bool, measure_peak: bool) -> None:
     """Device, driver, clocks, throttle reasons, software versions, ncu and NVML availability, and the
     cached copy peak that tables report percent of peak against."""
@@ -43,8 +44,10 @@ def env(as_json: bool, no_ncu: bool, measure_peak: bool) -> None:
         peak = load_peak(doc)
     matmul = load_matmul_peaks(doc)
     if as_json:
-        click.echo(json.dumps(doc | {"copy_peak": asdict(peak) if peak else None, "matmul_peak_tflops": matmul},
-                              indent=2))
+        from kprof.ncu.locate import override_problem
+
+        click.echo(json.dumps(doc | {"copy_peak": asdict(peak) if peak else None, "matmul_peak_tflops": matmul,
+                                     "ncu_problem": override_problem()}, indent=2))
         return
     t = Table(show_header=False, box=None, pad_edge=False)
     t.add_column(style="bold cyan")
@@ -63,7 +66,11 @@ def env(as_json: bool, no_ncu: bool, measure_peak: bool) -> None:
     t.add_row("driver", e.driver or "n/a")
     t.add_row("CUDA runtime (torch)", e.cuda_runtime or "n/a (CPU build)")
     t.add_row("NVML", "available" if e.nvml else "unavailable")
-    t.add_row("ncu", f"{e.ncu_path} ({e.ncu_version})" if e.ncu_path else "not found")
+    from kprof.ncu.locate import override_problem
+
+    problem = override_problem()
+    t.add_row("ncu", f"[yellow]{problem}[/]" if problem else f"{e.ncu_path} ({e.ncu_version})" if e.ncu_path
+              else "not found: install Nsight Compute, put ncu on PATH, or set KPROF_NCU")
     t.add_row("python / torch / triton", f"{e.python} / {e.torch} / {e.triton}")
     t.add_row("kprof", f"{e.kprof} (git {e.git_revision or 'n/a'})")
     t.add_row("copy peak", f"{peak.gbs:,.0f} GB/s (measured {peak.measured})" if peak

@@ -13,9 +13,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from kprof.cli.console import console, err_console, measurement_progress
+from kprof.cli.exit_codes import EXIT_INTERRUPTED, EXIT_INVALID, EXIT_USAGE, GATE_EPILOG
 from kprof.cli.options import protocol_options, protocol_overrides
 from kprof.core.errors import KprofError
-from kprof.measure.protocol import TimingProtocol
 
 EXIT_ERROR = 5  # kprof.results.gate.EXIT_ERROR, kept here so that --help imports no numerics
 
@@ -32,6 +32,7 @@ def _threshold(ctx, param, text: str) -> float:
 
 
 def _print(report, as_json: bool) -> None:
+    from kprof.results.gate import format_value, value_unit
     from kprof.results.result import finite
 
     if as_json:
@@ -39,15 +40,17 @@ def _print(report, as_json: bool) -> None:
         return
     t = Table(title=f"kprof gate ({report.metric}, threshold {report.threshold:.1%}): {report.verdict}",
               caption=f"ratio = now / then (above 1: slower); intervals: {report.method}")
-    for col in ("method", "then", "now", "ratio", "95% interval", "verdict", "detectable", "note"):
+    unit = value_unit(report.metric)
+    for col in ("method", f"then {unit}", f"now {unit}", "ratio", "95% interval", "verdict", "detectable", "note"):
         t.add_column(col, justify="left" if col in ("method", "verdict", "note") else "right")
     for r in report.rows:
         if r.ratio is None:
             t.add_row(r.method, "", "", "", "", r.verdict, "", r.note)
             continue
         ci = f"[{r.ratio.low:.4f}, {r.ratio.high:.4f}]" if r.ratio.has_interval else r.ratio.note
-        t.add_row(r.method, f"{r.baseline_value:.4g}", f"{r.candidate_value:.4g}", f"{r.ratio.estimate:.4f}", ci,
-                  r.verdict, f"{r.mde:.1%}" if r.mde is not None else "", r.note)
+        then, now = (format_value(v, report.metric) for v in (r.baseline_value, r.candidate_value))
+        mde = f"{r.mde:.1%}" if r.mde is not None else ""
+        t.add_row(r.method, then, now, f"{r.ratio.estimate:.4f}", ci, r.verdict, mde, r.note)
     console.print(t)
     for reason in report.reasons:
         console.print(f"[yellow]incomparable:[/] {reason}", highlight=False)
@@ -74,11 +77,16 @@ def _decide(rev, baselines, candidate, methods, workload, device, config_mode, o
     with measurement_progress(quiet) as progress:
         session = MeasurementSession.open(device, workload, overrides, progress.status, config_mode)
         report, result = against_revision(session, rev, methods, threshold, progress)
-    err_console.print(f"[dim]result written to {save_result(result, out)}[/]")
+    path = save_result(result, out, force=force, keep_both=True)
+    if result.partial:
+        err_console.print(f"[bold red]interrupted:[/] {result.partial}; no verdict; what was measured is in "
+                          f"{path}, marked partial", highlight=False)
+        sys.exit(EXIT_INTERRUPTED)
+    err_console.print(f"[dim]result written to {path}[/]")
     return report
 
 
-@click.command("gate")
+@click.command("gate", epilog=GATE_EPILOG)
 @click.option("--baseline", "baselines", multiple=True, type=click.Path(),
               help="Baseline history: a folder of Results of the same setup (profiles/baselines/NAME/), or Result "
                    "files (repeatable). Three or more runs give the run-to-run spread the verdict needs.")
@@ -98,7 +106,8 @@ def _decide(rev, baselines, candidate, methods, workload, device, config_mode, o
 @click.option("--uncertain", type=click.Choice(["fail", "pass"]), default="fail", show_default=True,
               help="Exit code for UNCERTAIN: fail (3) or pass (0).")
 @click.option("--summary-md", type=click.Path(dir_okay=False), default=None,
-              help="Write a markdown summary (for CI comments).")
+              help="Write a markdown summary (for CI comments), appended to the file if it exists (as to "
+                   "$GITHUB_STEP_SUMMARY).")
 @click.option("--update-baseline", is_flag=True,
               help="After gating, add the candidate to the history folder given as --baseline: while the history "
                    "holds fewer than 3 runs any comparable run (it cannot judge yet), then only a SAME run (or any "
@@ -127,22 +136,34 @@ def gate_cmd(baselines, candidate, rev, methods, max_regression, metric, uncerta
         raise click.UsageError("--against times both versions itself: drop --baseline and --candidate")
     if update_baseline and (rev is not None or len(baselines) != 1 or Path(baselines[0]).is_file()):
         raise click.UsageError("--update-baseline adds the candidate to a history folder: pass one --baseline DIR")
+    from kprof.commands import preflight
     from kprof.core.atomic import atomic_write_text
     from kprof.results.gate import EXIT, add_to_history, summary_markdown
 
     overrides = protocol_overrides(kw)
     try:
-        TimingProtocol().with_overrides(**overrides)
+        preflight.check_out_file(summary_md, force=True, option="--summary-md")
+        if rev is not None:
+            from kprof.core.target import resolve_target
+            from kprof.results.result import check_destination
+
+            check_destination(out, force)
+            preflight.check_methods(methods)
+            preflight.check_config(config_mode, methods)
+            preflight.check_workloads([workload])
+            preflight.check_protocol(resolve_target(device).is_gpu, overrides, 2 * max(1, len(methods)))
     except KprofError as exc:
-        raise click.UsageError(str(exc)) from None
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        sys.exit(EXIT_USAGE if exc.exit_code == EXIT_USAGE else EXIT_ERROR)
     try:
         report = _decide(rev, baselines, candidate, methods, workload, device, config_mode, out, overrides,
                          max_regression, metric, update_baseline, force, as_json)
         if report is None:  # the first run of a new history
             return
         _print(report, as_json)
-        if summary_md:
-            atomic_write_text(summary_md, summary_markdown(report))
+        if summary_md:  # appended, as CI step summaries ($GITHUB_STEP_SUMMARY) are
+            before = Path(summary_md).read_text() if Path(summary_md).is_file() else ""
+            atomic_write_text(summary_md, before + ("\n" if before else "") + summary_markdown(report))
         if update_baseline:
             from kprof.commands.gate import history_size
             from kprof.results.gate import MIN_HISTORY
@@ -162,9 +183,9 @@ def gate_cmd(baselines, candidate, rev, methods, max_regression, metric, uncerta
                 sys.exit(EXIT[report.verdict] or EXIT_ERROR)
             added = add_to_history(Path(candidate), Path(baselines[0]))
             console.print(f"added {candidate} to the history as {added}")
-    except KprofError as exc:
+    except KprofError as exc:  # usage and validation keep their codes; anything else is no verdict (5)
         err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
-        sys.exit(EXIT_ERROR)
+        sys.exit(exc.exit_code if exc.exit_code in (EXIT_USAGE, EXIT_INVALID) else EXIT_ERROR)
     except Exception as exc:  # noqa: BLE001 - exit 1 would read as SLOWER: any other failure is exit 5
         first = (str(exc).strip().splitlines() or [""])[0]
         err_console.print(f"[bold red]error:[/] {type(exc).__name__}: {escape(first[:300])}", highlight=False,

@@ -8,24 +8,32 @@ import click
 from rich.markup import escape
 
 from kprof.cli.console import err_console
+from kprof.cli.exit_codes import EPILOG, EXIT_FAILED, EXIT_INTERRUPTED
 from kprof.core.errors import KprofError
 
-EXIT_INTERRUPTED = 130  # the shell's code for a process ended by Ctrl-C (128 + SIGINT)
+
+def error_line(message: str) -> None:
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
 
 
 class KprofGroup(click.Group):
-    """Turns :class:`KprofError` into one red line and a non-zero exit, never a traceback; Ctrl-C
-    exits 130. Messages are printed as plain text (a ``[plot]`` in an install hint stays)."""
+    """Turns :class:`KprofError` into one red line and its exit code, never a traceback; an
+    operating-system error on a path one line too (exit 1); Ctrl-C exits 130. Messages are
+    printed as plain text (a ``[plot]`` in an install hint stays)."""
 
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
         except KprofError as exc:
-            err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+            error_line(str(exc))
             sys.exit(exc.exit_code)
+        except OSError as exc:
+            where = f" {exc.filename}" if exc.filename else ""
+            error_line(f"cannot use{where}: {exc.strerror or exc}: check the path and its permissions")
+            sys.exit(EXIT_FAILED)
         except KeyboardInterrupt:
-            err_console.print("[bold red]interrupted[/] (Ctrl-C): files already written are complete; a tune "
-                              "resumes where it stopped", highlight=False)
+            err_console.print("[bold red]interrupted[/] (Ctrl-C): files already written are complete; nothing was "
+                              "half-written", highlight=False)
             sys.exit(EXIT_INTERRUPTED)
 
 
@@ -67,6 +75,15 @@ def _register() -> None:
     cli.add_command(methods_cmd.check)
     cli.add_command(methods_cmd.validate)
     cli.add_command(suite_cmd.suite)
+    for command in _all_commands(cli):
+        command.epilog = command.epilog or EPILOG
+
+
+def _all_commands(group: click.Group):
+    for command in group.commands.values():
+        yield command
+        if isinstance(command, click.Group):
+            yield from _all_commands(command)
 
 
 _register()

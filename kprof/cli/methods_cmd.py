@@ -9,6 +9,7 @@ import click
 from rich.table import Table
 
 from kprof.cli.console import console, err_console
+from kprof.cli.exit_codes import EXIT_INVALID
 
 
 def _target_options(fn):
@@ -79,16 +80,20 @@ def methods(as_json: bool) -> None:
               help="Override a launch parameter, e.g. --set partial.BLOCK_N=128 (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print the validation report as JSON.")
 def check(method_name: str, workload_name: str | None, device: str, overrides: tuple[str, ...], as_json: bool) -> None:
-    """Run a method once and compare its output with the fp64 reference; exit 1 on a mismatch.
+    """Run a method once and compare its output with the fp64 reference; exit 3 on a mismatch.
 
     The output buffer is poisoned first; sampling methods (santa) are checked against the fp64
     reference fed with their own selected teams and corrections.
     """
+    from kprof.commands import preflight
     from kprof.commands.session import MeasurementSession
     from kprof.core.config_space import parse_overrides
 
+    launch_overrides = parse_overrides(overrides)
+    preflight.check_methods([method_name], launch_overrides)
+    preflight.check_workloads([workload_name])
     session = MeasurementSession.open(device, workload_name, {})
-    pm = session.prepare(method_name, method_name, "subject", parse_overrides(overrides))
+    pm = session.prepare(method_name, method_name, "subject", launch_overrides)
     v = pm.record.validation
     if as_json:
         click.echo(json.dumps({"method": method_name, "workload": session.workload.name, "config": pm.record.config,
@@ -108,7 +113,7 @@ def check(method_name: str, workload_name: str | None, device: str, overrides: t
     for fault in pm.record.faults:
         err_console.print(f"[bold red]fault:[/] {fault}")
     if not v.passed or pm.record.faults:
-        sys.exit(1)
+        sys.exit(EXIT_INVALID)
 
 
 @click.command()
@@ -121,11 +126,14 @@ def validate(method_name: str, workload_name: str | None, device: str, realisati
 
     Each realisation poisons the output, runs once, compares with the fp64 reference (sampling
     methods: fed with the kernels' own selection and corrections) and checks the launch catalog.
-    Exit 1 if any realisation fails or the method reports a fault in its runs.
+    Exit 3 if any realisation fails or the method reports a fault in its runs.
     """
+    from kprof.commands import preflight
     from kprof.commands.session import MeasurementSession
     from kprof.methods import get_method
 
+    preflight.check_methods([method_name])
+    preflight.check_workloads([workload_name])
     session = MeasurementSession.open(device, workload_name, {})
     method = get_method(method_name)
     sep = "," if ":" in method_name else ":"
@@ -154,4 +162,4 @@ def validate(method_name: str, workload_name: str | None, device: str, realisati
         console.print(t)
         console.print(f"max abs error over {len(records)} run(s): {max(r['max_abs_error'] for r in records):.3e}")
     if not ok:
-        sys.exit(1)
+        sys.exit(EXIT_INVALID)

@@ -61,7 +61,7 @@ def _format_options(fn):
 @click.group(invoke_without_command=True)
 @click.option("--method", default=None, help="Method to profile (its own launches only).")
 @click.option("--workload", default="qwen2.5-7b-l14-32k", show_default=True, help="Spec name or workload file.")
-@click.option("--captures", type=int, default=3, show_default=True,
+@click.option("--captures", type=click.IntRange(min=1), default=3, show_default=True,
               help="ncu runs; the table shows per-metric medians.")
 @click.option("--metrics", "metric_sets", multiple=True,
               help=f"Extra metric set ({', '.join(METRIC_SETS)}) or any ncu metric name (repeatable).")
@@ -86,8 +86,14 @@ def ncu(ctx, method, workload, captures, metric_sets, config_mode, out_dir, late
     if method is None:
         click.echo(ctx.get_help())
         return
-    from kprof.ncu.run import capture
+    from kprof.commands import preflight
+    from kprof.ncu.run import capture, require_ncu
 
+    preflight.check_methods([method])
+    preflight.check_config(config_mode, [method])
+    preflight.check_workloads([workload])
+    preflight.check_out_dir(out_dir, "--out")
+    require_ncu()
     metrics = resolve_metrics([*metric_sets, READ, WRITE])  # the bytes are kept for compare's GB/s
     describe = Path(out_dir) / "target.json"
     target = ["--method", method, "--workload", workload, "--config", config_mode, "--describe", str(describe)]

@@ -20,9 +20,11 @@ def santa() -> None:
 
 @santa.command()
 @click.option("--workload", required=True, help="Spec name or .safetensors workload file.")
-@click.option("--p", "p", type=int, default=16, show_default=True, help="Nominal parent size P.")
-@click.option("--r", "r", type=int, default=4, show_default=True, help="Representatives per parent R (divides P).")
-@click.option("--s", "s", type=int, default=124, show_default=True,
+@click.option("--p", "p", type=click.IntRange(min=1), default=16, show_default=True,
+              help="Nominal parent size P.")
+@click.option("--r", "r", type=click.IntRange(min=1), default=4, show_default=True,
+              help="Representatives per parent R (divides P).")
+@click.option("--s", "s", type=click.IntRange(min=1), default=124, show_default=True,
               help="Nominal budget S (multiple of P/R); K = min(M, S/(P/R)).")
 @click.option("--parents", type=click.Choice(["kmeans", "contiguous"]), default="kmeans", show_default=True,
               help="Parent partition: MiniBatchKMeans (Alg. 3) or contiguous spans (Alg. 4).")
@@ -37,11 +39,14 @@ def prepare(workload, p, r, s, parents, seed, device, rebuild, as_json) -> None:
     Reports teams, the budget K, persistent memory beyond the original K/V (packed K/V,
     representative keys, team starts/lengths) and preparation time.
     """
+    from kprof.commands.preflight import as_usage, check_workloads
     from kprof.core.target import resolve_target
     from kprof.kernels.santa import SantaSettings, load_or_build, pack
     from kprof.workloads import resolve_workload
 
-    settings = SantaSettings(p=p, r=r, s=s, parents=parents, seed=seed)
+    check_workloads([workload])
+    with as_usage():
+        settings = SantaSettings(p=p, r=r, s=s, parents=parents, seed=seed)
     target = resolve_target(device)
     status = (lambda msg: None) if as_json else (lambda msg: err_console.print(f"[dim]• {msg}[/]"))
     w = resolve_workload(workload)

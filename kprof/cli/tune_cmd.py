@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import asdict
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from kprof.cli.console import console, err_console
+from kprof.cli.exit_codes import EXIT_INTERRUPTED
 from kprof.measure.protocol import EVICTION_MODES
 
 # kprof.tuning.search.STRATEGIES (a test keeps them equal), here so that --help imports no torch
@@ -126,8 +128,13 @@ def tune(method, workload, launches, strategy, max_configs, budget_s, rounds, ob
 
         check_destination(export_path, force=True, option="--export")
         check_export(export_path)
-    with bar:
-        outcomes = run_tune(req, progress)
+    try:
+        with bar:
+            outcomes = run_tune(req, progress)
+    except KeyboardInterrupt:
+        err_console.print(f"[bold red]interrupted[/] (Ctrl-C): every candidate measured so far is in the cache under "
+                          f"{req.out_dir}; the same command resumes from there", highlight=False)
+        sys.exit(EXIT_INTERRUPTED)
     if export_path:
         from kprof.tuning.export import export_configs
 

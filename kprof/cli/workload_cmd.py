@@ -39,9 +39,11 @@ def info(name_or_file: str, as_json: bool) -> None:
     Statistics are exact fp64 softmax per query head: share of attention mass held by the top 1%
     of keys and by the top 512 keys, mass on the first 4 (sink) tokens, and exp(entropy).
     """
+    from kprof.commands.preflight import check_workloads
     from kprof.workloads import resolve_workload
     from kprof.workloads.statistics import attention_profile
 
+    check_workloads([name_or_file])
     w = resolve_workload(name_or_file)
     prof = attention_profile(w)
     fields = ("top1pct_mass", "top512_mass", "sink_mass", "effective_keys")

@@ -81,7 +81,7 @@ def run_prepared(session: MeasurementSession, prepared: list, pairs: list[tuple[
         out_c, out_b = prepared[c].output, prepared[b].output
         if out_c.numel() and out_c.shape == out_b.shape:
             prepared[c].record.validation.error_vs_baseline = compare_outputs(out_c, out_b.double()).rel_error
-    harness = session.harness(progress)
+    harness = session.harness(progress, keep_on_interrupt=True)
     ops = []
     for i, pm in enumerate(prepared):
         ops.append(TimedOp(pm.record.label, ops[replays[i]].invoke) if i in replays
@@ -94,7 +94,7 @@ def run_prepared(session: MeasurementSession, prepared: list, pairs: list[tuple[
     session.collect_faults(prepared)
     # After timing and its fault count: what was timed is what was validated, and the bursts'
     # extra calls change neither.
-    for pm in prepared:
+    for pm in prepared if not m.interrupted else ():
         with session.phase("host cost"):
             pm.record.host_us = host_us_per_call(pm.prepared.run, session.target.device)
     speedups = [pair_speedup(m, b, c, p.interval_level) for b, c in pairs]

@@ -7,11 +7,11 @@ from pathlib import Path
 
 from kprof.commands.compare import run_pairs
 from kprof.commands.session import MeasurementSession, bad_observation_error
-from kprof.core.errors import KprofError
+from kprof.core.errors import UsageError
 from kprof.measure.harness import Progress
 from kprof.methods.registry import at_revision
-from kprof.results.gate import GateInputError, GateReport, history_gate, load_history, same_run_gate
-from kprof.results.result import Result, load_result
+from kprof.results.gate import GateReport, history_gate, load_gateable, load_history, same_run_gate
+from kprof.results.result import Result
 
 GPU_DEFAULT_METHODS = ("santa", "triton-dense")
 CPU_DEFAULT_METHODS = ("triton-dense",)
@@ -21,7 +21,7 @@ def against_revision(session: MeasurementSession, rev: str, methods: tuple[str, 
                      progress: Progress | None = None) -> tuple[GateReport, Result]:
     """Each method now and as it was at ``rev``, in the same rounds; the verdict from that run."""
     if any("@" in m.split("=", 1)[0] for m in methods):  # NAME@REV or MODULE:NAME@REV
-        raise KprofError("--against compares each --method with itself at REV: pass plain method specs")
+        raise UsageError("--against compares each --method with itself at REV: pass plain method specs")
     methods = methods or (GPU_DEFAULT_METHODS if session.target.is_gpu else CPU_DEFAULT_METHODS)
     names, pairs = [], []
     for spec in methods:
@@ -42,10 +42,7 @@ def against_revision(session: MeasurementSession, rev: str, methods: tuple[str, 
 
 def against_history(baselines: list[str], candidate: str, threshold: float, metric: str) -> GateReport:
     """A stored Result against the Results of a history (folders or files)."""
-    try:
-        cand = load_result(candidate)
-    except KprofError as exc:
-        raise GateInputError(str(exc)) from None
+    cand = load_gateable(candidate, "candidate")
     history, names = load_history(baselines)
     return history_gate(history, cand, threshold, metric, names=names)
 

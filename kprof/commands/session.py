@@ -171,9 +171,10 @@ class MeasurementSession:
             if pm.prepared.faults is not None:
                 pm.record.faults = list(pm.prepared.faults())
 
-    def harness(self, progress: Progress | None = None) -> Harness:
-        """The timing harness for this session's device and protocol."""
-        return Harness(self.target.device, self.protocol, progress=progress)
+    def harness(self, progress: Progress | None = None, keep_on_interrupt: bool = False) -> Harness:
+        """The timing harness for this session's device and protocol; ``keep_on_interrupt``: Ctrl-C
+        after a finished round ends the run with the rounds it has (a partial Result)."""
+        return Harness(self.target.device, self.protocol, progress=progress, keep_on_interrupt=keep_on_interrupt)
 
     @property
     def mode(self) -> str:
@@ -229,6 +230,8 @@ class MeasurementSession:
             git_revision=self.environment.git_revision,
             observations=observations,
             phases_s={k: round(v, 3) for k, v in self.setup_s.items()} | {"timing": round(measurement.wall_s, 3)},
+            partial=(f"stopped by Ctrl-C after {measurement.observations.shape[1]} round(s)"
+                     if measurement.interrupted else None),
         )
 
 

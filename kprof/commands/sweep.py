@@ -86,7 +86,12 @@ def run_sweep(open_session: Callable[[str | None], MeasurementSession], workload
     for i, session in enumerate(sessions):
         progress.status(f"workload {i + 1}/{len(sessions)}: {tags[i]}")
         runs.append(run_compare(session, baseline, candidates, progress))
-    return join_runs(runs, tags)
+        if runs[-1].partial:  # Ctrl-C: keep what was measured, run nothing more
+            break
+    joined = join_runs(runs, tags[:len(runs)])
+    if runs[-1].partial:
+        joined.partial = f"{runs[-1].partial} of workload {len(runs)} of {len(sessions)}"
+    return joined
 
 
 def run_on_devices(devices: Sequence[str], session_args: dict, workloads: list[str | None], baseline: str,

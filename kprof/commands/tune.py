@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Sequence
 
+from kprof.commands import preflight
 from kprof.commands.session import CPU_DEFAULT_WORKLOAD, GPU_DEFAULT_WORKLOAD
-from kprof.core.errors import KprofError
+from kprof.core.errors import UsageError
 from kprof.core.target import resolve_target
 from kprof.methods import get_method
 from kprof.tuning.search import LaunchOutcome, TuneRequest, tune_launch
@@ -21,10 +22,15 @@ def tune_request(method: str, workload: str | None, device: str, launches: Seque
     the device (a GPU, or the interpreter's small numbers on the CPU)."""
     gpu = resolve_target(device).is_gpu
     name = workload or (GPU_DEFAULT_WORKLOAD if gpu else CPU_DEFAULT_WORKLOAD)
+    preflight.check_methods([method])
+    preflight.check_workloads([name])
+    preflight.check_out_dir(out_dir)
     spaces = get_method(method).config_space()
+    if unknown := [launch for launch in launches if launch not in spaces]:
+        raise UsageError(f"{method} has no launch {unknown[0]!r}: choose from {', '.join(spaces) or 'none'}")
     launches = list(launches) or list(spaces)
     if not launches:
-        raise KprofError(f"{method} has no tunable launches: it is a library call or takes no launch parameters")
+        raise UsageError(f"{method} has no tunable launches: it is a library call or takes no launch parameters")
     return TuneRequest(
         method=method, workload=name, shape=resolve_shape(name), device=device, launches=launches,
         strategy=strategy, max_configs=max_configs, budget_s=budget_s, rounds=rounds or (3 if gpu else 2),

@@ -65,9 +65,8 @@ class LaunchSpace:
             if not self.violations(cfg, shape):
                 yield cfg
 
-    def resolve(self, overrides: Mapping[str, int] | None, shape: WorkloadShape) -> LaunchConfig:
-        """Default config updated with ``overrides``; unknown keys and values, and violations, raise."""
-        cfg = self.default()
+    def check(self, overrides: Mapping[str, int] | None) -> None:
+        """Unknown parameter names and values outside the declared ones raise (no shape needed)."""
         known = {p.name: p for p in self.params}
         for key, value in (overrides or {}).items():
             if key not in known:
@@ -78,17 +77,19 @@ class LaunchSpace:
                 raise ConfigError(
                     f"{self.launch}.{key}={value} is not allowed: choose from {list(known[key].values)}"
                 )
-            cfg[key] = int(value)
+
+    def resolve(self, overrides: Mapping[str, int] | None, shape: WorkloadShape) -> LaunchConfig:
+        """Default config updated with ``overrides``; unknown keys and values, and violations, raise."""
+        self.check(overrides)
+        cfg = self.default() | {k: int(v) for k, v in (overrides or {}).items()}
         bad = self.violations(cfg, shape)
         if bad:
             raise ConfigError(f"{self.launch} config {cfg} is invalid for {shape}: {'; '.join(bad)}")
         return cfg
 
 
-def resolve_method_config(
-    spaces: Mapping[str, LaunchSpace], overrides: Mapping[str, Mapping[str, int]] | None, shape: WorkloadShape
-) -> MethodConfig:
-    """Full per-launch config from declared spaces and (possibly partial) user overrides."""
+def check_overrides(spaces: Mapping[str, LaunchSpace], overrides: Mapping[str, Mapping[str, int]] | None) -> None:
+    """Overrides name declared launches, parameters and values (the shape's constraints aside)."""
     overrides = dict(overrides or {})
     unknown = set(overrides) - set(spaces)
     if unknown:
@@ -96,6 +97,16 @@ def resolve_method_config(
             f"unknown launch(es) {', '.join(sorted(unknown))}: "
             f"this method has {', '.join(spaces) or 'no tunable launches'}"
         )
+    for name, params in overrides.items():
+        spaces[name].check(params)
+
+
+def resolve_method_config(
+    spaces: Mapping[str, LaunchSpace], overrides: Mapping[str, Mapping[str, int]] | None, shape: WorkloadShape
+) -> MethodConfig:
+    """Full per-launch config from declared spaces and (possibly partial) user overrides."""
+    check_overrides(spaces, overrides)
+    overrides = dict(overrides or {})
     return {name: space.resolve(overrides.get(name), shape) for name, space in spaces.items()}
 
 

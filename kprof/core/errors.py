@@ -1,7 +1,9 @@
 """User-facing errors.
 
 Every failure a user can cause is a :class:`KprofError` whose message is one line naming the
-problem and the fix. The CLI prints it without a traceback and exits non-zero.
+problem and the fix. The CLI prints it without a traceback and exits with its ``exit_code``:
+1 for a failure while running, 2 when what was typed is wrong (:class:`UsageError`), 3 when a
+method's output failed validation (:class:`InvalidOutput`).
 """
 
 
@@ -9,6 +11,13 @@ class KprofError(Exception):
     """A problem the user can fix; ``str(err)`` is a one-line message with the fix."""
 
     exit_code = 1
+
+
+class UsageError(KprofError):
+    """A name, option, number or path on the command line (or an API argument) is wrong; it is
+    found before anything is loaded, so nothing ran (exit 2, as click's own usage errors)."""
+
+    exit_code = 2
 
 
 class WorkloadError(KprofError):
@@ -19,7 +28,7 @@ class MethodUnavailable(KprofError):
     """A method cannot run on this machine (e.g. a CUDA-only SDPA backend on the CPU)."""
 
 
-class ConfigError(KprofError):
+class ConfigError(UsageError):
     """A launch configuration names an unknown launch/key or an illegal value."""
 
 

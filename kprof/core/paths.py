@@ -5,12 +5,18 @@ command was given wins; else ``$KPROF_HOME``; else the project root, the nearest
 above the working directory that holds ``pyproject.toml`` or ``.git`` (so a command run from a
 subfolder finds the project's profiles); else the user cache, ``$XDG_CACHE_HOME/kprof`` or
 ``~/.cache/kprof``. In a repository, ``runs/`` and CPU-interpreter profiles are git-ignored.
+
+Peaks measured on this machine (``kprof env --measure-peak``) are the machine's, not the
+project's: they go to ``$KPROF_HOME/peaks``, else ``~/.cache/kprof/peaks``, never into a
+checkout's tracked files; the project's ``profiles/`` may ship reference peaks that are read after them.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+
+from kprof.core.errors import UsageError
 
 MARKERS = ("pyproject.toml", ".git")
 
@@ -31,8 +37,27 @@ def user_cache() -> Path:
 def kprof_home() -> Path:
     """``$KPROF_HOME``, else the project root, else the user cache."""
     if os.environ.get("KPROF_HOME"):
-        return Path(os.environ["KPROF_HOME"])
+        return _home_from_environment()
     return project_root() or user_cache()
+
+
+def _home_from_environment() -> Path:
+    home = Path(os.environ["KPROF_HOME"])
+    if home.exists() and not home.is_dir():
+        raise UsageError(f"$KPROF_HOME={home} is a file: point it at a folder (kprof keeps runs/ and profiles/ "
+                         "there), or unset it")
+    return home
+
+
+def peaks_dir() -> Path:
+    """Where measured machine peaks are written: ``$KPROF_HOME/peaks``, else the user cache's."""
+    return (_home_from_environment() if os.environ.get("KPROF_HOME") else user_cache()) / "peaks"
+
+
+def peak_files(name: str) -> list[Path]:
+    """Where a peak cache ``name`` is read, first match first: this machine's measurement, then
+    the reference the project ships in ``profiles/``."""
+    return [peaks_dir() / name, kprof_home() / "profiles" / name]
 
 
 def runs_dir() -> Path:

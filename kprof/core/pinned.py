@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import importlib
 import os
+import signal
 
-from kprof.core.errors import KprofError
+from kprof.core.errors import UsageError
 
 
 def start(visible_device: str | None, body: str, *args) -> None:
     """Pin to ``visible_device`` (None: leave the environment as it is), then call ``body``
-    (``"module:function"``) with ``args``."""
+    (``"module:function"``) with ``args``. A worker ignores Ctrl-C: the parent that hears it ends
+    its workers and says what was kept, in one line rather than one traceback per worker."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if visible_device is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = visible_device
     module, _, function = body.partition(":")
@@ -37,13 +40,16 @@ def parse_devices(text: str | None, gpu_count: int) -> tuple[str, ...]:
     if text is None:
         return ()
     if text.strip() == "all":
-        return tuple(str(i) for i in range(max(1, gpu_count)))
+        if not gpu_count:
+            raise UsageError("--devices all: this machine has no CUDA GPU; drop --devices, or give interpreter "
+                             "worker indices such as 0,1")
+        return tuple(str(i) for i in range(gpu_count))
     try:
         ids = [int(t) for t in text.split(",") if t.strip()]
     except ValueError:
-        raise KprofError(f"--devices {text!r}: write all, or GPU indices such as 0,1,3") from None
+        raise UsageError(f"--devices {text!r}: write all, or GPU indices such as 0,1,3") from None
     if not ids or len(set(ids)) != len(ids) or min(ids) < 0:
-        raise KprofError(f"--devices {text!r}: give distinct GPU indices such as 0,1,3, or all")
+        raise UsageError(f"--devices {text!r}: give distinct GPU indices such as 0,1,3, or all")
     if gpu_count and max(ids) >= gpu_count:
-        raise KprofError(f"--devices {text!r}: this host has {gpu_count} GPU(s), indices 0 to {gpu_count - 1}")
+        raise UsageError(f"--devices {text!r}: this host has {gpu_count} GPU(s), indices 0 to {gpu_count - 1}")
     return tuple(str(i) for i in ids)

@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 from kprof.core.atomic import atomic_write_text
-from kprof.core.paths import kprof_home
+from kprof.core.paths import peak_files, peaks_dir
 from kprof.measure.harness import Harness
 from kprof.measure.protocol import default_protocol
 from kprof.measure.stats import latency
@@ -40,32 +40,36 @@ def peak_key(environment: dict) -> str:
                                       environment.get("torch")))
 
 
-def peak_file() -> Path:
-    return kprof_home() / "profiles" / "copy-peak.json"
+PEAK_FILE = "copy-peak.json"
 
 
-def read_cached(path: Path, key: str) -> dict | None:
-    """The record under ``key`` of a peak cache file, if there is one."""
-    try:
-        record = json.loads(path.read_text())[key]
-    except (FileNotFoundError, KeyError, TypeError, json.JSONDecodeError):
-        return None
-    return record if isinstance(record, dict) else None
+def read_cached(name: str, key: str) -> dict | None:
+    """The record under ``key`` in the first peak cache ``name`` that has one (core.paths.peak_files)."""
+    for path in peak_files(name):
+        try:
+            record = json.loads(path.read_text())[key]
+        except (OSError, KeyError, TypeError, json.JSONDecodeError, UnicodeDecodeError):
+            continue
+        if isinstance(record, dict):
+            return record
+    return None
 
 
-def write_cached(path: Path, key: str, record: dict) -> None:
-    """Put ``record`` under ``key`` of a peak cache file (atomically; other keys kept)."""
+def write_cached(name: str, key: str, record: dict) -> Path:
+    """Put ``record`` under ``key`` of this machine's peak cache ``name`` (atomically; other keys kept)."""
+    path = peaks_dir() / name
     try:
         doc = json.loads(path.read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
+    except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
         doc = {}
     doc[key] = record
     atomic_write_text(path, json.dumps(doc, indent=2))
+    return path
 
 
 def load_peak(environment: dict) -> CopyPeak | None:
     """The cached peak of this device, driver and torch build, if one was measured."""
-    record = read_cached(peak_file(), peak_key(environment))
+    record = read_cached(PEAK_FILE, peak_key(environment))
     try:
         return CopyPeak(**record) if record else None
     except TypeError:
@@ -84,5 +88,5 @@ def measure_peak(device: torch.device, environment: dict) -> CopyPeak:
     peak = CopyPeak(device=gpu.get("name", device.type), key=peak_key(environment), gbs=2 * nbytes / median_us / 1e3,
                     copy_bytes=nbytes, median_us=median_us,
                     measured=datetime.now(timezone.utc).isoformat(timespec="seconds"))
-    write_cached(peak_file(), peak.key, asdict(peak))
+    write_cached(PEAK_FILE, peak.key, asdict(peak))
     return peak

@@ -77,6 +77,7 @@ class Measurement:
     notes: list[str] = field(default_factory=list)
     looks: list[Look] = field(default_factory=list)  # a precision-stopped run: what each look saw
     wall_s: float = 0.0  # wall time of the rounds
+    interrupted: bool = False  # Ctrl-C ended the run: only the rounds finished before it are here
 
     def rows(self) -> dict[str, np.ndarray]:
         return {label: self.observations[i] for i, label in enumerate(self.labels)}
@@ -125,7 +126,7 @@ class Harness:
 
     def __init__(self, device: torch.device | str, protocol: TimingProtocol, *, telemetry: bool = True,
                  progress: Progress | None = None, clock: Clock | None = None,
-                 eviction: EvictionBuffer | None | str = AUTO, gate=AUTO):
+                 eviction: EvictionBuffer | None | str = AUTO, gate=AUTO, keep_on_interrupt: bool = False):
         self.device = torch.device(device)
         self.protocol = protocol
         self.clock = clock or clock_for(self.device)
@@ -141,6 +142,7 @@ class Harness:
         self.gate = gate
         self.telemetry = telemetry and self.device.type == "cuda"
         self.progress = progress or Progress()
+        self.keep_on_interrupt = keep_on_interrupt  # Ctrl-C after a finished round returns the finished rounds
         self._pad = (torch.zeros(1, dtype=torch.int32, device=self.device)
                      if protocol.launch_phase and self.device.type == "cuda" else None)
 
@@ -275,35 +277,42 @@ class Harness:
         expired_total = 0
         self.progress.start_rounds(rounds)
         t0 = time.monotonic()
+        interrupted = False
         with sampler:
             r = 0
-            while r < rounds:
-                sampler.begin_round(r)
-                body(r, recorders)
-                self.clock.synchronize()
-                if self.gate is not None and (expired := self.gate.new_expiries()):
-                    expired_total += expired
-                    warnings.warn(f"round {r}: the host gate gave up on {expired} timed region(s) after "
-                                  f"{MAX_WAIT_NS / 1e9:g} s: the timed call synchronises with the device, launches "
-                                  "a kernel for the first time (its module load waits for the held stream) or "
-                                  "takes that long to enqueue, so those times include host time", stacklevel=3)
-                sampler.end_round()
-                done.append(np.stack([rec.elapsed_us(per_round) for rec in recorders]))
-                self.progress.round_done(r)
-                r += 1
-                if looks is not None and r == rounds:
-                    rounds = looks.after(np.stack(done, axis=1), sampler.report().throttled_flags(r),
-                                         time.monotonic() - t0)
-                    if rounds > r:
-                        self.progress.start_rounds(rounds)
-        notes = [] if looks is None else looks.notes()
+            try:
+                while r < rounds:
+                    sampler.begin_round(r)
+                    body(r, recorders)
+                    self.clock.synchronize()
+                    if self.gate is not None and (expired := self.gate.new_expiries()):
+                        expired_total += expired
+                        warnings.warn(f"round {r}: the host gate gave up on {expired} timed region(s) after "
+                                      f"{MAX_WAIT_NS / 1e9:g} s: the timed call synchronises with the device, "
+                                      "launches a kernel for the first time (its module load waits for the held "
+                                      "stream) or takes that long to enqueue, so those times include host time",
+                                      stacklevel=3)
+                    sampler.end_round()
+                    done.append(np.stack([rec.elapsed_us(per_round) for rec in recorders]))
+                    self.progress.round_done(r)
+                    r += 1
+                    if looks is not None and r == rounds:
+                        rounds = looks.after(np.stack(done, axis=1), sampler.report().throttled_flags(r),
+                                             time.monotonic() - t0)
+                        if rounds > r:
+                            self.progress.start_rounds(rounds)
+            except KeyboardInterrupt:
+                if not (self.keep_on_interrupt and done):
+                    raise
+                interrupted = True
+        notes = [] if looks is None or not looks.stop.looks else looks.notes()
         if self.eviction is not None and self.eviction.nbytes < self.eviction.requested_bytes:
             notes.append(f"eviction buffer reduced to {self.eviction.nbytes / 2**20:.0f} MiB (low memory)")
         out = np.stack(done, axis=1) if done else np.empty((len(labels), 0, per_round))
         return Measurement(labels, out, telemetry=sampler.report(), gate_expiries=expired_total,
                            eviction_mib=self.eviction.nbytes / 2**20 if self.eviction is not None else 0.0,
                            notes=notes, looks=[] if looks is None else list(looks.stop.looks),
-                           wall_s=time.monotonic() - t0)
+                           wall_s=time.monotonic() - t0, interrupted=interrupted)
 
 
 class _Looks:

@@ -9,11 +9,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
-from pathlib import Path
 
 import torch
 
-from kprof.core.paths import kprof_home
 from kprof.measure.copy_peak import peak_key, read_cached, write_cached
 from kprof.measure.harness import Harness
 from kprof.measure.protocol import default_protocol
@@ -35,8 +33,7 @@ class MatmulPeak:
     measured: str
 
 
-def matmul_peak_file() -> Path:
-    return kprof_home() / "profiles" / "matmul-peak.json"
+MATMUL_PEAK_FILE = "matmul-peak.json"
 
 
 def dtype_name(dtype: torch.dtype) -> str | None:
@@ -47,7 +44,7 @@ def load_matmul_peaks(environment: dict) -> dict[str, float]:
     """Cached matmul peaks of this setup, dtype -> TFLOP/s."""
     out = {}
     for dtype in TORCH_DTYPES:
-        record = read_cached(matmul_peak_file(), f"{peak_key(environment)}|{dtype}")
+        record = read_cached(MATMUL_PEAK_FILE, f"{peak_key(environment)}|{dtype}")
         if record and isinstance(record.get("tflops"), (int, float)):
             out[dtype] = float(record["tflops"])
     return out
@@ -68,5 +65,5 @@ def measure_matmul_peak(device: torch.device, environment: dict, dtype: str) -> 
     peak = MatmulPeak(device=gpu.get("name", device.type), key=key, dtype=dtype,
                       tflops=2 * n**3 / median_us / 1e6, n=n, median_us=median_us,
                       measured=datetime.now(timezone.utc).isoformat(timespec="seconds"))
-    write_cached(matmul_peak_file(), key, asdict(peak))
+    write_cached(MATMUL_PEAK_FILE, key, asdict(peak))
     return peak

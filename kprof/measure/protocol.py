@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 
-from kprof.core.errors import KprofError
+from kprof.core.errors import UsageError
 
 EVICTION_MODES = ("read-write", "read")
 LOOK_SPEND = 2.0  # a precision-stopped run computes its intervals at 1 - (1 - level) / LOOK_SPEND (precision.py)
@@ -46,21 +46,38 @@ class TimingProtocol:
     level: float = 0.95
 
     def __post_init__(self) -> None:
+        self._check_types()
         for name in ("rounds", "min_rounds", "min_pair_cycles", "observations", "stage_observations"):
             if getattr(self, name) is not None and getattr(self, name) < 1:
-                raise KprofError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
+                raise UsageError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
         if self.precision is not None and self.rounds is not None:
-            raise KprofError("--rounds fixes the run's length and --precision stops it on the data: pass one")
+            raise UsageError("--rounds fixes the run's length and --precision stops it on the data: pass one")
         if self.precision is not None and not 0 < self.precision < 0.5:
-            raise KprofError(f"--precision must lie between 0 and 50%, got {100 * self.precision:g}%: write e.g. 0.5%")
+            raise UsageError(f"--precision must lie between 0 and 50%, got {100 * self.precision:g}%: write e.g. 0.5%")
         if not self.max_time_s > 0:
-            raise KprofError(f"--max-time must be positive, got {self.max_time_s:g} s")
+            raise UsageError(f"--max-time must be positive, got {self.max_time_s:g} s")
         if self.warmup_pairs < 0 or self.evict_mib < 0 or self.initial_warmup_pairs < 0:
-            raise KprofError("--warmup-pairs and --evict-mib must not be negative")
+            raise UsageError("--warmup-pairs and --evict-mib must not be negative")
         if self.eviction not in EVICTION_MODES:
-            raise KprofError(f"--eviction must be one of {', '.join(EVICTION_MODES)}, got {self.eviction!r}")
+            raise UsageError(f"--eviction must be one of {', '.join(EVICTION_MODES)}, got {self.eviction!r}")
         if not 0.5 < self.level < 1:
-            raise KprofError(f"confidence level must be in (0.5, 1), got {self.level}")
+            raise UsageError(f"confidence level must be in (0.5, 1), got {self.level}")
+
+    def _check_types(self) -> None:
+        """A number given as text or a flag as a number is named here, not met as a TypeError later."""
+        for f in fields(self):
+            value, kind = getattr(self, f.name), f.type.replace(" | None", "")
+            if value is None and "None" in f.type:
+                continue
+            whole = kind == "int" and isinstance(value, int) and not isinstance(value, bool)
+            real = kind == "float" and isinstance(value, (int, float)) and not isinstance(value, bool)
+            flag = kind == "bool" and isinstance(value, bool)
+            text = kind == "str" and isinstance(value, str)
+            if not (whole or real or flag or text):
+                want = {"int": "a whole number", "float": "a number", "bool": "True or False", "str": "a string"}[kind]
+                example = {"rounds": 20, "precision": 0.005}.get(f.name, f.default)
+                raise UsageError(f"{f.name} must be {want}, got {value!r} ({type(value).__name__}): pass e.g. "
+                                 f"{f.name}={example!r}")
 
     @property
     def mode(self) -> str:

@@ -15,7 +15,7 @@ import os
 from importlib.metadata import entry_points
 
 from kprof.core.config_space import parse_overrides
-from kprof.core.errors import KprofError
+from kprof.core.errors import KprofError, UsageError
 from kprof.methods.base import Method
 from kprof.methods.function import FunctionMethod
 from kprof.methods.revision import load_method_class, load_user_object, resolve
@@ -145,7 +145,7 @@ def load_object(spec: str) -> Method:
     attr, _, options = rest.partition(":")
     attr, at, rev = attr.partition("@")
     if at and not rev:
-        raise KprofError(f"method spec {spec!r} names no revision after '@': write MODULE:NAME@REV, e.g. "
+        raise UsageError(f"method spec {spec!r} names no revision after '@': write MODULE:NAME@REV, e.g. "
                          f"{module_name}:{attr}@HEAD~1")
     if at:  # the object as it was at a revision of the git repository that holds the module
         obj, sha = load_user_object(module_name, attr, rev)
@@ -153,11 +153,11 @@ def load_object(spec: str) -> Method:
         try:
             module = importlib.import_module(module_name)
         except ImportError as exc:
-            raise KprofError(f"--method {spec}: module {module_name!r} cannot be imported ({exc}): install it or add "
+            raise UsageError(f"--method {spec}: module {module_name!r} cannot be imported ({exc}): install it or add "
                              "its folder to PYTHONPATH") from None
         obj, sha = getattr(module, attr, None), None
     if obj is None:
-        raise KprofError(f"--method {spec}: module {module_name!r} has no {attr!r}: name a Method subclass or a "
+        raise UsageError(f"--method {spec}: module {module_name!r} has no {attr!r}: name a Method subclass or a "
                          "function f(q, k, v) -> o in it")
     label = f"{module_name}:{attr}" + (f"@{sha[:12]}" if sha else "")
     own = {k: v for k, v in _options(options, spec).items() if "." not in k}
@@ -172,7 +172,7 @@ def load_object(spec: str) -> Method:
         cls = FunctionMethod.for_function(obj, label)
         cls.revision = sha
         return cls.from_options(own)
-    raise KprofError(f"--method {spec}: {attr!r} is a {type(obj).__name__}: name a Method subclass or a function "
+    raise UsageError(f"--method {spec}: {attr!r} is a {type(obj).__name__}: name a Method subclass or a function "
                      "f(q, k, v) -> o")
 
 
@@ -181,7 +181,7 @@ def _options(rest: str, spec: str) -> dict[str, str]:
     for item in filter(None, rest.split(",")):
         key, eq, value = item.partition("=")
         if not eq or not key:
-            raise KprofError(f"bad method option {item!r} in {spec!r}: write NAME:key=value,key=value")
+            raise UsageError(f"bad method option {item!r} in {spec!r}: write NAME:key=value,key=value")
         options[key.strip()] = value.strip()
     return options
 
@@ -211,11 +211,11 @@ def get_method(spec: str) -> Method:
         try:
             cls = METHODS[name]
         except KeyError:
-            raise KprofError(f"unknown method {name!r}: choose one of {', '.join(sorted(METHODS))}; "
+            raise UsageError(f"unknown method {name!r}: choose one of {', '.join(sorted(METHODS))}; "
                              f"{HOW_TO_ADD}") from None
         if at:
             if not rev:
-                raise KprofError(f"method spec {spec!r} names no revision after '@': write NAME@REV, e.g. "
+                raise UsageError(f"method spec {spec!r} names no revision after '@': write NAME@REV, e.g. "
                                  f"{name}@HEAD~1")
             cls = _at_revision(name, cls, rev)
         method = cls.from_options({k: v for k, v in options.items() if "." not in k})

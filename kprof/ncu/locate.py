@@ -18,6 +18,16 @@ class NcuBinary:
     version: str | None
 
 
+def override_problem() -> str | None:
+    """What is wrong with ``$KPROF_NCU`` when it is set and names no executable, else None."""
+    path = os.environ.get("KPROF_NCU")
+    if not path or (os.path.isfile(path) and os.access(path, os.X_OK)):
+        return None
+    why = ("does not exist" if not os.path.exists(path) else "is a folder" if os.path.isdir(path)
+           else "is not executable")
+    return f"KPROF_NCU={path} {why}: point it at the ncu binary, or unset it to search PATH"
+
+
 def find_ncu() -> NcuBinary | None:
     """``$KPROF_NCU``, then ``ncu`` on PATH, then the usual CUDA install locations."""
     path = os.environ.get("KPROF_NCU") or shutil.which("ncu")

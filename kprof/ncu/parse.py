@@ -64,6 +64,10 @@ def _table_lines(text: str, source: str) -> list[str]:
     lines = text.splitlines()
     for i, line in enumerate(lines):
         if line.startswith('"ID"'):
+            cut = i == len(lines) - 1 and not text.endswith("\n")  # ends inside or right after the header
+            if cut or not line.rstrip().endswith('"') or line.rstrip().endswith(',"'):
+                raise KprofError(f"{source}: its header line is cut off after {len(line)} characters, so the file is "
+                                 "truncated: export it again from ncu (`ncu --import REPORT --csv --page raw`)")
             return [ln for ln in lines[i:] if ln.startswith('"')]
     raise KprofError(f"{source} is not Nsight Compute CSV (no \"ID\" header line): export with `ncu --csv --page raw` "
                      "or `--page details`")

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from kprof.core.errors import KprofError
-from kprof.ncu.locate import NcuBinary, find_ncu
+from kprof.core.errors import KprofError, UsageError
+from kprof.ncu.locate import NcuBinary, find_ncu, override_problem
 from kprof.ncu.parse import frame_from_report_records, read_ncu_csv
 from kprof.ncu.report_module import find_report_module, report_records
 
@@ -18,6 +18,8 @@ PERMISSION_HINT = ("no permission to read GPU performance counters (ERR_NVGPUCTR
 
 
 def require_ncu() -> NcuBinary:
+    if problem := override_problem():
+        raise UsageError(problem)
     ncu = find_ncu()
     if ncu is None:
         raise KprofError("ncu (Nsight Compute) not found: install it, put it on PATH, or set KPROF_NCU=/path/to/ncu")

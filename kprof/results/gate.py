@@ -209,6 +209,21 @@ def config_difference(base: dict, cand: dict) -> str:
     return "launch config: " + ", ".join(diffs) if diffs else ""
 
 
+def load_gateable(path: str | Path, role: str) -> Result:
+    """A Result the gate can judge: readable, a paired comparison, run to its end."""
+    try:
+        res = load_result(path)
+    except KprofError as exc:
+        raise GateInputError(str(exc)) from None
+    if res.kind != "compare":
+        raise GateInputError(f"{role} {path} is a {res.kind} Result (launches timed one by one): the gate judges "
+                             "paired runs; pass a Result that kprof compare (or the API's compare) wrote")
+    if res.partial:
+        raise GateInputError(f"{role} {path} is a partial Result ({res.partial}): verdicts need complete runs; "
+                             "run it again to the end")
+    return res
+
+
 def untrustworthy(res: Result) -> list[str]:
     """Rows of a Result whose times must not be judged: failed validation, faults, bad observations."""
     out = [f"{m.label} failed validation" for m in res.methods if not m.validation.passed]
@@ -328,12 +343,7 @@ def load_history(paths: list[str | Path]) -> tuple[list[Result], list[str]]:
             files.append(p)
         else:
             raise GateInputError(f"baseline {p} does not exist: pass a Result file or a history folder")
-    results = []
-    for f in files:
-        try:
-            results.append((load_result(f), str(f)))
-        except KprofError as exc:
-            raise GateInputError(str(exc)) from None
+    results = [(load_gateable(f, "history run"), str(f)) for f in files]
     results.sort(key=lambda pair: pair[0].created)  # oldest first: the last is the latest run
     return [r for r, _ in results], [name for _, name in results]
 
@@ -358,12 +368,26 @@ def add_to_history(candidate_path: Path, history_dir: Path) -> Path:
     return target
 
 
+def value_unit(metric: str) -> str:
+    """The unit of a gate row's then and now values."""
+    return "us" if metric == "latency" else "speedup"
+
+
+def format_value(v: float, metric: str) -> str:
+    """A latency in microseconds with thousands separators (3,228,000), or a speedup (1.4523x)."""
+    if metric != "latency":
+        return f"{v:.4f}x"
+    return f"{v:,.2f}" if v < 1000 else f"{v:,.0f}"
+
+
 def summary_markdown(report: GateReport) -> str:
     lines = [f"### kprof gate: **{report.verdict}** ({report.metric}, threshold {report.threshold:.1%})", "",
              f"Intervals: {report.method}.", ""]
     if report.reasons:
         return "\n".join(lines + [f"- {r}" for r in report.reasons]) + "\n"
-    lines += ["| method | then | now | ratio (now/then) | 95% interval | verdict | detectable | note |",
+    unit = value_unit(report.metric)
+    lines += [f"| method | then ({unit}) | now ({unit}) | ratio (now/then) | 95% interval | verdict | detectable | "
+              "note |",
               "|---|---|---|---|---|---|---|---|"]
     for r in report.rows:
         if r.ratio is None:
@@ -371,7 +395,8 @@ def summary_markdown(report: GateReport) -> str:
             continue
         ci = f"[{r.ratio.low:.4f}, {r.ratio.high:.4f}]" if r.ratio.has_interval else r.ratio.note
         mde = f"{r.mde:.1%}" if r.mde is not None else ""
-        lines.append(f"| {r.method} | {r.baseline_value:.4g} | {r.candidate_value:.4g} | {r.ratio.estimate:.4f} | "
-                     f"{ci} | {r.verdict} | {mde} | {r.note} |")
+        lines.append(f"| {r.method} | {format_value(r.baseline_value, report.metric)} | "
+                     f"{format_value(r.candidate_value, report.metric)} | {r.ratio.estimate:.4f} | {ci} | {r.verdict} "
+                     f"| {mde} | {r.note} |")
     lines += [""] + [f"- warning: {w}" for w in report.warnings]
     return "\n".join(lines) + "\n"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+from kprof.core.atomic import atomic_path
 from kprof.core.errors import KprofError
 from kprof.results.result import Result
 
@@ -71,7 +72,8 @@ def plot_results(results: list[Result], path: str | Path) -> Path:
             ax_right.set_title("stages", fontsize=9)
     fig.tight_layout()
     path = Path(path)
-    fig.savefig(path, dpi=120)
+    with atomic_path(path) as tmp:  # a reader never sees half a picture
+        fig.savefig(tmp, dpi=120, format=path.suffix.lstrip(".").lower())
     plt.close(fig)
     return path
 

@@ -12,7 +12,6 @@ import hashlib
 import io
 import json
 import re
-import tempfile
 import types
 import typing
 from dataclasses import asdict, dataclass, field
@@ -21,9 +20,10 @@ from pathlib import Path
 
 import numpy as np
 
-from kprof.core.atomic import atomic_path, atomic_write_text
-from kprof.core.errors import KprofError
+from kprof.core.atomic import atomic_path, atomic_write_text, destination_problem, locked, writable_probe
+from kprof.core.errors import KprofError, UsageError
 from kprof.core.paths import runs_dir as default_runs_dir
+from kprof.core.version import VERSION
 from kprof.measure.catalog import LaunchCatalog
 from kprof.measure.stats import (
     DriftReport,
@@ -149,6 +149,7 @@ class Result:
     kprof_version: str = ""
     git_revision: str | None = None
     phases_s: dict[str, float] = field(default_factory=dict)  # wall seconds: setup phases, then "timing"
+    partial: str | None = None  # why the run ended early (Ctrl-C): report reads it, gate refuses it
     observations_file: str | None = None
     observations_sha256: str | None = None
     observations: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
@@ -174,9 +175,10 @@ class Result:
         """Baseline time over ``candidate``'s time: estimate and interval (``.low``, ``.high``)."""
         return self.speedup_record(candidate, baseline).interval
 
-    def save(self, path: str | Path | None = None) -> Path:
-        """Write this Result (JSON and observations sidecar) where ``kprof report`` and ``kprof gate`` read it."""
-        return save_result(self, path)
+    def save(self, path: str | Path | None = None, force: bool = False) -> Path:
+        """Write this Result (JSON and observations sidecar) where ``kprof report`` and ``kprof gate``
+        read it: a fresh file under runs/ by default; an existing ``path`` only with ``force``."""
+        return save_result(self, path, force=force)
 
     def frame(self):
         """A pandas DataFrame, one row per timed row (the columns of ``kprof report --csv``)."""
@@ -296,7 +298,9 @@ def _build(tp, value, where: str = "result"):
     """Rebuild typed dataclasses from parsed JSON (dataclass, list[X], dict[str, X], X | None),
     checking every value's type: a TypeError names the field that is wrong."""
     origin = typing.get_origin(tp)
-    if value is None:
+    if value is None:  # a number may be null (finite() writes NaN so); a record, list or text may not
+        if dataclasses.is_dataclass(tp) or origin in (list, dict) or tp in (str, bool, list, dict):
+            raise TypeError(f"{where} is null, not {'an object' if origin is not list else 'a list'}")
         return None
     if origin in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(tp) if a is not type(None)]
@@ -347,13 +351,33 @@ def result_from_dict(doc: dict) -> Result:
                          "and pass DIR/<test>.json (kprof_compare saves one per test)")
     if not isinstance(doc, dict) or doc.get("schema") not in READABLE_SCHEMAS:
         schema = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
+        if _schema_number(schema) > _schema_number(SCHEMA):
+            raise KprofError(f"this Result was written by a newer kprof (schema {schema}; this kprof {VERSION} "
+                             f"reads up to {SCHEMA}): upgrade kprof (pip install -U kprof) to read it")
         raise KprofError(f"unsupported result schema {schema!r} (this kprof reads {', '.join(READABLE_SCHEMAS)}): "
-                         "re-run the measurement")
+                         "pass a Result that kprof compare, stages or the API wrote")
     doc = {k: v for k, v in doc.items() if k != "observations"}
-    for summary in (doc.get("summaries") or {}).values():  # /1 and /2 kept round medians
+    summaries = doc.get("summaries")
+    for summary in summaries.values() if isinstance(summaries, dict) else ():  # /1 and /2 kept round medians
         if isinstance(summary, dict) and "round_medians_us" in summary:
             summary.setdefault("round_summaries_us", summary.pop("round_medians_us"))
     return _check(_build(Result, doc))
+
+
+def _schema_number(schema) -> int:
+    """3 for ``kprof-result/3``; 0 for anything that is not a kprof result schema."""
+    match = re.fullmatch(r"kprof-result/(\d+)", schema) if isinstance(schema, str) else None
+    return int(match.group(1)) if match else 0
+
+
+def missing_result(path: Path) -> str:
+    """The message for a Result path that does not exist, pointing at kprof's runs folder when
+    the last run was written there rather than where the path looks."""
+    latest = default_runs_dir() / "latest.json"
+    if path.name == "latest.json" and latest.is_file() and latest.resolve() != path.absolute().resolve():
+        return (f"result file {path} does not exist; runs are kept in {latest.parent} ($KPROF_HOME, else the project "
+                f"root, else ~/.cache/kprof): pass {latest}")
+    return f"result file {path} does not exist: run `kprof compare` first, or pass a Result file that exists"
 
 
 def _npz_bytes(observations: dict[str, np.ndarray]) -> bytes:
@@ -376,40 +400,49 @@ def check_destination(path: str | Path | None, force: bool = False, runs_dir: Pa
                       option: str = "--out") -> None:
     """Refuse, before a run, what :func:`save_result` would fail at after it: ``--out`` naming a
     folder, an existing file (unless ``force``), or a place that cannot be written."""
-    runs_dir = runs_dir or default_runs_dir()
-    target = Path(path) if path else runs_dir / "probe.json"
-    flag = f"{option} {path}" if path else f"the runs folder {runs_dir}"
-    if path and target.is_dir():
-        raise KprofError(f"{option} {path} is a folder: name a file in it, such as {target / 'run.json'}")
-    if path and target.exists() and not force:
-        raise KprofError(f"{option} {path} exists: choose another name, or pass --force to replace it")
-    probe = target.parent
-    while not probe.exists():
-        probe = probe.parent
-    if not probe.is_dir():
-        raise KprofError(f"{flag}: {probe} is a file, so no folder can be made there: choose another place")
-    try:
-        with tempfile.NamedTemporaryFile(dir=probe, prefix=".kprof-write-check-"):
-            pass
-    except OSError as exc:
-        raise KprofError(f"{flag}: cannot write in {probe} ({exc.strerror}): choose a writable place") from None
+    if path:
+        problem = destination_problem(path, force, option)
+    else:
+        runs = runs_dir or default_runs_dir()
+        why = writable_probe(runs)
+        problem = why and f"the runs folder {runs}: {why}: set $KPROF_HOME or pass --out"
+    if problem:
+        raise UsageError(problem)
 
 
-def save_result(result: Result, path: str | Path | None = None, runs_dir: Path | None = None) -> Path:
-    """Write ``result`` (JSON + observations sidecar) atomically; also refresh ``latest.json``."""
+def save_result(result: Result, path: str | Path | None = None, runs_dir: Path | None = None,
+                force: bool = False, keep_both: bool = False) -> Path:
+    """Write ``result`` (JSON + observations sidecar) atomically, under a lock on the folder so
+    that two writers never pair one's JSON with the other's sidecar; also refresh ``latest.json``.
+
+    An existing ``path`` is replaced only with ``force``; with ``keep_both`` (a run that ends to
+    find its ``--out`` taken since it started) the Result goes to a fresh name beside it;
+    otherwise it is refused before anything is written."""
     runs_dir = runs_dir or default_runs_dir()
-    path = Path(path) if path else _fresh_path(runs_dir, result.default_stem())
-    if result.observations:
-        blob = _npz_bytes(result.observations)
-        sidecar = path.with_suffix(".obs.npz")
-        with atomic_path(sidecar) as tmp:
-            tmp.write_bytes(blob)
-        result.observations_file = sidecar.name
-        result.observations_sha256 = hashlib.sha256(blob).hexdigest()
-    text = result.to_json()
-    atomic_write_text(path, text)
-    if path.parent.resolve() == runs_dir.resolve():
-        atomic_write_text(runs_dir / "latest.json", text)
+    path = Path(path) if path else None
+    folder = path.parent if path else runs_dir
+    if problem := writable_probe(folder):
+        raise UsageError(f"cannot save the result in {folder}: {problem}: pass another path")
+    if path is not None and path.is_dir():
+        raise UsageError(f"cannot save the result as {path}: it is a folder; name a file in it")
+    with locked(folder):
+        if path is None:
+            path = _fresh_path(runs_dir, result.default_stem())
+        elif path.exists() and not force:
+            if not keep_both:
+                raise UsageError(f"{path} exists: choose another name, or pass force=True (--force) to replace it")
+            path = _fresh_path(path.parent, path.stem)
+        blob = _npz_bytes(result.observations) if result.observations else None
+        if blob is not None:
+            result.observations_file = path.with_suffix(".obs.npz").name
+            result.observations_sha256 = hashlib.sha256(blob).hexdigest()
+        text = result.to_json()  # both documents exist before either file is replaced
+        if blob is not None:
+            with atomic_path(path.with_suffix(".obs.npz")) as tmp:
+                tmp.write_bytes(blob)
+        atomic_write_text(path, text)
+        if path.parent.resolve() == runs_dir.resolve():
+            atomic_write_text(runs_dir / "latest.json", text)
     return path
 
 
@@ -418,7 +451,9 @@ def load_result(path: str | Path, with_observations: bool = True) -> Result:
     try:
         doc = json.loads(path.read_text())
     except FileNotFoundError:
-        raise KprofError(f"result file {path} does not exist: run `kprof compare` first") from None
+        raise KprofError(missing_result(path)) from None
+    except IsADirectoryError:
+        raise UsageError(f"{path} is a folder: pass a Result file in it (its runs are *.json)") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise KprofError(f"{path} is not a kprof result (invalid JSON: {exc}): re-run the measurement") from None
     if not isinstance(doc, dict):

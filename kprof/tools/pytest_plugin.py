@@ -68,6 +68,22 @@ def _host_timing(bench, fn: Callable[[], object], rounds: int) -> None:
     bench.pedantic(_synchronized(fn), rounds=min(rounds, HOST_ROUNDS), warmup_rounds=1, iterations=1)
 
 
+def _check(fixture: str, function: str, *args, **kwargs) -> None:
+    """Fail the test in one line when the fixture's arguments are wrong, timed or not
+    (--benchmark-disable), rather than with a TypeError from inside kprof."""
+    from kprof.api import check_arguments
+    from kprof.core.errors import KprofError
+
+    for fn in [a for a in args if not isinstance(a, list)] + [x for a in args if isinstance(a, list) for x in a]:
+        if not callable(fn) and not (function == "compare" and isinstance(fn, str)):  # compare takes method specs
+            pytest.fail(f"{fixture}: {fn!r:.40} is a {type(fn).__name__}, not a callable: pass the function itself",
+                        pytrace=False)
+    try:
+        check_arguments(function, *args, **kwargs)
+    except KprofError as exc:
+        pytest.fail(f"{fixture}: {exc}", pytrace=False)
+
+
 @dataclass
 class KprofBenchmark:
     """``kprof_benchmark(fn, **protocol)``: one callable under the kprof protocol."""
@@ -81,6 +97,7 @@ class KprofBenchmark:
         bench = self.benchmark
         if "warmup" in protocol:
             protocol["warmup_pairs"] = protocol.pop("warmup")
+        _check("kprof_benchmark", "time", fn, **protocol)
         if bench.disabled:
             bench.pedantic(fn)
             return None
@@ -110,6 +127,7 @@ class KprofCompare:
         callable runs once. pytest-benchmark's own columns time the candidate. With
         ``max_regression`` ("3%") the test fails when the candidate is SLOWER by more than that."""
         threshold = None if max_regression is None else _threshold(max_regression)
+        _check("kprof_compare", "compare", [candidate], baseline, **options)
         bench = self.benchmark
         inputs = options.get("inputs") or {}
         if bench.disabled:  # no timing, but a wrong candidate still fails the test
@@ -135,7 +153,8 @@ class KprofCompare:
         })
         _host_timing(bench, lambda: candidate(**inputs), res.summaries[cand].observations)
         if self.results_dir:
-            res.save(Path(self.results_dir) / f"{re.sub(r'[^A-Za-z0-9._-]+', '_', self.test_name)}.json")
+            name = f"{re.sub(r'[^A-Za-z0-9._-]+', '_', self.test_name)}.json"
+            res.save(Path(self.results_dir) / name, force=True)  # the folder keeps each test's latest run
         if threshold is not None:
             from kprof.results.gate import same_run_gate
 

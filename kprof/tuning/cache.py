@@ -17,7 +17,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from kprof.core.atomic import atomic_write_text
+from kprof.core.atomic import atomic_write_text, locked
 from kprof.core.errors import KprofError
 from kprof.measure.fingerprint import collect_environment
 from kprof.measure.protocol import EVICTION_MODES
@@ -149,9 +149,24 @@ class TuneFile:
         return sorted((c for c in self.candidates if c.status == "ok"), key=lambda c: c.median_us)
 
     def save(self, directory: Path) -> Path:
+        """Write the cache file, merged under a folder lock with what another tune of the same key
+        wrote there meanwhile: candidates only it measured are kept (and learnt here)."""
         path = directory / self.key.filename
-        atomic_write_text(path, json.dumps(asdict(self), indent=2))
+        with locked(directory):
+            if path.exists():
+                try:
+                    self.merge(load_tune_file(path, self.key))
+                except KprofError:  # stale or corrupt: this tune refused or replaced it when it began
+                    pass
+            atomic_write_text(path, json.dumps(asdict(self), indent=2))
         return path
+
+    def merge(self, other: "TuneFile") -> None:
+        """Take ``other``'s candidates that this file has not measured; keep this file's choice."""
+        mine = [c.config for c in self.candidates]
+        self.candidates += [c for c in other.candidates if c.config not in mine]
+        self.best = self.best if self.best is not None else other.best
+        self.finalists = self.finalists or other.finalists
 
 
 class StaleTuneFile(KprofError):

@@ -30,6 +30,8 @@ class Case:
     setup: Callable[[Path], None] = lambda d: None
     lines: int = 2  # at most this many non-empty lines of output
     also: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)  # {home} is the test's KPROF_HOME
+    before_loading: bool = True  # answered before any workload was loaded
 
 
 def _workload(d: Path, poison: bool = False) -> None:
@@ -58,6 +60,17 @@ def _truncated_ncu(d: Path) -> None:
     (d / "ncu.csv").write_text(text[: text.rindex(",")] + "\n")
 
 
+def _header_cut_ncu(d: Path) -> None:
+    text = (FIXTURES / "ncu" / "h200_sdpa_flash_raw_base_units.csv").read_text()
+    (d / "ncu.csv").write_text(text[: text.index('"ID"') + 900])
+
+
+def _latest_in_home(d: Path) -> None:
+    runs = _home(d) / "runs"
+    runs.mkdir(parents=True)
+    shutil.copy(RESULT, runs / "latest.json")
+
+
 def _home(d: Path) -> Path:
     return d / "home"
 
@@ -75,22 +88,22 @@ def _tune_cache_list(d: Path) -> None:
 
 
 CASES = {
-    "unknown method": Case(["check", "--method", "nope"], 1, r"unknown method 'nope'"),
-    "bad method option": Case(["check", "--method", "santa:q=1"], 1, r"unknown santa option 'q'"),
-    "unknown config key": Case(["check", "--method", "triton-dense", "--set", "partial.NOPE=1"], 1, r"NOPE"),
-    "missing workload file": Case(["workload", "info", "missing.safetensors"], 1, r"does not exist"),
+    "unknown method": Case(["check", "--method", "nope"], 2, r"unknown method 'nope'"),
+    "bad method option": Case(["check", "--method", "santa:q=1"], 2, r"unknown santa option 'q'"),
+    "unknown config key": Case(["check", "--method", "triton-dense", "--set", "partial.NOPE=1"], 2, r"NOPE"),
+    "missing workload file": Case(["workload", "info", "missing.safetensors"], 2, r"does not exist"),
     "GPU-only method on the CPU": Case(["check", "--method", "flash", "--device", "cpu"], 1, r"needs a CUDA GPU"),
     "--out under a file": Case(["compare", "--method", "math", "--baseline", "math", "--out", "afile/r.json", *TINY],
-                               1, r"afile is a file", setup=lambda d: (d / "afile").write_text("x")),
+                               2, r"afile is a file", setup=lambda d: (d / "afile").write_text("x")),
     "--out an existing file": Case(["compare", "--method", "math", "--baseline", "math", "--out", "old.json", *TINY],
-                                   1, r"old.json exists: choose another name, or pass --force",
+                                   2, r"old.json exists: choose another name, or pass --force",
                                    setup=lambda d: (d / "old.json").write_text("{}")),
     "workload with NaN in k": Case(["compare", "--method", "math", "--baseline", "math", "--workload",
                                     "w.safetensors", *TINY], 1, r"non-finite values \(1 in k\)",
-                                   setup=lambda d: _workload(d, poison=True)),
+                                   setup=lambda d: _workload(d, poison=True), before_loading=False),
     "tuning cache holding []": Case(["tune", "--method", "triton-dense", "--launch", "partial", "--device", "cpu",
                                      "--max-configs", "1"], 1, r"is corrupt \(a JSON list", setup=_tune_cache_list,
-                                    lines=3),
+                                    lines=3, before_loading=False),
     "tune --timeout-s 0": Case(["tune", "--method", "triton-dense", "--timeout-s", "0"], 2, r"--timeout-s", lines=4),
     "gate --max-regression -5%": Case(["gate", "--against", "HEAD", "--max-regression", "-5%"], 2,
                                       r"between 0 and 50%", lines=4),
@@ -120,9 +133,63 @@ CASES = {
                                         r"--budget-s.*-1.0 is not in the range x>0", lines=4),
     "validate with no realisations": Case(["validate", "--method", "santa", "--realisations", "0"], 2,
                                           r"--realisations.*0 is not in the range x>=1", lines=4),
-    "capture over an existing workload": Case(["capture", "--synthetic", "cpu-smoke", "--out", "w.safetensors"], 1,
+    "capture over an existing workload": Case(["capture", "--synthetic", "cpu-smoke", "--out", "w.safetensors"], 2,
                                               r"--out w.safetensors exists: choose another name, or pass --force",
                                               setup=lambda d: (d / "w.safetensors").write_bytes(b"mine")),
+    # issue 38, round two: every spec, number and path checked before anything loads (exit 2)
+    "method typo": Case(["compare", "--method", "trtion-dense", *TINY], 2, r"unknown method 'trtion-dense'"),
+    "--rounds 0": Case(["compare", "--rounds", "0", "--device", "cpu"], 2, r"--rounds must be at least 1, got 0"),
+    "rounds that would not fit in memory": Case(
+        ["compare", "--rounds", "100000000", "--observations", "1000000", "--device", "cpu"], 2,
+        r"would keep .* of observations, more than half of this machine's free memory"),
+    "--devices with one workload": Case(["compare", "--devices", "all", *TINY], 2,
+                                        r"--devices all: it spreads several --workload runs"),
+    "a folder as --workload": Case(["compare", "--workload", "wdir", *TINY], 2, r"--workload wdir is a folder",
+                                   setup=lambda d: (d / "wdir").mkdir()),
+    "a file as capture --model": Case(["capture", "--model", "mfile", "--out", "w.safetensors"], 2,
+                                      r"--model mfile is a file: pass the checkpoint folder",
+                                      setup=lambda d: (d / "mfile").write_text("x")),
+    "$KPROF_HOME is a file": Case(["env", "--no-ncu"], 2, r"\$KPROF_HOME=.*hostname is a file: point it at a folder",
+                                  setup=lambda d: (d / "hostname").write_text("x"), env={"KPROF_HOME": "hostname"}),
+    "--plot under a file": Case(["report", "r.json", "--plot", "afile/p.png"], 2,
+                                r"--plot afile/p.png: .*afile is a file", setup=lambda d: (
+                                    _result(d, lambda doc: doc), (d / "afile").write_text("x"))),
+    "gate --summary-md under a file": Case(
+        ["gate", "--baseline", "r.json", "--candidate", "r.json", "--summary-md", "afile/g.md"], 2,
+        r"--summary-md afile/g.md: .*afile is a file",
+        setup=lambda d: (_result(d, lambda doc: doc), (d / "afile").write_text("x"))),
+    "gate --against with an existing --out": Case(["gate", "--against", "HEAD", "--out", "old.json", *TINY], 2,
+                                                  r"--out old.json exists", setup=lambda d: (d / "old.json")
+                                                  .write_text("{}")),
+    "gate on a stages Result": Case(["gate", "--baseline", "r.json", "--candidate", "r.json"], 5,
+                                    r"is a stages Result .*: the gate judges paired runs",
+                                    setup=lambda d: _result(d, lambda doc: doc | {"kind": "stages"})),
+    "gate on a partial Result": Case(["gate", "--baseline", "r.json", "--candidate", "r.json"], 5,
+                                     r"is a partial Result \(stopped by Ctrl-C after 3 round\(s\)\): .*to the end",
+                                     setup=lambda d: _result(d, lambda doc: doc | {
+                                         "partial": "stopped by Ctrl-C after 3 round(s)"})),
+    "a Result from a newer kprof": Case(["report", "r.json"], 1, r"written by a newer kprof .*upgrade kprof",
+                                        setup=lambda d: _result(d, lambda doc: doc | {"schema": "kprof-result/99"})),
+    "runs/latest.json where no run wrote": Case(["report", "runs/latest.json"], 1,
+                                                r"does not exist; runs are kept in .*home/runs .*: pass .*latest.json",
+                                                setup=lambda d: _latest_in_home(d)),
+    "ncu --captures 0": Case(["ncu", "--method", "math", "--captures", "0"], 2, r"--captures.*0 is not in the range",
+                             lines=4),
+    "$KPROF_NCU that does not exist": Case(["ncu", "--method", "math", "--workload", "cpu-smoke"], 2,
+                                           r"KPROF_NCU=/nonexistent/ncu does not exist: point it at the ncu binary",
+                                           env={"KPROF_NCU": "/nonexistent/ncu"}),
+    "ncu CSV cut inside its header": Case(["ncu", "import", "ncu.csv"], 1, r"header line is cut off .* truncated",
+                                          setup=_header_cut_ncu),
+    "tune --out-dir under a file": Case(["tune", "--method", "triton-dense", "--out-dir", "afile/t"], 2,
+                                        r"--out-dir afile/t: .*afile is a file",
+                                        setup=lambda d: (d / "afile").write_text("x")),
+    "tune --out-dir read-only": Case(["tune", "--method", "triton-dense", "--out-dir", "/proc/kprof-ro"], 2,
+                                     r"--out-dir /proc/kprof-ro: cannot write in /proc"),
+    "tune of a launch the method lacks": Case(["tune", "--method", "triton-dense", "--launch", "nope"], 2,
+                                              r"triton-dense has no launch 'nope': choose from partial, combine"),
+    "validate that fails": Case(["check", "--method", "userpkg.attn:wrong", "--device", "cpu"], 3,
+                                r"FAIL", lines=12, env={"PYTHONPATH": str(FIXTURES / "userpkg")},
+                                before_loading=False),
 }
 
 
@@ -135,6 +202,10 @@ def test_bad_input(name, tmp_path, monkeypatch):
     case = CASES[name]
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("KPROF_HOME", str(_home(tmp_path)))
+    for key, value in case.env.items():
+        monkeypatch.setenv(key, str(tmp_path / value) if key == "KPROF_HOME" else value)
+        if key == "PYTHONPATH":
+            monkeypatch.syspath_prepend(value)
     case.setup(tmp_path)
     before = _snapshot(tmp_path)
     r = CliRunner().invoke(cli, case.args)
@@ -145,6 +216,8 @@ def test_bad_input(name, tmp_path, monkeypatch):
     assert len(shown) <= case.lines, (name, r.output)
     after = _snapshot(tmp_path)
     assert {k: v for k, v in after.items() if k in before} == before, f"{name}: a file that was there changed"
+    if case.before_loading:
+        assert "loading workload" not in r.output and "preparing" not in r.output, (name, r.output)
 
 
 def test_a_too_short_run_reports_no_interval_and_succeeds(tmp_path, monkeypatch):
@@ -178,3 +251,58 @@ def test_install_hints_keep_their_brackets(monkeypatch, capsys):
     finally:
         cli.commands.pop("raise-hint")
     assert r.exit_code == 1 and "pip install 'kprof[plot]'" in r.output
+
+
+def test_ctrl_c_during_compare_keeps_the_finished_rounds_as_a_partial_result(tmp_path, monkeypatch):
+    """Ctrl-C in round 3: the two finished rounds are written, marked partial; report reads the
+    file, gate refuses it, and the exit code is 130."""
+    import kprof.measure.harness as harness
+
+    monkeypatch.chdir(tmp_path)
+    rounds_started = []
+    real = harness.TelemetrySampler.begin_round
+
+    def begin_round(self, r):
+        rounds_started.append(r)
+        if r == 2:
+            raise KeyboardInterrupt
+        return real(self, r)
+
+    monkeypatch.setattr(harness.TelemetrySampler, "begin_round", begin_round)
+    r = CliRunner().invoke(cli, ["compare", "--method", "math", "--baseline", "math", "--out", "c.json", "--rounds",
+                                 "8", "--observations", "1", "--warmup-pairs", "0", "--evict-mib", "1", "--device",
+                                 "cpu"])
+    assert r.exit_code == 130, r.output
+    assert "stopped by Ctrl-C after 2 round(s)" in " ".join(r.output.split()) and "Traceback" not in r.output
+    from kprof.results.result import load_result
+
+    res = load_result(tmp_path / "c.json")
+    assert res.partial == "stopped by Ctrl-C after 2 round(s)"
+    assert all(o.shape[0] == 2 for o in res.observations.values())
+    monkeypatch.undo()
+    monkeypatch.chdir(tmp_path)
+    assert CliRunner().invoke(cli, ["report", "c.json"]).exit_code == 0
+    g = CliRunner().invoke(cli, ["gate", "--baseline", "c.json", "--candidate", "c.json"])
+    assert g.exit_code == 5 and "is a partial Result" in " ".join(g.output.split())
+
+
+def test_ctrl_c_before_any_round_finished_writes_nothing(tmp_path, monkeypatch):
+    import kprof.measure.harness as harness
+
+    monkeypatch.chdir(tmp_path)
+
+    def begin_round(self, r):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(harness.TelemetrySampler, "begin_round", begin_round)
+    r = CliRunner().invoke(cli, ["compare", "--method", "math", "--baseline", "math", "--out", "c.json", *TINY])
+    assert r.exit_code == 130 and not (tmp_path / "c.json").exists()
+
+
+def test_gate_table_names_the_units_of_then_and_now(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _result(tmp_path, lambda doc: doc)
+    for metric, unit, cell in (("latency", "then us", "46.3"), ("speedup", "then speedup", "x")):
+        r = CliRunner(env={"COLUMNS": "160"}).invoke(cli, ["gate", "--baseline", "r.json", "--candidate", "r.json",
+                                                           "--metric", metric])
+        assert unit in r.output and cell in r.output, r.output

@@ -15,7 +15,7 @@ def test_capture_synthetic_writes_the_spec(tmp_path):
 
 def test_capture_needs_a_source(tmp_path):
     r = CliRunner().invoke(cli, ["capture", "--out", str(tmp_path / "x.safetensors")])
-    assert r.exit_code == 1 and "needs --model, --layer, --context" in r.output
+    assert r.exit_code == 2 and "needs --model, --layer, --context" in r.output
 
 
 def test_santa_prepare_reports_memory_and_uses_the_cache(tmp_path):
@@ -33,7 +33,7 @@ def test_santa_prepare_reports_memory_and_uses_the_cache(tmp_path):
 
 def test_santa_prepare_rejects_bad_budget(tmp_path):
     r = CliRunner().invoke(cli, ["santa", "prepare", "--workload", "cpu-smoke", "--s", "125"])
-    assert r.exit_code == 1 and "not divisible by P/R" in r.output
+    assert r.exit_code == 2 and "not divisible by P/R" in r.output
 
 
 def test_validate_runs_three_realisations_of_santa(tmp_path, make_workload):

@@ -65,14 +65,14 @@ def test_check_passes_for_triton_dense_on_the_default_workload(runner):
     "args, message",
     [
         (["check", "--method", "nope"], "unknown method 'nope'"),
-        (["check", "--method", "math", "--workload", "nope"], "neither a file nor a spec"),
+        (["check", "--method", "math", "--workload", "nope"], "unknown workload 'nope'"),
         (["check", "--method", "triton-dense", "--set", "partial.BLOCK_N=7"], "not allowed"),
         (["workload", "info", "missing.safetensors"], "does not exist"),
     ],
 )
 def test_user_errors_are_one_line_with_nonzero_exit(runner, args, message):
     r = runner.invoke(cli, args)
-    assert r.exit_code == 1
+    assert r.exit_code == 2  # a usage error: found before anything loads
     assert message in r.output
     assert "Traceback" not in r.output
     assert len([line for line in r.output.splitlines() if line.strip()]) <= 2

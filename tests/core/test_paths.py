@@ -36,3 +36,29 @@ def test_compare_from_a_subfolder_writes_into_the_project_runs(tmp_path, monkeyp
                                  "--observations", "1", "--warmup-pairs", "0", "--evict-mib", "1", "--device", "cpu"])
     assert r.exit_code == 0, r.output
     assert (project / "runs" / "latest.json").exists() and not (project / "sub" / "runs").exists()
+
+
+def test_measured_peaks_go_to_the_machine_not_the_project(tmp_path, monkeypatch):
+    from kprof.core.paths import peak_files, peaks_dir
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("")
+    monkeypatch.chdir(project)
+    monkeypatch.delenv("KPROF_HOME", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert peaks_dir() == tmp_path / "cache" / "kprof" / "peaks"
+    assert peak_files("p.json") == [peaks_dir() / "p.json", project.resolve() / "profiles" / "p.json"]
+    monkeypatch.setenv("KPROF_HOME", str(tmp_path / "home"))
+    assert peaks_dir() == tmp_path / "home" / "peaks"
+
+
+def test_a_kprof_home_that_is_a_file_is_one_usage_error(tmp_path, monkeypatch):
+    import pytest
+
+    from kprof.core.errors import UsageError
+
+    (tmp_path / "afile").write_text("x")
+    monkeypatch.setenv("KPROF_HOME", str(tmp_path / "afile"))
+    with pytest.raises(UsageError, match="is a file: point it at a folder"):
+        kprof_home()

@@ -6,7 +6,8 @@ import json
 from click.testing import CliRunner
 
 from kprof.cli.main import cli
-from kprof.measure.copy_peak import load_peak, peak_file
+from kprof.core.paths import peaks_dir
+from kprof.measure.copy_peak import PEAK_FILE, load_peak
 
 
 def test_measure_peak_caches_and_later_results_report_against_it(tmp_path):
@@ -17,7 +18,7 @@ def test_measure_peak_caches_and_later_results_report_against_it(tmp_path):
     env = json.loads(r.output)
     peak = env["copy_peak"]
     assert peak["gbs"] > 0.1 and peak["copy_bytes"] == 256 << 20
-    assert load_peak(env).gbs == peak["gbs"] and peak_file().is_file()
+    assert load_peak(env).gbs == peak["gbs"] and (peaks_dir() / PEAK_FILE).is_file()
     other = env | {"torch": "0.0.0"}
     assert load_peak(other) is None  # another torch build: not this peak
     out = tmp_path / "r.json"
@@ -27,3 +28,22 @@ def test_measure_peak_caches_and_later_results_report_against_it(tmp_path):
     assert r.exit_code == 0, r.output
     assert json.loads(out.read_text())["environment"]["copy_peak_gbs"] == peak["gbs"]
     assert "% of the measured copy peak" in " ".join(r.output.split())
+
+
+def test_a_measured_peak_never_touches_the_checkouts_tracked_profiles(tmp_path, monkeypatch):
+    """Without $KPROF_HOME, a checkout is the home of runs and tuned profiles, but a measured peak
+    belongs to the machine: it goes to the user cache, and the shipped profiles/ file is read after it."""
+    project = tmp_path / "checkout"
+    (project / "profiles").mkdir(parents=True)
+    (project / "pyproject.toml").write_text("")
+    shipped = project / "profiles" / PEAK_FILE
+    shipped.write_text('{"other|machine|x": {"gbs": 1.0}}')
+    before = shipped.read_bytes()
+    monkeypatch.delenv("KPROF_HOME")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.chdir(project)
+    r = CliRunner().invoke(cli, ["env", "--no-ncu", "--measure-peak", "--json"])
+    assert r.exit_code == 0, r.output
+    assert shipped.read_bytes() == before
+    assert (tmp_path / "cache" / "kprof" / "peaks" / PEAK_FILE).is_file()
+    assert load_peak(json.loads(r.output)) is not None

@@ -26,7 +26,7 @@ def test_a_user_function_is_validated_and_timed(userpkg, tmp_path):
 def test_a_wrong_user_function_fails_validation(userpkg, tmp_path):
     r = CliRunner().invoke(cli, ["check", "--method", "userpkg.attn:wrong", "--device", "cpu",
                                  "--workload", "cpu-smoke"])
-    assert r.exit_code == 1 and "FAIL" in r.output.upper()
+    assert r.exit_code == 3 and "FAIL" in r.output.upper()
 
 
 def test_a_user_method_subclass_takes_its_options(userpkg):
@@ -87,7 +87,7 @@ def test_a_function_that_returns_a_tuple_is_one_line(userpkg):
 
 def test_unknown_method_names_every_way_to_bring_one():
     r = CliRunner().invoke(cli, ["check", "--method", "not-a-method", "--device", "cpu"])
-    assert r.exit_code == 1
+    assert r.exit_code == 2
     text = " ".join(r.output.split())
     for way in ("--method MODULE:NAME", "entry point in group 'kprof.methods'", "KPROF_PLUGINS"):
         assert way in text, text
@@ -100,7 +100,7 @@ def test_unknown_method_names_every_way_to_bring_one():
 ])
 def test_bad_object_references_are_one_line(userpkg, spec, message):
     r = CliRunner().invoke(cli, ["check", "--method", spec, "--device", "cpu"])
-    assert r.exit_code == 1 and message in " ".join(r.output.split()) and "Traceback" not in r.output
+    assert r.exit_code == 2 and message in " ".join(r.output.split()) and "Traceback" not in r.output
 
 
 def test_a_wrong_user_function_stops_compare_before_timing_unless_kept(userpkg, tmp_path, monkeypatch):

@@ -129,7 +129,9 @@ def test_exit_code_table(real_result, history_dir, tmp_path):
     r = _gate("--baseline", history_dir, "--candidate", same, "--summary-md", md)
     assert r.exit_code == 0, r.output
     assert "kprof gate: **SAME**" in md.read_text()
-    assert _gate("--baseline", history_dir, "--candidate", slow).exit_code == 1
+    assert _gate("--baseline", history_dir, "--candidate", slow, "--summary-md", md).exit_code == 1
+    text = md.read_text()  # appended, as to $GITHUB_STEP_SUMMARY: the first verdict is kept
+    assert text.index("**SAME**") < text.index("**SLOWER**")
     assert _gate("--baseline", history_dir, "--candidate", noisy).exit_code == 3
     assert _gate("--baseline", history_dir, "--candidate", noisy, "--uncertain", "pass").exit_code == 0
     assert _gate("--baseline", history_dir, "--candidate", other).exit_code == 4

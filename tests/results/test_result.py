@@ -51,7 +51,7 @@ def test_crash_while_writing_keeps_the_previous_result(tmp_path, cpu_result, mon
 
     monkeypatch.setattr(results.Result, "to_json", boom)
     with pytest.raises(OSError):
-        save_result(cpu_result, path)
+        save_result(cpu_result, path, force=True)
     assert path.read_text() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json", "r.obs.npz"]
 
@@ -142,3 +142,45 @@ def test_throughput_is_declared_bytes_over_the_median_against_the_measured_peak(
     assert res.throughput("math")[1] == pytest.approx(0.5)
     res.methods[0].bytes_per_call = None
     assert res.throughput("math") == (None, None)
+
+
+def test_an_existing_path_is_replaced_only_when_asked(tmp_path, cpu_result):
+    from kprof.core.errors import UsageError
+
+    path = cpu_result.save(tmp_path / "r.json")
+    before = path.read_bytes()
+    with pytest.raises(UsageError, match="r.json exists: choose another name, or pass force=True"):
+        cpu_result.save(path)
+    assert path.read_bytes() == before
+    assert cpu_result.save(path, force=True) == path
+    kept = save_result(cpu_result, path, keep_both=True)  # a run that ends to find its --out taken
+    assert kept == tmp_path / "r-2.json" and load_result(kept).summaries.keys() == cpu_result.summaries.keys()
+    with pytest.raises(UsageError, match="afile is a file"):
+        (tmp_path / "afile").write_text("x")
+        cpu_result.save(tmp_path / "afile" / "r.json")
+
+
+def _save_many(path: str, tag: int, n: int) -> None:
+    import numpy as np
+
+    from kprof.results.result import load_result, save_result
+
+    res = load_result(path)
+    for i in range(n):
+        res.observations = {k: np.full_like(v, float(tag * 1000 + i)) for k, v in res.observations.items()}
+        save_result(res, path, force=True)
+
+
+def test_two_processes_writing_one_result_path_never_pair_one_json_with_the_others_sidecar(tmp_path, cpu_result):
+    import multiprocessing as mp
+
+    path = cpu_result.save(tmp_path / "r.json")
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_save_many, args=(str(path), tag, 15)) for tag in (1, 2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(300)
+        assert p.exitcode == 0
+    res = load_result(path)  # the sidecar's hash matches its JSON
+    assert len({float(v.flat[0]) for v in res.observations.values()}) == 1

@@ -14,7 +14,7 @@ USER_TEST = textwrap.dedent('''
     CALLS = []
     a = torch.randn(32, 24)
     b = torch.randn(24, 16)
-    P = {"rounds": 16, "observations": 3, "warmup_pairs": 1, "evict_mib": 1, "device": "cpu"}
+    P = {"rounds": 24, "observations": 3, "warmup_pairs": 1, "evict_mib": 1, "device": "cpu"}
 
 
     def via_mm(input, mat2):
@@ -67,9 +67,9 @@ def test_autosave_stores_the_speedup_interval_and_the_kprof_median(tmp_path):
     assert pair["kprof_baseline"] == "via_mm" and pair["kprof_candidate"] == "via_einsum"
     assert pair["kprof_speedup_low"] <= pair["kprof_speedup"] <= pair["kprof_speedup_high"]
     assert pair["kprof_baseline_median_us"] > 0 and pair["kprof_candidate_median_us"] > 0
-    assert benches["test_pair"]["stats"]["rounds"] == 48  # one host-timed call per kprof observation
+    assert benches["test_pair"]["stats"]["rounds"] == 72  # one host-timed call per kprof observation
     one = benches["test_one"]["extra_info"]
-    assert one["kprof_rounds"] == 16 and one["kprof_median_us_low"] <= one["kprof_median_us"]
+    assert one["kprof_rounds"] == 24 and one["kprof_median_us_low"] <= one["kprof_median_us"]
 
 
 def test_disable_runs_each_callable_once_and_times_nothing(tmp_path):
@@ -148,3 +148,40 @@ def test_max_regression_fails_the_test_on_slower_in_the_same_run(tmp_path):
     assert r.returncode == 1 and "SLOWER than base" in r.stdout, r.stdout + r.stderr
     r = run_gated(tmp_path, tmp_path / "r2", slow=1, maxreg="20%")
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+BAD_ARGUMENTS = textwrap.dedent('''
+    def base():
+        return 1
+
+
+    def test_name_not_function(kprof_benchmark):
+        kprof_benchmark("base")
+
+
+    def test_unknown_keyword(kprof_benchmark):
+        kprof_benchmark(base, bogus=1)
+
+
+    def test_zero_rounds(kprof_benchmark):
+        kprof_benchmark(base, rounds=0)
+
+
+    def test_compare_unknown_keyword(kprof_compare):
+        kprof_compare(base, base, bogus=1)
+''')
+
+
+def test_bad_fixture_arguments_fail_in_one_line_timed_or_disabled(tmp_path):
+    (tmp_path / "test_bad.py").write_text(BAD_ARGUMENTS)
+    for flags in ([], ["--benchmark-disable"]):
+        r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rf", "test_bad.py",
+                            *flags], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                           env={**os.environ, "KPROF_HOME": str(tmp_path / "home")})
+        out = r.stdout + r.stderr
+        assert "4 failed" in out, out
+        assert "kprof_benchmark: 'base' is a str, not a callable" in out
+        assert "kprof_benchmark: kprof.time: got an unexpected keyword argument 'bogus'" in out
+        assert "kprof_benchmark: --rounds must be at least 1, got 0" in out
+        assert "kprof_compare: kprof.compare: got an unexpected keyword argument 'bogus'" in out
+        assert "TypeError" not in out

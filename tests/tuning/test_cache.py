@@ -47,3 +47,36 @@ def test_editing_one_family_leaves_the_others(monkeypatch):
     after = {m: source_hash(get_method(m)) for m in FAMILIES}
     assert after["santa"] != before["santa"]
     assert after["triton-dense"] == before["triton-dense"] and after["fathom"] == before["fathom"]
+
+
+def _tune_in_process(folder: str, configs: list[int]) -> None:
+    """A tune of its own: one key, its own candidates, the file saved after each, as tunes do."""
+    from pathlib import Path
+
+    from kprof.tuning.cache import CandidateRecord, TuneFile, TuneKey
+
+    key = TuneKey("m", "partial", "cpu-interpreter", "b", None, None, "t", "tr", "src")
+    tf = TuneFile(key, default={"BLOCK_N": 16})
+    for c in configs:
+        tf.candidates.append(CandidateRecord({"BLOCK_N": c}, "ok", median_us=float(c)))
+        tf.save(Path(folder))
+
+
+def test_two_tunes_sharing_one_cache_keep_every_candidate_either_measured(tmp_path):
+    """Each tune rewrites the cache after every candidate; merged under the folder lock, neither
+    tune's candidates are lost when the other saves."""
+    import multiprocessing as mp
+
+    from kprof.tuning.cache import load_tune_file
+
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_tune_in_process, args=(str(tmp_path), list(range(start, start + 60, 2))))
+             for start in (0, 1)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+        assert p.exitcode == 0
+    (path,) = tmp_path.glob("*.json")
+    merged = load_tune_file(path)
+    assert sorted(c.config["BLOCK_N"] for c in merged.candidates) == list(range(60))

@@ -61,7 +61,7 @@ def test_tune_cli_takes_devices_and_says_what_is_wrong_with_them(tiny, tmp_path)
             "--max-configs", "2", "--rounds", "1", "--observations", "1", "--finalists", "0",
             "--out-dir", str(tmp_path / "tuned")]
     r = CliRunner().invoke(cli, [*args, "--devices", "0,0"])
-    assert r.exit_code == 1 and "distinct" in r.output and "Traceback" not in r.output
+    assert r.exit_code == 2 and "distinct" in r.output and "Traceback" not in r.output
     r = CliRunner().invoke(cli, [*args, "--devices", "0,1"])
     assert r.exit_code == 0, r.output
     assert "screening on 2 devices" in r.output
