@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -13,6 +14,10 @@ import pytest
 _ROOT = Path(__file__).resolve().parents[1]
 _here = [p for p in sys.path if Path(p or ".").resolve() == _ROOT]
 sys.path[:] = [p for p in sys.path if p not in _here] + [str(_ROOT)]
+
+# Tables render at the width kprof gives output that is not a terminal (160 columns), whatever
+# COLUMNS the shell or a test runner's worker exports: assertions on table text see every column.
+os.environ.pop("COLUMNS", None)
 
 try:
     import torch

@@ -55,17 +55,25 @@ def atomic_write_text(target: str | os.PathLike, text: str) -> None:
 
 
 @contextlib.contextmanager
-def locked(folder: str | os.PathLike) -> Iterator[None]:
-    """Hold an exclusive advisory lock on ``folder`` (made if missing) while the block runs;
-    other kprof processes writing there wait. Nothing is left behind."""
+def locked(folder: str | os.PathLike, shared: bool = False) -> Iterator[None]:
+    """Hold an advisory lock on ``folder`` while the block runs: exclusive for a writer (the
+    folder is made if missing), shared for readers, who then never see a writer half-way.
+    Nothing is left behind; a reader of a folder that is not there or cannot be opened reads
+    without a lock."""
     folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    if fcntl is None:
+    if not shared:
+        folder.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(folder, os.O_RDONLY) if fcntl is not None else None
+    except OSError:
+        if not shared:
+            raise
+        fd = None
+    if fd is None:
         yield
         return
-    fd = os.open(folder, os.O_RDONLY)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
         yield
     finally:
         os.close(fd)  # closing releases the lock

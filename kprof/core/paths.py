@@ -6,9 +6,10 @@ above the working directory that holds ``pyproject.toml`` or ``.git`` (so a comm
 subfolder finds the project's profiles); else the user cache, ``$XDG_CACHE_HOME/kprof`` or
 ``~/.cache/kprof``. In a repository, ``runs/`` and CPU-interpreter profiles are git-ignored.
 
-Peaks measured on this machine (``kprof env --measure-peak``) are the machine's, not the
-project's: they go to ``$KPROF_HOME/peaks``, else ``~/.cache/kprof/peaks``, never into a
-checkout's tracked files; the project's ``profiles/`` may ship reference peaks that are read after them.
+What kprof measures of this machine (copy and matmul peaks from ``kprof env --measure-peak``,
+DRAM bytes from ``kprof ncu``) is the machine's, not the project's: it goes to
+``$KPROF_HOME/measured``, else ``~/.cache/kprof/measured``, never into a checkout's files; a
+project's ``profiles/`` may ship reference values, read after this machine's.
 """
 
 from __future__ import annotations
@@ -49,15 +50,15 @@ def _home_from_environment() -> Path:
     return home
 
 
-def peaks_dir() -> Path:
-    """Where measured machine peaks are written: ``$KPROF_HOME/peaks``, else the user cache's."""
-    return (_home_from_environment() if os.environ.get("KPROF_HOME") else user_cache()) / "peaks"
+def measured_dir() -> Path:
+    """Where measurements of this machine are written: ``$KPROF_HOME/measured``, else the user cache's."""
+    return (_home_from_environment() if os.environ.get("KPROF_HOME") else user_cache()) / "measured"
 
 
-def peak_files(name: str) -> list[Path]:
-    """Where a peak cache ``name`` is read, first match first: this machine's measurement, then
+def measured_files(name: str) -> list[Path]:
+    """Where a machine measurement file ``name`` is read, first match first: this machine's, then
     the reference the project ships in ``profiles/``."""
-    return [peaks_dir() / name, kprof_home() / "profiles" / name]
+    return [measured_dir() / name, kprof_home() / "profiles" / name]
 
 
 def runs_dir() -> Path:

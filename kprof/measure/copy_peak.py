@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 from kprof.core.atomic import atomic_write_text
-from kprof.core.paths import peak_files, peaks_dir
+from kprof.core.paths import measured_dir, measured_files
 from kprof.measure.harness import Harness
 from kprof.measure.protocol import default_protocol
 from kprof.measure.stats import latency
@@ -44,8 +44,8 @@ PEAK_FILE = "copy-peak.json"
 
 
 def read_cached(name: str, key: str) -> dict | None:
-    """The record under ``key`` in the first peak cache ``name`` that has one (core.paths.peak_files)."""
-    for path in peak_files(name):
+    """The record under ``key`` in the first peak cache ``name`` that has one (core.paths.measured_files)."""
+    for path in measured_files(name):
         try:
             record = json.loads(path.read_text())[key]
         except (OSError, KeyError, TypeError, json.JSONDecodeError, UnicodeDecodeError):
@@ -57,7 +57,7 @@ def read_cached(name: str, key: str) -> dict | None:
 
 def write_cached(name: str, key: str, record: dict) -> Path:
     """Put ``record`` under ``key`` of this machine's peak cache ``name`` (atomically; other keys kept)."""
-    path = peaks_dir() / name
+    path = measured_dir() / name
     try:
         doc = json.loads(path.read_text())
     except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kprof.core.atomic import atomic_write_text
-from kprof.core.paths import kprof_home
+from kprof.core.atomic import atomic_write_text, locked
+from kprof.core.paths import measured_dir, measured_files
 
 READ, WRITE = "dram__bytes_read.sum", "dram__bytes_write.sum"
 SOURCE = "ncu dram__bytes read + write"
@@ -23,22 +23,28 @@ def bytes_key(device: str, workload_hash: str, method: str, source: str, config:
     return "|".join((device, workload_hash, method, source, json.dumps(config, sort_keys=True, default=str)))
 
 
-def store_file() -> Path:
-    return kprof_home() / "profiles" / "ncu-dram-bytes.json"
+STORE = "ncu-dram-bytes.json"
 
 
-def _read() -> dict:
+def _read(path: Path) -> dict:
     try:
-        doc = json.loads(store_file().read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
+        doc = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
         return {}
     return doc if isinstance(doc, dict) else {}
 
 
 def lookup_bytes(key: str) -> int | None:
-    value = _read().get(key)
-    return int(value) if isinstance(value, (int, float)) else None
+    """This machine's measurement of ``key``, else the project's shipped one (core.paths.measured_files)."""
+    for path in measured_files(STORE):
+        value = _read(path).get(key)
+        if isinstance(value, (int, float)):
+            return int(value)
+    return None
 
 
 def record_bytes(key: str, nbytes: int) -> None:
-    atomic_write_text(store_file(), json.dumps(_read() | {key: int(nbytes)}, indent=2))
+    """Add one measurement to this machine's store, under its folder lock (ncu runs may overlap)."""
+    path = measured_dir() / STORE
+    with locked(path.parent):
+        atomic_write_text(path, json.dumps(_read(path) | {key: int(nbytes)}, indent=2))

@@ -447,7 +447,14 @@ def save_result(result: Result, path: str | Path | None = None, runs_dir: Path |
 
 
 def load_result(path: str | Path, with_observations: bool = True) -> Result:
+    """A Result and its observations, read under a shared lock on their folder, so a writer
+    replacing the pair (:func:`save_result`) is never seen half-way."""
     path = Path(path)
+    with locked(path.parent, shared=True):
+        return _load(path, with_observations)
+
+
+def _load(path: Path, with_observations: bool) -> Result:
     try:
         doc = json.loads(path.read_text())
     except FileNotFoundError:

@@ -38,8 +38,8 @@ def test_compare_from_a_subfolder_writes_into_the_project_runs(tmp_path, monkeyp
     assert (project / "runs" / "latest.json").exists() and not (project / "sub" / "runs").exists()
 
 
-def test_measured_peaks_go_to_the_machine_not_the_project(tmp_path, monkeypatch):
-    from kprof.core.paths import peak_files, peaks_dir
+def test_machine_measurements_go_to_the_machine_not_the_project(tmp_path, monkeypatch):
+    from kprof.core.paths import measured_dir, measured_files
 
     project = tmp_path / "project"
     project.mkdir()
@@ -47,10 +47,10 @@ def test_measured_peaks_go_to_the_machine_not_the_project(tmp_path, monkeypatch)
     monkeypatch.chdir(project)
     monkeypatch.delenv("KPROF_HOME", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    assert peaks_dir() == tmp_path / "cache" / "kprof" / "peaks"
-    assert peak_files("p.json") == [peaks_dir() / "p.json", project.resolve() / "profiles" / "p.json"]
+    assert measured_dir() == tmp_path / "cache" / "kprof" / "measured"
+    assert measured_files("p.json") == [measured_dir() / "p.json", project.resolve() / "profiles" / "p.json"]
     monkeypatch.setenv("KPROF_HOME", str(tmp_path / "home"))
-    assert peaks_dir() == tmp_path / "home" / "peaks"
+    assert measured_dir() == tmp_path / "home" / "measured"
 
 
 def test_a_kprof_home_that_is_a_file_is_one_usage_error(tmp_path, monkeypatch):

@@ -6,7 +6,7 @@ import json
 from click.testing import CliRunner
 
 from kprof.cli.main import cli
-from kprof.core.paths import peaks_dir
+from kprof.core.paths import measured_dir
 from kprof.measure.copy_peak import PEAK_FILE, load_peak
 
 
@@ -18,7 +18,7 @@ def test_measure_peak_caches_and_later_results_report_against_it(tmp_path):
     env = json.loads(r.output)
     peak = env["copy_peak"]
     assert peak["gbs"] > 0.1 and peak["copy_bytes"] == 256 << 20
-    assert load_peak(env).gbs == peak["gbs"] and (peaks_dir() / PEAK_FILE).is_file()
+    assert load_peak(env).gbs == peak["gbs"] and (measured_dir() / PEAK_FILE).is_file()
     other = env | {"torch": "0.0.0"}
     assert load_peak(other) is None  # another torch build: not this peak
     out = tmp_path / "r.json"
@@ -45,5 +45,5 @@ def test_a_measured_peak_never_touches_the_checkouts_tracked_profiles(tmp_path, 
     r = CliRunner().invoke(cli, ["env", "--no-ncu", "--measure-peak", "--json"])
     assert r.exit_code == 0, r.output
     assert shipped.read_bytes() == before
-    assert (tmp_path / "cache" / "kprof" / "peaks" / PEAK_FILE).is_file()
+    assert (tmp_path / "cache" / "kprof" / "measured" / PEAK_FILE).is_file()
     assert load_peak(json.loads(r.output)) is not None
