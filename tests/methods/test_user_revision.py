@@ -97,7 +97,7 @@ def test_gate_against_a_revision_finds_a_users_slower_commit(user_repo, tmp_path
     _commit(user_repo, {"mypkg/attn.py": slow}, "slower")
     g = CliRunner().invoke(cli, ["gate", "--against", "HEAD~1", "--method", "mypkg.attn:attend", "--json",
                                  "--max-regression", "20%", "--out", str(tmp_path / "g.json"),
-                                 *TINY, "--rounds", "16", "--observations", "5"])  # later values win
+                                 *TINY, "--rounds", "24", "--observations", "5"])  # later values win
     assert g.exit_code == 1, g.output
     report = json.loads(g.output[g.output.index("{"):])
     assert report["verdict"] == "SLOWER" and report["rows"][0]["ratio"]["estimate"] > 1.2
