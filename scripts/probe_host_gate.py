@@ -1,4 +1,4 @@
-"""Probe the host gate (kprof/host_gate.py) on a GPU: which spin kernel it picked, the rate of
+"""Probe the host gate (kprof/measure/host_gate.py) on a GPU: which spin kernel it picked, the rate of
 %globaltimer against the host clock, and how long the gate holds a stream in three cases: a
 kernel already loaded, a Triton kernel launched for the first time, and a torch op used for the
 first time. A first launch may load its module, and loading can wait for the running kernels

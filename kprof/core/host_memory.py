@@ -1,8 +1,8 @@
 """Pinned host buffers that GPU kernels read over PCIe: default, huge-page or write-combined.
 
 A kernel reading pinned host memory translates every address through the GPU's TLBs, and each
-PCIe read is snooped by the CPU's caches. Three kinds, for ``scripts/probe_host_reads.py`` to
-compare: ``default`` (cudaHostAlloc, what ``pin_memory`` gives); ``huge`` (transparent huge pages,
+PCIe read is snooped by the CPU's caches. Three kinds, which Fathom's ``pages`` option chooses
+between: ``default`` (cudaHostAlloc, what ``pin_memory`` gives); ``huge`` (transparent huge pages,
 2 MiB, pinned with cudaHostRegister: fewer translations if the driver maps them large);
 ``wc`` (cuMemHostAlloc write-combined: the CPU's caches are bypassed, so the GPU's reads are not
 snooped; CPU reads of it are very slow, so only for buffers the host writes once).
