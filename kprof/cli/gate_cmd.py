@@ -64,7 +64,7 @@ def _decide(rev, baselines, candidate, methods, workload, device, config_mode, o
     from kprof.commands.gate import against_history, against_revision, is_new_history
     from kprof.commands.session import MeasurementSession
     from kprof.results.gate import add_to_history
-    from kprof.results.result import check_destination, save_result
+    from kprof.results.result import save_result
 
     if rev is None:
         folder = Path(baselines[0])
@@ -73,7 +73,6 @@ def _decide(rev, baselines, candidate, methods, workload, device, config_mode, o
             console.print(f"started the history {folder} with {added.name}; verdicts need 3 runs of this setup")
             return None
         return against_history(list(baselines), candidate, threshold, metric)
-    check_destination(out, force)
     with measurement_progress(quiet) as progress:
         session = MeasurementSession.open(device, workload, overrides, progress.status, config_mode)
         report, result = against_revision(session, rev, methods, threshold, progress)
