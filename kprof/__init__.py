@@ -20,7 +20,7 @@ def __getattr__(name: str):
 
         return tunable
     if name == "Result":
-        from kprof.results.result import Result
+        from kprof.results.schema import Result
 
         return Result
     raise AttributeError(f"module 'kprof' has no attribute {name!r}")

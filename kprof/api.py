@@ -18,23 +18,19 @@ A candidate or the baseline is a callable (any GPU work, not only attention) or 
 from __future__ import annotations
 
 import functools
-import hashlib
 import inspect
-import json
 from typing import Callable, Mapping, Sequence
 
-import torch
-
-from kprof.commands.callables import callable_method, check_output, expected_output  # noqa: F401 (public)
-from kprof.commands.compare import run_prepared, unique_labels
-from kprof.commands.session import MeasurementSession, refuse_invalid
-from kprof.core.errors import KprofError, UsageError
-from kprof.core.target import resolve_target
-from kprof.measure.fingerprint import collect_environment
-from kprof.measure.harness import Harness, Progress
-from kprof.measure.precision import PrecisionStop
-from kprof.measure.protocol import default_protocol
-from kprof.results.result import Result, Summary
+from kprof.commands.callables import (  # noqa: F401 (check_output, expected_output: public)
+    Result,
+    Summary,
+    check_output,
+    compare_callables,
+    expected_output,
+    time_callable,
+)
+from kprof.commands.errors import UsageError
+from kprof.commands.protocols import default_protocol
 
 Op = Callable[[], object] | str
 
@@ -101,42 +97,10 @@ def compare(candidates: Mapping[str, Op] | Sequence[Op], baseline: Op, *, inputs
     if inputs is not None:
         ops = [(label, op if isinstance(op, str) or not callable(op) else functools.partial(op, **inputs))
                for label, op in ops]
-    target = resolve_target(device)
     overrides = _protocol_overrides(rounds, observations, warmup_pairs, evict_mib, graph, host_bound, eviction,
                                     precision, max_time)
-    if any(isinstance(op, str) for _, op in ops):
-        session = MeasurementSession.open(device, workload, overrides)
-    else:
-        protocol = default_protocol(target.is_gpu).with_overrides(**overrides)
-        notes = [] if target.is_gpu else ["CPU: host clock; these are not GPU numbers"]
-        session = MeasurementSession(target, None, protocol, collect_environment(with_ncu=False), notes)
-    expected = expected_output(reference, inputs)
-    labels = unique_labels([label for label, _ in ops])
-    prepared = []
-    for i, ((_, op), label) in enumerate(zip(ops, labels)):
-        role = "baseline" if i == 0 else "candidate"
-        prepared.append(session.prepare(op, label, role) if isinstance(op, str)
-                        else callable_method(session, label, role, op, expected, tolerance))
-    if strict:
-        refuse_invalid([pm.record for pm in prepared])
-    if expected is None and any(not isinstance(op, str) for _, op in ops):
-        session.notes.append("callables were not validated: pass reference= to compare their outputs")
-    work_flops, work_bytes = _work(flops, inputs), _work(bytes, inputs)
-    for (_, op), pm in zip(ops, prepared):
-        if not isinstance(op, str):
-            pm.record.flops_per_call = work_flops
-            if work_bytes is not None:
-                pm.record.bytes_per_call, pm.record.bytes_source = int(work_bytes), "given by the caller"
-    result = run_prepared(session, prepared, [(0, k) for k in range(1, len(prepared))])
-    if session.workload is None:
-        tensors = {k: {"shape": list(v.shape), "dtype": str(v.dtype).removeprefix("torch."), "device": v.device.type}
-                   for k, v in (inputs or {}).items() if isinstance(v, torch.Tensor)}
-        # the gate compares Results of one name and the same input shapes and dtypes only
-        ident = hashlib.sha256(json.dumps([name, tensors], sort_keys=True).encode()).hexdigest()[:16]
-        result.workload = {"name": name, "content_hash": f"callables:{ident}", "shape": None,
-                           "dtype": _dtype_of(inputs), "metadata": {"inputs": tensors}}
-    return result
-
+    return compare_callables(ops, inputs, reference, tolerance, workload, name, overrides, strict, device, flops,
+                             bytes)
 
 def time(fn: Callable[[], object], *, rounds: int | None = None, observations: int | None = None,
          warmup_pairs: int | None = None, evict_mib: int | None = None, eviction: str | None = None,
@@ -148,42 +112,9 @@ def time(fn: Callable[[], object], *, rounds: int | None = None, observations: i
     if not callable(fn):
         raise UsageError(f"kprof.time needs a callable, got a {type(fn).__name__} ({fn!r:.40}): pass the function "
                          "itself, e.g. kprof.time(lambda: a @ b)")
-    target = resolve_target(device)
-    protocol = default_protocol(target.is_gpu).with_overrides(
-        **_protocol_overrides(rounds, observations, warmup_pairs, evict_mib, graph, host_bound, eviction,
-                              precision, max_time))
-    harness = Harness(target.device, protocol)
-    stop = None if protocol.precision is None else PrecisionStop(protocol.precision, [], protocol.level,
-                                                                 protocol.max_time_s)
-    m = harness.time(fn, stop=stop)
-    summary = Summary.of(m.observations[0], protocol.interval_level, m.table)
-    us = summary.median_us.estimate
-    summary.tflops = _work(flops, None) / us / 1e6 if flops is not None else None
-    summary.gb_per_s = _work(bytes, None) / us / 1e3 if bytes is not None else None
-    return summary
-
-
-def _work(value, inputs: Mapping[str, object] | None) -> float | None:
-    """``flops=`` or ``bytes=``: a number, or a function of the inputs (``value(**inputs)``)."""
-    if value is None:
-        return None
-    if callable(value):
-        value = value(**(inputs or {}))
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise KprofError(f"flops= and bytes= take a positive number or a function of the inputs returning one, "
-                         f"got {value!r}")
-    return float(value)
-
-
-def _dtype_of(inputs: Mapping[str, object] | None) -> str | None:
-    """The dtype of the first floating tensor among ``inputs`` (which matmul roof applies)."""
-    from kprof.measure.matmul_peak import dtype_name
-
-    for v in (inputs or {}).values():
-        if isinstance(v, torch.Tensor) and v.is_floating_point():
-            return dtype_name(v.dtype)
-    return None
-
+    overrides = _protocol_overrides(rounds, observations, warmup_pairs, evict_mib, graph, host_bound, eviction,
+                                    precision, max_time)
+    return time_callable(fn, overrides, device, flops, bytes)
 
 def tune(fn: Callable[..., object], *, space=None, default: Mapping[str, int] | None = None, constraints=(),
          inputs: Mapping[str, object] | None = None, reference=None, tolerance: float | None = None,
@@ -202,37 +133,14 @@ def tune(fn: Callable[..., object], *, space=None, default: Mapping[str, int] | 
     :class:`kprof.commands.tune_callable.CallableTuning`: ``.config``, ``.speedup`` (None when the
     default stays), ``.screened``, ``.result`` (the finalists' paired Result).
     """
-    from kprof.commands.tune_callable import tune_callable
-    from kprof.methods.dense_reference import dense_attention_fp64
-    from kprof.methods.tunable import TunableFunction, space_from_autotune, space_from_mapping
+    from kprof.commands.tune_callable import tune_function
 
-    if space is not None:
-        declared = (space_from_autotune(space, constraints) if hasattr(space, "configs")
-                    else space_from_mapping(space, default, constraints))
-    elif isinstance(fn, TunableFunction):
-        declared = fn.space
-    else:
-        raise KprofError("kprof.tune needs a space: decorate the function with @kprof.tunable or pass space=")
-    call = fn.fn if isinstance(fn, TunableFunction) else fn
-    target = resolve_target(device)
     overrides = _protocol_overrides(rounds, None, None, None, False, False, None, precision, max_time)
-    if inputs is None:
-        session = MeasurementSession.open(device, workload, overrides)
-        w = session.workload.to(target.device)
-        inputs, shape = {"q": w.q, "k": w.k, "v": w.v}, w.shape
-        expected = dense_attention_fp64(session.workload) if reference is None else expected_output(reference, inputs)
-    else:
-        protocol = default_protocol(target.is_gpu).with_overrides(**overrides)
-        session = MeasurementSession(target, None, protocol, collect_environment(with_ncu=False), [])
-        shape, expected = inputs, expected_output(reference, inputs)
-    if expected is None:
-        raise KprofError("kprof.tune needs reference=: a candidate that computes the wrong thing must not win")
-    return tune_callable(call, declared, session, inputs, shape, expected, tolerance, strategy, max_configs,
-                         finalists, seed, Progress())
-
+    return tune_function(fn, space, default, constraints, inputs, reference, tolerance, workload, strategy,
+                         max_configs, finalists, seed, overrides, device)
 
 def load_result(path) -> Result:
     """A Result file written by the CLI or :meth:`Result.save`."""
-    from kprof.results.result import load_result as load
+    from kprof.commands.report import load
 
-    return load(path)
+    return load([path])[0]

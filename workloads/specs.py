@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kprof.core.errors import WorkloadError
-from kprof.workloads.workload import WorkloadShape
+from kprof.workloads.shape import WorkloadShape
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 import torch
 
 from kprof.core.errors import WorkloadError
+from kprof.workloads.shape import WorkloadShape  # noqa: F401 (callers import it from here too)
 
 SUPPORTED_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
 DTYPE_NAMES = {v: k for k, v in SUPPORTED_DTYPES.items()}
@@ -18,29 +19,6 @@ def dtype_from_name(name: str) -> torch.dtype:
         return SUPPORTED_DTYPES[name]
     except KeyError:
         raise WorkloadError(f"unknown dtype {name!r}: use one of {', '.join(SUPPORTED_DTYPES)}") from None
-
-
-@dataclass(frozen=True)
-class WorkloadShape:
-    """Sizes a kernel is specialised on; also the key of tuning-cache shape buckets."""
-
-    hq: int
-    hkv: int
-    n: int
-    d: int
-    dtype: str
-
-    @property
-    def group(self) -> int:
-        return self.hq // self.hkv
-
-    @property
-    def kv_bytes(self) -> int:
-        """Bytes of K plus V: what a dense decode step must read at least once."""
-        return 2 * self.hkv * self.n * self.d * SUPPORTED_DTYPES[self.dtype].itemsize
-
-    def __str__(self) -> str:
-        return f"Hq={self.hq} Hkv={self.hkv} N={self.n} d={self.d} {self.dtype}"
 
 
 @dataclass

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kprof.cli.console import console, err_console, format_bytes
-from kprof.core.errors import UsageError
 
 
 @click.command()
@@ -37,34 +34,14 @@ def capture(model, layer, context, prompt_file, random_tokens, seed, dtype, devi
     With --model: a dense prefill through transformers with kprof's attention hook (Qwen2, Qwen3,
     Llama families). With --synthetic SPEC: the named spec's synthetic stand-in.
     """
-    from kprof.commands import preflight
-    from kprof.workloads import save, synthesize
-    from kprof.workloads.capture import CaptureRequest
-    from kprof.workloads.capture import capture as run_capture
+    from kprof.commands.capture import CaptureOptions, capture_workload
 
-    preflight.check_out_file(out, force)
-    if synthetic and model:
-        raise UsageError("--synthetic and --model are exclusive: pick one source")
-    if synthetic:
-        preflight.check_workloads([synthetic])
-    elif model and Path(model).is_file():
-        raise UsageError(f"--model {model} is a file: pass the checkpoint folder (holding config.json), or the id of "
-                         "a model already in the Hugging Face cache")
-    if synthetic:
-        err_console.print(f"[dim]• generating {synthetic}[/]")
-        workload = synthesize(synthetic)
-    else:
-        missing = [n for n, v in (("--model", model), ("--layer", layer), ("--context", context)) if v is None]
-        if missing:
-            raise UsageError(f"capture from a model needs {', '.join(missing)} (or use --synthetic SPEC)")
-        req = CaptureRequest(model=model, layer=layer, context=context, prompt_file=prompt_file,
-                             random_tokens=random_tokens, seed=seed, dtype=dtype, device=device)
-        bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                       console=err_console, transient=True)
-        with bar:
-            task = bar.add_task("prefill (layers)", total=layer + 1)
-            workload = run_capture(req, status=lambda s: err_console.print(f"[dim]• {s}[/]"),
-                                   on_layer=lambda i, total: bar.update(task, completed=i))
-    digest = save(workload, out)
+    opts = CaptureOptions(out, model, layer, context, prompt_file, random_tokens, seed, dtype, device, synthetic, force)
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   console=err_console, transient=True, disable=bool(synthetic))
+    with bar:
+        task = bar.add_task("prefill (layers)", total=(layer or 0) + 1)
+        workload, digest = capture_workload(opts, status=lambda s: err_console.print(f"[dim]• {s}[/]"),
+                                            on_layer=lambda i, total: bar.update(task, completed=i))
     console.print(f"wrote [bold]{out}[/]: {workload.shape}, K+V {format_bytes(workload.shape.kv_bytes)}, "
                   f"hash {digest[:16]}")

@@ -47,7 +47,7 @@ def measurement_progress(quiet: bool):
     """Progress of a measurement on stderr: a status line per phase, then a bar over rounds with
     an ETA on a terminal, or one plain line per round with elapsed time and ETA elsewhere (CI
     logs, pipes). After the first round, a run that will take over two minutes says so."""
-    from kprof.measure.harness import Progress
+    from kprof.commands.session import Progress  # the measurement observer the commands take
 
     live = err_console.is_terminal
     bar = RichProgress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 
 import click
 from rich.table import Table
@@ -22,32 +21,13 @@ from kprof.cli.console import console, format_bytes
 def env(as_json: bool, no_ncu: bool, measure_peak: bool) -> None:
     """Device, driver, clocks, throttle reasons, software versions, ncu and NVML availability, and the
     cached copy peak that tables report percent of peak against."""
-    from kprof.measure.copy_peak import load_peak
-    from kprof.measure.copy_peak import measure_peak as measure
-    from kprof.measure.fingerprint import collect_environment
-    from kprof.measure.matmul_peak import DTYPES, load_matmul_peaks, measure_matmul_peak
+    from kprof.commands.environment import describe
 
-    e = collect_environment(with_ncu=not no_ncu)
-    doc = e.to_dict()
-    if measure_peak:
-        from kprof.core.target import resolve_target
-
-        if not as_json:
-            console.print("[dim]measuring the copy peak...[/]")
-        device = resolve_target("auto").device
-        peak = measure(device, doc)
-        for dtype in DTYPES[device.type]:
-            if not as_json:
-                console.print(f"[dim]measuring the {dtype} matmul peak...[/]")
-            measure_matmul_peak(device, doc, dtype)
-    else:
-        peak = load_peak(doc)
-    matmul = load_matmul_peaks(doc)
+    status = (lambda msg: None) if as_json else (lambda msg: console.print(f"[dim]{msg}[/]"))
+    report = describe(with_ncu=not no_ncu, measure_peaks=measure_peak, status=status)
+    e, peak, matmul = report.environment, report.copy_peak, report.matmul_peak_tflops
     if as_json:
-        from kprof.ncu.locate import override_problem
-
-        click.echo(json.dumps(doc | {"copy_peak": asdict(peak) if peak else None, "matmul_peak_tflops": matmul,
-                                     "ncu_problem": override_problem()}, indent=2))
+        click.echo(json.dumps(report.to_dict(), indent=2))
         return
     t = Table(show_header=False, box=None, pad_edge=False)
     t.add_column(style="bold cyan")
@@ -66,9 +46,7 @@ def env(as_json: bool, no_ncu: bool, measure_peak: bool) -> None:
     t.add_row("driver", e.driver or "n/a")
     t.add_row("CUDA runtime (torch)", e.cuda_runtime or "n/a (CPU build)")
     t.add_row("NVML", "available" if e.nvml else "unavailable")
-    from kprof.ncu.locate import override_problem
-
-    problem = override_problem()
+    problem = report.ncu_problem
     t.add_row("ncu", f"[yellow]{problem}[/]" if problem else f"{e.ncu_path} ({e.ncu_version})" if e.ncu_path
               else "not found: install Nsight Compute, put ncu on PATH, or set KPROF_NCU")
     t.add_row("python / torch / triton", f"{e.python} / {e.torch} / {e.triton}")

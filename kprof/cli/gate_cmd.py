@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import math
 import sys
-from dataclasses import asdict
 from pathlib import Path
 
 import click
@@ -15,7 +13,6 @@ from rich.table import Table
 from kprof.cli.console import console, err_console, measurement_progress
 from kprof.cli.exit_codes import EXIT_INTERRUPTED, EXIT_INVALID, EXIT_USAGE, GATE_EPILOG
 from kprof.cli.options import protocol_options, protocol_overrides
-from kprof.core.errors import KprofError
 
 EXIT_ERROR = 5  # kprof.results.gate.EXIT_ERROR, kept here so that --help imports no numerics
 
@@ -32,11 +29,10 @@ def _threshold(ctx, param, text: str) -> float:
 
 
 def _print(report, as_json: bool) -> None:
-    from kprof.results.gate import format_value, value_unit
-    from kprof.results.result import finite
+    from kprof.commands.gate import format_value, report_json, value_unit
 
     if as_json:
-        click.echo(json.dumps(finite(asdict(report)), indent=2, default=str))
+        click.echo(report_json(report))
         return
     t = Table(title=f"kprof gate ({report.metric}, threshold {report.threshold:.1%}): {report.verdict}",
               caption=f"ratio = now / then (above 1: slower); intervals: {report.method}")
@@ -61,22 +57,16 @@ def _print(report, as_json: bool) -> None:
 def _decide(rev, baselines, candidate, methods, workload, device, config_mode, out, overrides, threshold, metric,
             update_baseline, force: bool, quiet: bool):
     """The report; None when --update-baseline started a new history with the candidate."""
-    from kprof.commands.gate import against_history, against_revision, is_new_history
-    from kprof.commands.session import MeasurementSession
-    from kprof.results.gate import add_to_history
-    from kprof.results.result import save_result
+    from kprof.commands import gate
 
     if rev is None:
-        folder = Path(baselines[0])
-        if update_baseline and is_new_history(folder):
-            added = add_to_history(Path(candidate), folder)
-            console.print(f"started the history {folder} with {added.name}; verdicts need 3 runs of this setup")
+        if update_baseline and (started := gate.start_history(candidate, Path(baselines[0]))):
+            console.print(started.message)
             return None
-        return against_history(list(baselines), candidate, threshold, metric)
+        return gate.against_history(list(baselines), candidate, threshold, metric)
     with measurement_progress(quiet) as progress:
-        session = MeasurementSession.open(device, workload, overrides, progress.status, config_mode)
-        report, result = against_revision(session, rev, methods, threshold, progress)
-    path = save_result(result, out, force=force, keep_both=True)
+        report, result, path = gate.revision_run(rev, methods, threshold, workload, device, config_mode, overrides,
+                                                 out, force, progress)
     if result.partial:
         err_console.print(f"[bold red]interrupted:[/] {result.partial}; no verdict; what was measured is in "
                           f"{path}, marked partial", highlight=False)
@@ -135,22 +125,12 @@ def gate_cmd(baselines, candidate, rev, methods, max_regression, metric, uncerta
         raise click.UsageError("--against times both versions itself: drop --baseline and --candidate")
     if update_baseline and (rev is not None or len(baselines) != 1 or Path(baselines[0]).is_file()):
         raise click.UsageError("--update-baseline adds the candidate to a history folder: pass one --baseline DIR")
-    from kprof.commands import preflight
-    from kprof.core.atomic import atomic_write_text
-    from kprof.results.gate import EXIT, add_to_history, summary_markdown
+    from kprof.commands import gate
+    from kprof.commands.errors import KprofError
 
     overrides = protocol_overrides(kw)
     try:
-        preflight.check_out_file(summary_md, force=True, option="--summary-md")
-        if rev is not None:
-            from kprof.core.target import resolve_target
-            from kprof.results.result import check_destination
-
-            check_destination(out, force)
-            preflight.check_methods(methods)
-            preflight.check_config(config_mode, methods)
-            preflight.check_workloads([workload])
-            preflight.check_protocol(resolve_target(device).is_gpu, overrides, 2 * max(1, len(methods)))
+        gate.gate_request(rev, list(methods), workload, device, config_mode, overrides, out, force, summary_md)
     except KprofError as exc:
         err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         sys.exit(EXIT_USAGE if exc.exit_code == EXIT_USAGE else EXIT_ERROR)
@@ -160,28 +140,16 @@ def gate_cmd(baselines, candidate, rev, methods, max_regression, metric, uncerta
         if report is None:  # the first run of a new history
             return
         _print(report, as_json)
-        if summary_md:  # appended, as CI step summaries ($GITHUB_STEP_SUMMARY) are
-            before = Path(summary_md).read_text() if Path(summary_md).is_file() else ""
-            atomic_write_text(summary_md, before + ("\n" if before else "") + summary_markdown(report))
+        if summary_md:
+            gate.append_summary(summary_md, report)
         if update_baseline:
-            from kprof.commands.gate import history_size
-            from kprof.results.gate import MIN_HISTORY
-
-            growing = history_size(Path(baselines[0])) < MIN_HISTORY
-            if growing and report.verdict != "INCOMPARABLE":
-                added = add_to_history(Path(candidate), Path(baselines[0]))
-                console.print(f"added {candidate} to the history as {added}: a history of fewer than {MIN_HISTORY} "
-                              f"runs cannot judge yet, so it takes any comparable run (this one was {report.verdict})")
-                sys.exit(0)
-            if report.verdict == "INCOMPARABLE" or (report.verdict != "SAME" and not force):
-                why = ("it is INCOMPARABLE with the history (see above); a history holds runs of one setup only"
-                       if report.verdict == "INCOMPARABLE" else
-                       f"the verdict is {report.verdict}, and a history of an unchanged setup takes SAME runs; after "
-                       "an intended change start a new history folder, or pass --force")
-                err_console.print(f"[bold red]error:[/] not added to the history: {why}", highlight=False)
-                sys.exit(EXIT[report.verdict] or EXIT_ERROR)
-            added = add_to_history(Path(candidate), Path(baselines[0]))
-            console.print(f"added {candidate} to the history as {added}")
+            update = gate.update_history(report, candidate, Path(baselines[0]), force)
+            if update.added is None:
+                err_console.print(f"[bold red]error:[/] {update.message}", highlight=False)
+                sys.exit(update.exit_code)
+            console.print(update.message)
+            if update.exit_code is not None:  # a growing history took it: its verdict cannot fail the job yet
+                sys.exit(update.exit_code)
     except KprofError as exc:  # usage and validation keep their codes; anything else is no verdict (5)
         err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code if exc.exit_code in (EXIT_USAGE, EXIT_INVALID) else EXIT_ERROR)
@@ -190,7 +158,4 @@ def gate_cmd(baselines, candidate, rev, methods, max_regression, metric, uncerta
         err_console.print(f"[bold red]error:[/] {type(exc).__name__}: {escape(first[:300])}", highlight=False,
                           soft_wrap=True)
         sys.exit(EXIT_ERROR)
-    code = EXIT[report.verdict]
-    if report.verdict == "UNCERTAIN" and uncertain == "pass":
-        code = 0
-    sys.exit(code)
+    sys.exit(gate.exit_code(report, uncertain))

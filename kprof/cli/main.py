@@ -9,7 +9,7 @@ from rich.markup import escape
 
 from kprof.cli.console import err_console
 from kprof.cli.exit_codes import EPILOG, EXIT_FAILED, EXIT_INTERRUPTED
-from kprof.core.errors import KprofError
+from kprof.commands.errors import KprofError
 
 
 def error_line(message: str) -> None:

@@ -11,26 +11,21 @@ from kprof.cli.console import console, err_console, measurement_progress
 from kprof.cli.exit_codes import EXIT_INTERRUPTED, EXIT_INVALID
 from kprof.cli.options import protocol_options, protocol_overrides
 
-GPU_DEFAULT_CANDIDATES = ("santa", "triton-dense")
-CPU_DEFAULT_CANDIDATES = ("triton-dense",)  # santa's sorts are slow in the Triton interpreter
 
-
-def _finish(result, out: str | None, force: bool, as_json: bool, table) -> None:
+def _finish(result, out: str | None, force: bool, as_json: bool) -> None:
     """Write the Result first (the observations are kept whatever follows), then show it. A run
     cut short by Ctrl-C is written as a partial Result and exits 130."""
-    from kprof.commands.session import bad_observation_error
-    from kprof.results.result import save_result
-    from kprof.results.tables import extra_speedups
+    from kprof.commands import report
 
-    path = save_result(result, out, force=force, keep_both=True)
+    path = report.save_run(result, out, force)
     if out and str(path) != str(out):
         err_console.print(f"[yellow]warning:[/] {out} appeared during the run, so the result went to {path}",
                           highlight=False)
     if as_json:
         click.echo(result.to_json())
     else:
-        console.print(table(result))
-        for line in extra_speedups(result):
+        console.print(report.table(result, console.width))
+        for line in report.extra_speedups(result):
             console.print(f"speedup {line}", highlight=False)
         for note in result.notes:
             console.print(f"[yellow]note:[/] {note}")
@@ -42,7 +37,7 @@ def _finish(result, out: str | None, force: bool, as_json: bool, table) -> None:
     for m in result.methods:
         for fault in m.faults:
             err_console.print(f"[bold red]fault[/] in {m.label}: {fault}")
-    if bad := bad_observation_error(result):
+    if bad := report.bad_observation_error(result):
         err_console.print(f"[bold red]error:[/] {escape(bad)} (raw observations kept in {path})", highlight=False)
         sys.exit(EXIT_INVALID)
     failed = [m.label for m in result.methods if not m.validation.passed or m.faults]
@@ -88,41 +83,14 @@ def compare(methods: tuple[str, ...], baseline: str, vary: tuple[str, ...], devi
     a fault in its runs, or more than 1% of a row's observations are bad (the Result is written
     first).
     """
-    from kprof.commands import preflight
-    from kprof.commands.session import MeasurementSession
-    from kprof.commands.sweep import run_sweep, with_variants
-    from kprof.core.errors import UsageError
-    from kprof.core.target import resolve_target
-    from kprof.results.result import check_destination
-    from kprof.results.tables import compare_table
+    from kprof.commands.compare import compare_request, run_request
 
     force = kw.pop("force")
-    check_destination(out, force)
-    overrides = protocol_overrides(kw)
-    gpu = resolve_target(device).is_gpu
-    defaults = GPU_DEFAULT_CANDIDATES if gpu else CPU_DEFAULT_CANDIDATES
-    with preflight.as_usage():
-        candidates = with_variants(list(methods) or ([] if vary else list(defaults)), list(vary))
-    preflight.check_methods([baseline, *candidates])
-    preflight.check_config(config_mode, [baseline, *candidates])
-    preflight.check_workloads(workload)
-    preflight.check_protocol(gpu, overrides, len(candidates) + 1)
-    spread = ()
-    if devices is not None:
-        from kprof.core.pinned import parse_devices
-        from kprof.core.target import cuda_device_count
-
-        if len(workload) < 2:
-            raise UsageError(f"--devices {devices}: it spreads several --workload runs over devices, and this run "
-                             "has one workload: drop --devices or add workloads")
-        spread = parse_devices(devices, cuda_device_count() if gpu else 0)
+    req = compare_request(list(methods), baseline, list(vary), list(workload), device, protocol_overrides(kw),
+                          config_mode, keep_invalid, devices, out, force)
     with measurement_progress(as_json) as progress:
-        result = run_sweep(lambda w: MeasurementSession.open(device, w, overrides, progress.status, config_mode,
-                                                             keep_invalid),
-                           list(workload) or [None], baseline, candidates, progress, devices=spread,
-                           session_args={"device": device, "overrides": overrides, "config_mode": config_mode,
-                                         "keep_invalid": keep_invalid})
-    _finish(result, out, force, as_json, compare_table)
+        result = run_request(req, progress)
+    _finish(result, out, force, as_json)
 
 
 @click.command()
@@ -144,23 +112,11 @@ def stages(method: str, config_overrides: tuple[str, ...], stage_observations: i
     timed launch; the order of stages rotates across observations. Stage medians are not additive.
     With --chain, the prefixes of the launch chain are timed instead (see --chain).
     """
-    from kprof.commands import preflight
-    from kprof.commands.session import MeasurementSession
-    from kprof.commands.stages import run_stages
-    from kprof.core.config_space import parse_overrides
-    from kprof.core.target import resolve_target
-    from kprof.results.result import check_destination
-    from kprof.results.tables import stages_table
+    from kprof.commands.stages import run_stages_request, stages_request
 
     force = kw.pop("force")
-    check_destination(out, force)
     overrides = protocol_overrides(kw) | {"stage_observations": stage_observations}
-    launch_overrides = parse_overrides(config_overrides) or None
-    preflight.check_methods([method], launch_overrides)
-    preflight.check_config(config_mode, [method])
-    preflight.check_workloads([workload])
-    preflight.check_protocol(resolve_target(device).is_gpu, overrides)
+    req = stages_request(method, list(config_overrides), workload, device, overrides, config_mode, chain, out, force)
     with measurement_progress(as_json) as progress:
-        session = MeasurementSession.open(device, workload, overrides, progress.status, config_mode)
-        result = run_stages(session, method, progress, launch_overrides, chain=chain)
-    _finish(result, out, force, as_json, stages_table)
+        result = run_stages_request(req, progress)
+    _finish(result, out, force, as_json)

@@ -21,21 +21,6 @@ def _target_options(fn):
     return click.option("--method", "method_name", required=True, help="Method spec (see `kprof methods`).")(fn)
 
 
-def method_doc(name: str, cls) -> dict:
-    """One method as JSON: where it comes from, its launches and parameters, its source hash."""
-    from kprof.methods.registry import origin
-    from kprof.tuning.cache import source_hash
-
-    m = cls()
-    return {
-        "name": name, "module": cls.__module__, "origin": origin(name), "summary": m.summary,
-        "needs_cuda": m.needs_cuda,
-        "launches": {launch: {p.name: {"values": list(p.values), "default": p.default} for p in space.params}
-                     for launch, space in m.config_space().items()},
-        "source_hash": source_hash(m),
-    }
-
-
 @click.command()
 @click.option("--json", "as_json", is_flag=True,
               help="Print each method with its module, launches, tunable parameters and source hash as JSON.")
@@ -48,11 +33,11 @@ def methods(as_json: bool) -> None:
     KPROF_PLUGINS=pkg.module. The source hash covers every file a method's launches run (its
     kernel family and kernels/common): tuned profiles keyed to another hash are not used.
     """
-    from kprof.methods import registered
-    from kprof.methods.registry import origin
+    from kprof.commands.methods import cards
 
+    known = cards()
     if as_json:
-        click.echo(json.dumps([method_doc(name, cls) for name, cls in sorted(registered().items())], indent=2))
+        click.echo(json.dumps([c.to_dict() for c in known], indent=2))
         return
     t = Table(title="methods")
     t.add_column("method")
@@ -60,17 +45,14 @@ def methods(as_json: bool) -> None:
     t.add_column("GPU only")
     t.add_column("summary")
     t.add_column("launch: parameters")
-    known = registered()
-    for name in sorted(known):
-        m = known[name]()
-        spaces = m.config_space()
+    for c in known:
         params = "\n".join(
             f"{launch}: " + ", ".join(
-                f"{p.name}={{{','.join(f'[b]{v}[/]' if v == p.default else str(v) for v in p.values)}}}"
-                for p in space.params)
-            for launch, space in spaces.items()
+                f"{name}={{{','.join(f'[b]{v}[/]' if v == p['default'] else str(v) for v in p['values'])}}}"
+                for name, p in space.items())
+            for launch, space in c.launches.items()
         ) or "(library call, nothing to tune)"
-        t.add_row(name, origin(name), "yes" if m.needs_cuda else "no", m.summary, params)
+        t.add_row(c.name, c.origin, "yes" if c.needs_cuda else "no", c.summary, params)
     console.print(t)
 
 
@@ -85,34 +67,28 @@ def check(method_name: str, workload_name: str | None, device: str, overrides: t
     The output buffer is poisoned first; sampling methods (santa) are checked against the fp64
     reference fed with their own selected teams and corrections.
     """
-    from kprof.commands import preflight
-    from kprof.commands.session import MeasurementSession
-    from kprof.core.config_space import parse_overrides
+    from kprof.commands.methods import check as run_check
 
-    launch_overrides = parse_overrides(overrides)
-    preflight.check_methods([method_name], launch_overrides)
-    preflight.check_workloads([workload_name])
-    session = MeasurementSession.open(device, workload_name, {})
-    pm = session.prepare(method_name, method_name, "subject", launch_overrides)
-    v = pm.record.validation
+    c = run_check(method_name, workload_name, device, list(overrides))
+    v, record = c.record.validation, c.record
     if as_json:
-        click.echo(json.dumps({"method": method_name, "workload": session.workload.name, "config": pm.record.config,
+        click.echo(json.dumps({"method": method_name, "workload": c.workload, "config": record.config,
                                "rel_error": v.rel_error, "max_abs_error": v.max_abs_error,
                                "non_finite": v.non_finite, "tolerance": v.tolerance, "passed": v.passed,
-                               "launches": pm.record.catalog.kernels, "faults": pm.record.faults}, indent=2))
+                               "launches": record.catalog.kernels, "faults": record.faults}, indent=2))
     else:
-        if not session.target.is_gpu:
-            err_console.print(f"[yellow]{session.target.label}[/]")
-        t = Table(title=f"{method_name} on {session.workload.name} ({session.workload.shape})")
+        if not c.on_gpu:
+            err_console.print(f"[yellow]{c.target_label}[/]")
+        t = Table(title=f"{method_name} on {c.workload} ({c.shape})")
         for col in ("rel L2 error", "max abs error", "tolerance", "launches", "status"):
             t.add_column(col, justify="right")
         status = "ok" if v.passed else f"FAIL ({v.non_finite} non-finite)" if v.non_finite else "FAIL"
-        launches = str(pm.record.catalog.launches_per_call) if pm.record.catalog.launches_per_call else "n/a"
+        launches = str(record.catalog.launches_per_call) if record.catalog.launches_per_call else "n/a"
         t.add_row(f"{v.rel_error:.3e}", f"{v.max_abs_error:.3e}", f"{v.tolerance:.0e}", launches, status)
         console.print(t)
-    for fault in pm.record.faults:
+    for fault in record.faults:
         err_console.print(f"[bold red]fault:[/] {fault}")
-    if not v.passed or pm.record.faults:
+    if not v.passed or record.faults:
         sys.exit(EXIT_INVALID)
 
 
@@ -128,28 +104,20 @@ def validate(method_name: str, workload_name: str | None, device: str, realisati
     methods: fed with the kernels' own selection and corrections) and checks the launch catalog.
     Exit 3 if any realisation fails or the method reports a fault in its runs.
     """
-    from kprof.commands import preflight
-    from kprof.commands.session import MeasurementSession
-    from kprof.methods import get_method
+    from kprof.commands.methods import validate as run_validate
 
-    preflight.check_methods([method_name])
-    preflight.check_workloads([workload_name])
-    session = MeasurementSession.open(device, workload_name, {})
-    method = get_method(method_name)
-    sep = "," if ":" in method_name else ":"
-    specs = [f"{method_name}{sep}noise_seed={i}" for i in range(realisations)] if method.sampled else [method_name]
+    checks = run_validate(method_name, workload_name, device, realisations)
     records = []
-    for spec in specs:
-        pm = session.prepare(spec, spec, "subject")
-        v, c = pm.record.validation, pm.record.catalog
-        records.append({"spec": spec, "rel_error": v.rel_error, "max_abs_error": v.max_abs_error,
-                        "non_finite": v.non_finite, "passed": v.passed, "launches": c.launches_per_call,
-                        "catalog_ok": c.matches_expected, "kernels": c.kernels, "faults": pm.record.faults})
-    ok = all(r["passed"] and r["catalog_ok"] is not False and not r["faults"] for r in records)
+    for c in checks:
+        v, cat = c.record.validation, c.record.catalog
+        records.append({"spec": c.spec, "rel_error": v.rel_error, "max_abs_error": v.max_abs_error,
+                        "non_finite": v.non_finite, "passed": v.passed, "launches": cat.launches_per_call,
+                        "catalog_ok": cat.matches_expected, "kernels": cat.kernels, "faults": c.record.faults})
+    ok = all(c.passed for c in checks)
     if as_json:
         click.echo(json.dumps(records, indent=2))
     else:
-        t = Table(title=f"validation of {method_name} on {session.workload.name} ({session.workload.shape})")
+        t = Table(title=f"validation of {method_name} on {checks[0].workload} ({checks[0].shape})")
         for col in ("run", "rel L2 error", "max abs error", "launches", "catalog", "status"):
             t.add_column(col, justify="left" if col == "run" else "right")
         for r in records:

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import click
 from rich.table import Table
 
 from kprof.cli.console import console, err_console
-from kprof.core.errors import KprofError
-from kprof.ncu.measured_bytes import READ, WRITE, record_bytes
-from kprof.ncu.metrics import METRIC_SETS, TABLE14, resolve_metrics
+from kprof.commands.ncu import METRIC_SETS, TABLE14
 
 _HEADERS = {"kernel": "kernel", "ctas": "CTAs", "duration_us": "NCU duration (us)", "occupancy_pct": "occ. (%)",
             "eligible_warps": "elig. warps/sched", "dram_pct": "DRAM (% peak)", "registers_per_thread": "reg./thr."}
@@ -79,61 +76,22 @@ def ncu(ctx, method, workload, captures, metric_sets, config_mode, out_dir, late
     Profiling uses kernel replay, --cache-control all, --clock-control none, and an NVTX range so
     only the method's own launches are measured (no warm-up, eviction or setup kernels).
     """
-    from kprof.ncu.parse import medians_over_captures
-
     if ctx.invoked_subcommand is not None:
         return
     if method is None:
         click.echo(ctx.get_help())
         return
-    from kprof.commands import preflight
-    from kprof.ncu.run import capture, require_ncu
+    from kprof.commands.ncu import event_latency_line, profile
 
-    preflight.check_methods([method])
-    preflight.check_config(config_mode, [method])
-    preflight.check_workloads([workload])
-    preflight.check_out_dir(out_dir, "--out")
-    require_ncu()
-    metrics = resolve_metrics([*metric_sets, READ, WRITE])  # the bytes are kept for compare's GB/s
-    describe = Path(out_dir) / "target.json"
-    target = ["--method", method, "--workload", workload, "--config", config_mode, "--describe", str(describe)]
-    frames = []
-    for i in range(captures):
-        err_console.print(f"[dim]• ncu capture {i + 1}/{captures} of {method}[/]")
-        frames.append(capture(metrics, target, Path(out_dir), i)[1])
-    if len({len(f) for f in frames}) != 1:
-        raise KprofError("captures profiled different numbers of launches: "
-                         "the method is not deterministic in its launches")
-    table = medians_over_captures(frames)
-    _record_bytes(table, describe)
-    _emit(table, fmt, f"{method} on {workload}: medians of {captures} ncu captures", metrics)
+    result = profile(method, workload, captures, list(metric_sets), config_mode, out_dir,
+                     status=lambda s: err_console.print(f"[dim]• {s}[/]"))
+    if result.bytes_per_call is not None:
+        console.print(f"[dim]DRAM bytes per call {result.bytes_per_call:,} recorded: kprof compare reports GB/s "
+                      "from them[/]")
+    _emit(result.table, fmt, f"{method} on {workload}: medians of {captures} ncu captures", result.metrics)
     if fmt is None:
-        _show_event_latency(method, float(table["duration_us"].sum()), latency_from)
-
-
-def _record_bytes(table, describe: Path) -> None:
-    """Keep the measured DRAM bytes per call, so compare shows GB/s from them on this setup."""
-    if READ in table and WRITE in table and describe.is_file():
-        nbytes = int(table[READ].sum() + table[WRITE].sum())
-        record_bytes(json.loads(describe.read_text())["key"], nbytes)
-        console.print(f"[dim]DRAM bytes per call {nbytes:,} recorded: kprof compare reports GB/s from them[/]")
-
-
-def _show_event_latency(method: str, ncu_sum_us: float, result_path: str) -> None:
-    """The NCU duration sum next to the same method's event-timed median from a compare Result."""
-    from kprof.results.result import load_result
-
-    if not Path(result_path).exists():
-        console.print(f"[dim]no compare Result at {result_path}: run `kprof compare --method {method}` for the "
-                      "event-timed latency to set beside the NCU sum[/]")
-        return
-    res = load_result(result_path)
-    if method not in res.summaries:
-        console.print(f"[dim]{result_path} has no '{method}' run; pass --latency-from RESULT[/]")
-        return
-    event_us = res.summaries[method].median_us.estimate
-    console.print(f"{method}: sum of NCU durations {ncu_sum_us:.2f} us vs event-timed median {event_us:.2f} us "
-                  f"({res.workload.get('name')}, {result_path}); ratio {ncu_sum_us / event_us:.2f}")
+        console.print(event_latency_line(method, float(result.table["duration_us"].sum()), latency_from),
+                      highlight=False)
 
 
 @ncu.command("import")
@@ -142,9 +100,7 @@ def _show_event_latency(method: str, ncu_sum_us: float, result_path: str) -> Non
 @_format_options
 def import_(files, extra, fmt) -> None:
     """Read ncu output made elsewhere: CSV (--page raw or details) or .ncu-rep (needs ncu here)."""
-    from kprof.ncu.parse import read_ncu_csv
-    from kprof.ncu.run import import_report
+    from kprof.commands.ncu import import_file
 
     for f in files:
-        df = import_report(Path(f)) if f.endswith(".ncu-rep") else read_ncu_csv(f)
-        _emit(df, fmt, f, list(extra))
+        _emit(import_file(f), fmt, f, list(extra))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from kprof.measure.protocol import CPU_EMBEDDED, EVICTION_MODES, GPU_DEFAULT
+from kprof.commands.protocols import CPU_EMBEDDED, EVICTION_MODES, GPU_DEFAULT
 
 
 def _percent(ctx, param, text: str | None) -> float | None:

@@ -27,7 +27,6 @@ def suite(suite_file: str, out_dir: str | None, only: tuple[str, ...], resume: b
     holds the project's H200 checks: kprof suite profiles/suites/h200.toml --out DIR.
     """
     from kprof.commands.suite import load_suite, run_suite
-    from kprof.core.target import cuda_available
 
     if out_dir is None and not list_only:
         raise click.UsageError("pass --out DIR for the steps' logs and suite.json (only --list runs without it)")
@@ -38,7 +37,7 @@ def suite(suite_file: str, out_dir: str | None, only: tuple[str, ...], resume: b
                           highlight=False, soft_wrap=True)
         return
     out = Path(out_dir)
-    outcomes = run_suite(spec, out, has_gpu=cuda_available(), only=set(only) or None, resume=resume,
+    outcomes = run_suite(spec, out, only=set(only) or None, resume=resume,
                          say=lambda line: err_console.print(line, highlight=False, soft_wrap=True))
     t = Table(title=f"{spec.path.name}: {sum(o.status == 'passed' for o in outcomes)} of {len(outcomes)} passed",
               caption=f"logs and suite.json in {out}")

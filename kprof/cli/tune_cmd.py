@@ -13,7 +13,7 @@ from rich.table import Table
 
 from kprof.cli.console import console, err_console
 from kprof.cli.exit_codes import EXIT_INTERRUPTED
-from kprof.measure.protocol import EVICTION_MODES
+from kprof.commands.protocols import EVICTION_MODES
 
 # kprof.tuning.search.STRATEGIES (a test keeps them equal), here so that --help imports no torch
 STRATEGIES = ("exhaustive", "random", "halving", "optuna")
@@ -85,33 +85,14 @@ def tune(method, workload, launches, strategy, max_configs, budget_s, rounds, ob
     rounds (a balanced paired design on the complete operation); one replaces the default only
     when the lower bound of its speedup interval is above 1.
     """
-    from kprof.commands.tune import run_tune, tune_request
-    from kprof.core.paths import tuned_dir
-    from kprof.core.target import resolve_target
-    from kprof.results.result import check_destination
+    from kprof.commands.tune import cpu_note, export, run_tune, tune_request
 
     req = tune_request(method, workload, device, launches, strategy, max_configs, budget_s, rounds, observations,
-                       finalists, timeout_s, Path(out_dir) if out_dir else tuned_dir(), replace_stale, eviction)
-    req.retry_failed = retry_failed
-    if devices is not None:
-        from kprof.core.pinned import parse_devices
-        from kprof.core.target import cuda_device_count
-
-        local_gpus = cuda_device_count() if backend == "local" and resolve_target(device).is_gpu else 0
-        req.devices = parse_devices(devices, local_gpus)  # with Ray: only a count of CPU-only actors
-    if address and backend != "ray":
-        raise click.UsageError("--address is for --backend ray")
-    if backend == "ray":
-        from kprof.tuning.ray_pool import import_ray
-
-        import_ray()  # a missing Ray is one line now, not after the first launch's setup
-        req.backend, req.ray_address = backend, address
-    if strategy == "optuna":
-        from kprof.tuning.optuna_search import check_available
-
-        check_available()
-    if not resolve_target(device).is_gpu:
-        err_console.print("[yellow]CPU interpreter: tuning numbers are not GPU numbers[/]")
+                       finalists, timeout_s, Path(out_dir) if out_dir else None, replace_stale, eviction,
+                       retry_failed=retry_failed, devices=devices, backend=backend, address=address,
+                       export_path=export_path)
+    if note := cpu_note(req):
+        err_console.print(f"[yellow]{note}[/]")
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                    TextColumn("eta"), TimeRemainingColumn(), console=err_console, transient=True, disable=as_json)
     tasks = {}
@@ -123,11 +104,6 @@ def tune(method, workload, launches, strategy, max_configs, budget_s, rounds, ob
         if message and not as_json:  # a line per event: logs of a run cut short show how far it got
             err_console.print(f"[dim]{message}[/]", highlight=False)
 
-    if export_path:  # an unwritable place or a foreign file fails now, not after the tune
-        from kprof.tuning.export import check_export
-
-        check_destination(export_path, force=True, option="--export")
-        check_export(export_path)
     try:
         with bar:
             outcomes = run_tune(req, progress)
@@ -136,9 +112,7 @@ def tune(method, workload, launches, strategy, max_configs, budget_s, rounds, ob
                           f"{req.out_dir}; the same command resumes from there", highlight=False)
         sys.exit(EXIT_INTERRUPTED)
     if export_path:
-        from kprof.tuning.export import export_configs
-
-        path = export_configs([o.file for o in outcomes], export_path)
+        path = export(outcomes, export_path)
         if not as_json:
             console.print(f"[dim]chosen configs exported to {path}[/]")
     if as_json:

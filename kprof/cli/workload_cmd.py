@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 
 import click
 from rich.table import Table
@@ -19,7 +18,7 @@ def workload() -> None:
 @workload.command("list")
 def list_specs() -> None:
     """List the named specs (materialised synthetically when no captured file is given)."""
-    from kprof.workloads import SPECS
+    from kprof.commands.workloads import SPECS
 
     t = Table(title="named workloads")
     for col in ("name", "Hq", "Hkv", "d", "N", "dtype", "K+V", "description"):
@@ -32,42 +31,40 @@ def list_specs() -> None:
 
 @workload.command()
 @click.argument("name_or_file")
-@click.option("--json", "as_json", is_flag=True, help="Print shape, hash and statistics as JSON.")
-def info(name_or_file: str, as_json: bool) -> None:
-    """Shape, content hash and attention concentration of NAME_OR_FILE (a spec name or .safetensors).
+@click.option("--stats", is_flag=True,
+              help="Also make a named spec's tensors and show its content hash and attention statistics (a file "
+                   "always shows them).")
+@click.option("--json", "as_json", is_flag=True, help="Print shape, provenance (and statistics) as JSON.")
+def info(name_or_file: str, stats: bool, as_json: bool) -> None:
+    """Shape, provenance and, for a file or with --stats, content hash and attention concentration
+    of NAME_OR_FILE (a spec name, a synthetic: shape, or a .safetensors file).
 
     Statistics are exact fp64 softmax per query head: share of attention mass held by the top 1%
     of keys and by the top 512 keys, mass on the first 4 (sink) tokens, and exp(entropy).
     """
-    from kprof.commands.preflight import check_workloads
-    from kprof.workloads import resolve_workload
-    from kprof.workloads.statistics import attention_profile
+    from kprof.commands.workloads import STATISTICS, describe
 
-    check_workloads([name_or_file])
-    w = resolve_workload(name_or_file)
-    prof = attention_profile(w)
-    fields = ("top1pct_mass", "top512_mass", "sink_mass", "effective_keys")
-    summary = {f: {"mean": prof.mean(f), "min": prof.min(f), "max": prof.max(f)} for f in fields}
+    w = describe(name_or_file, stats)
     if as_json:
-        doc = {
-            "name": w.name,
-            "shape": asdict(w.shape),
-            "content_hash": w.content_hash(),
-            "metadata": w.metadata,
-            "attention": summary,
-            "heads": [asdict(h) for h in prof.heads],
-        }
-        click.echo(json.dumps(doc, indent=2))
+        click.echo(json.dumps(w.to_dict(), indent=2))
         return
-    console.print(f"[bold]{w.name}[/]  {w.shape}  K+V {format_bytes(w.shape.kv_bytes)}  "
-                  f"source={w.metadata.get('source', '?')}  hash={w.content_hash()[:16]}")
+    source = w.metadata.get("source", "?")
+    console.print(f"[bold]{w.name}[/]  {w.shape}  K+V {format_bytes(w.shape.kv_bytes)}  source={source}"
+                  + (f"  hash={w.content_hash[:16]}" if w.content_hash else ""))
+    if w.spec is not None:
+        console.print(f"{w.spec.description}; model {w.spec.model}"
+                      + (f", layer {w.spec.layer}" if w.spec.layer is not None else "")
+                      + f", RoPE theta {w.spec.rope_theta:g}")
+    if w.attention is None:
+        console.print("[dim]attention statistics: pass --stats (makes the tensors)[/]")
+        return
     t = Table(title="attention concentration over query heads (fp64)")
     for col in ("statistic", "mean", "min", "max"):
         t.add_column(col, justify="left" if col == "statistic" else "right")
     labels = {"top1pct_mass": f"mass in top 1% ({max(1, w.shape.n // 100)} keys)",
               "top512_mass": "mass in top 512 keys", "sink_mass": "mass on first 4 tokens",
               "effective_keys": "effective keys exp(H)"}
-    for f in fields:
+    for f in STATISTICS:
         fmt = "{:.0f}" if f == "effective_keys" else "{:.3f}"
-        t.add_row(labels[f], *(fmt.format(summary[f][k]) for k in ("mean", "min", "max")))
+        t.add_row(labels[f], *(fmt.format(w.attention[f][k]) for k in ("mean", "min", "max")))
     console.print(t)

@@ -6,17 +6,26 @@ CPU copies of the inputs) is what its output must match.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from typing import Callable, Mapping
 
 import torch
 
-from kprof.commands.session import MeasurementSession, ValidatedMethod
+from kprof.commands.compare import run_prepared, unique_labels
+from kprof.commands.session import MeasurementSession, ValidatedMethod, refuse_invalid
 from kprof.core.errors import KprofError
+from kprof.core.target import resolve_target
 from kprof.measure.catalog import record_catalog
+from kprof.measure.fingerprint import collect_environment
+from kprof.measure.harness import Harness
+from kprof.measure.precision import PrecisionStop
+from kprof.measure.protocol import default_protocol
 from kprof.methods.base import Prepared, Stage
 from kprof.methods.validation import compare_outputs
-from kprof.results.result import MethodRecord, Validation
+from kprof.results.schema import MethodRecord, Result, Summary, Validation
+from kprof.results.summarise import summarise_row
 
 
 def _fp64(inputs: Mapping[str, object]) -> dict:
@@ -66,3 +75,85 @@ def callable_method(session: MeasurementSession, label: str, role: str, fn: Call
     record = MethodRecord(label=label, method="callable", role=role, config={}, details={},
                           catalog=record_catalog(fn, (), session.target.device), validation=validation)
     return ValidatedMethod(record, prepared, kept)
+
+
+def callables_session(device: str, workload: str | None, overrides: dict, on_workload: bool) -> MeasurementSession:
+    """A session on ``workload`` when a method spec (or an attention kernel) runs on one; else one
+    with no workload, the callables holding their own inputs."""
+    if on_workload:
+        return MeasurementSession.open(device, workload, overrides)
+    target = resolve_target(device)
+    protocol = default_protocol(target.is_gpu).with_overrides(**overrides)
+    notes = [] if target.is_gpu else ["CPU: host clock; these are not GPU numbers"]
+    return MeasurementSession(target, None, protocol, collect_environment(with_ncu=False), notes)
+
+
+def compare_callables(ops: list[tuple[str, object]], inputs: Mapping[str, object] | None, reference,
+                      tolerance: float | None, workload: str | None, name: str, overrides: dict, strict: bool,
+                      device: str, flops=None, bytes=None) -> Result:
+    """``ops[0]`` (the baseline) and the candidates after it, callables or method specs, validated
+    and timed in one paired run (what :func:`kprof.compare` does once its arguments are checked)."""
+    session = callables_session(device, workload, overrides, any(isinstance(op, str) for _, op in ops))
+    expected = expected_output(reference, inputs)
+    labels = unique_labels([label for label, _ in ops])
+    prepared = []
+    for i, ((_, op), label) in enumerate(zip(ops, labels)):
+        role = "baseline" if i == 0 else "candidate"
+        prepared.append(session.prepare(op, label, role) if isinstance(op, str)
+                        else callable_method(session, label, role, op, expected, tolerance))
+    if strict:
+        refuse_invalid([pm.record for pm in prepared])
+    if expected is None and any(not isinstance(op, str) for _, op in ops):
+        session.notes.append("callables were not validated: pass reference= to compare their outputs")
+    work_flops, work_bytes = work_amount(flops, inputs), work_amount(bytes, inputs)
+    for (_, op), pm in zip(ops, prepared):
+        if not isinstance(op, str):
+            pm.record.flops_per_call = work_flops
+            if work_bytes is not None:
+                pm.record.bytes_per_call, pm.record.bytes_source = int(work_bytes), "given by the caller"
+    result = run_prepared(session, prepared, [(0, k) for k in range(1, len(prepared))])
+    if session.workload is None:
+        tensors = {k: {"shape": list(v.shape), "dtype": str(v.dtype).removeprefix("torch."), "device": v.device.type}
+                   for k, v in (inputs or {}).items() if isinstance(v, torch.Tensor)}
+        # the gate compares Results of one name and the same input shapes and dtypes only
+        ident = hashlib.sha256(json.dumps([name, tensors], sort_keys=True).encode()).hexdigest()[:16]
+        result.workload = {"name": name, "content_hash": f"callables:{ident}", "shape": None,
+                           "dtype": dtype_of(inputs), "metadata": {"inputs": tensors}}
+    return result
+
+
+def time_callable(fn: Callable[[], object], overrides: dict, device: str, flops=None, bytes=None) -> Summary:
+    """One callable under the protocol, summarised as a Result's row is (:func:`kprof.time`)."""
+    target = resolve_target(device)
+    protocol = default_protocol(target.is_gpu).with_overrides(**overrides)
+    harness = Harness(target.device, protocol)
+    stop = None if protocol.precision is None else PrecisionStop(protocol.precision, [], protocol.level,
+                                                                 protocol.max_time_s)
+    m = harness.time(fn, stop=stop)
+    summary = summarise_row(m.observations[0], protocol.interval_level, m.table)
+    us = summary.median_us.estimate
+    summary.tflops = work_amount(flops, None) / us / 1e6 if flops is not None else None
+    summary.gb_per_s = work_amount(bytes, None) / us / 1e3 if bytes is not None else None
+    return summary
+
+
+def work_amount(value, inputs: Mapping[str, object] | None) -> float | None:
+    """``flops=`` or ``bytes=``: a number, or a function of the inputs (``value(**inputs)``)."""
+    if value is None:
+        return None
+    if callable(value):
+        value = value(**(inputs or {}))
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise KprofError(f"flops= and bytes= take a positive number or a function of the inputs returning one, "
+                         f"got {value!r}")
+    return float(value)
+
+
+def dtype_of(inputs: Mapping[str, object] | None) -> str | None:
+    """The dtype of the first floating tensor among ``inputs`` (which matmul roof applies)."""
+    from kprof.measure.matmul_peak import dtype_name
+
+    for v in (inputs or {}).values():
+        if isinstance(v, torch.Tensor) and v.is_floating_point():
+            return dtype_name(v.dtype)
+    return None

@@ -19,16 +19,16 @@ from kprof.core.target import ExecutionTarget, resolve_target
 from kprof.measure.catalog import record_catalog
 from kprof.measure.copy_peak import load_peak
 from kprof.measure.fingerprint import Environment, collect_environment
-from kprof.measure.harness import Harness, Measurement, Progress
+from kprof.measure.harness import Harness, Progress
 from kprof.measure.matmul_peak import load_matmul_peaks
 from kprof.measure.protocol import TimingProtocol, default_protocol
-from kprof.measure.stats import BAD_LIMIT
 from kprof.methods import Method, Prepared, get_method
 from kprof.methods.dense_reference import dense_attention_fp64
 from kprof.methods.validation import compare_outputs
 from kprof.ncu.measured_bytes import SOURCE as MEASURED_SOURCE
 from kprof.ncu.measured_bytes import bytes_key, lookup_bytes
-from kprof.results.result import MethodRecord, Result, Speedup, Summary, Validation
+from kprof.results.schema import MethodRecord, Validation
+from kprof.results.summarise import RunContext
 from kprof.tuning.cache import source_hash
 from kprof.tuning.lookup import file_overrides, tuned_overrides
 from kprof.workloads import Workload, resolve_workload
@@ -184,55 +184,18 @@ class MeasurementSession:
         return "CPU interpreter, host clock" + (
             "" if self.protocol.host_bound else f", eviction {self.protocol.evict_mib} MiB")
 
-    def result(self, kind: str, methods: list[MethodRecord], measurement: Measurement, notes: list[str],
-               speedups: list[Speedup] = ()) -> Result:
-        """A Result of this session: fingerprint, workload, protocol, summaries of every row."""
-        observations = measurement.rows()
-        table = measurement.table
-        square = len(measurement.labels) if measurement.orders else 1  # rounds in which every row held every position
-        summaries = {label: Summary.of(o, self.protocol.interval_level, table, i, square)
-                     for i, (label, o) in enumerate(observations.items())}
-        notes = list(notes) + measurement.notes
-        notes += [f"{label}: {s.drift.note} (all rounds retained)" for label, s in summaries.items() if s.drift.flagged]
-        notes += [f"{label}: {s.bad_observations} of {s.observations} observations were not finite or not positive "
-                  "and were left out" for label, s in summaries.items() if s.bad_observations]
-        notes += [f"{label}: bad round(s) {', '.join(map(str, s.bad_rounds))} left out of its intervals (far from "
-                  "its neighbouring rounds, or throttled)" for label, s in summaries.items() if s.bad_rounds]
-        telemetry = measurement.telemetry
-        if telemetry is not None and telemetry.throttled_rounds:
-            notes.append(f"throttled rounds: {telemetry.throttled_rounds}")
-        design = {}
-        if measurement.orders:
-            design = {"kind": "williams", "cycle": measurement.cycle,
-                      "orders": [[measurement.labels[i] for i in order] for order in measurement.orders]}
-        if measurement.looks:
-            design["looks"] = [asdict(look) for look in measurement.looks]
-        protocol = self.protocol.to_dict() | {"rounds": measurement.observations.shape[1]}
+    def context(self) -> RunContext:
+        """Where and how this session measures, as its Results record it: the fingerprint with the
+        measured peaks, the workload, the protocol, the clock and the setup phases so far."""
         environment = self.environment.to_dict()
         if (peak := load_peak(environment)) is not None:
             environment["copy_peak_gbs"] = peak.gbs
         if matmul := load_matmul_peaks(environment):
             environment["matmul_peak_tflops"] = matmul
-        return Result(
-            kind=kind,
-            environment=environment,
-            workload=self.workload_doc(),
-            protocol=protocol,
-            clock="cuda-events" if self.target.is_gpu else "host-clock",
-            mode=self.mode,
-            methods=methods,
-            summaries=summaries,
-            speedups=list(speedups),
-            design=design,
-            telemetry=telemetry.to_dict() if telemetry is not None else {},
-            notes=notes,
-            kprof_version=self.environment.kprof,
-            git_revision=self.environment.git_revision,
-            observations=observations,
-            phases_s={k: round(v, 3) for k, v in self.setup_s.items()} | {"timing": round(measurement.wall_s, 3)},
-            partial=(f"stopped by Ctrl-C after {measurement.observations.shape[1]} round(s)"
-                     if measurement.interrupted else None),
-        )
+        return RunContext(environment=environment, workload=self.workload_doc(), protocol=self.protocol.to_dict(),
+                          clock="cuda-events" if self.target.is_gpu else "host-clock", mode=self.mode,
+                          kprof_version=self.environment.kprof, git_revision=self.environment.git_revision,
+                          phases_s=dict(self.setup_s))
 
 
 def refuse_invalid(records: list[MethodRecord]) -> None:
@@ -246,13 +209,3 @@ def refuse_invalid(records: list[MethodRecord]) -> None:
         f"{failed[0].label}: output differs from the reference (relative error {v.rel_error:.1e} > tolerance "
         f"{v.tolerance:.1e}, {v.non_finite} non-finite)" + (f", and {more} more row(s) failed" if more else "")
         + ": nothing was timed; fix it, or pass --keep-invalid (Python: strict=False) to time it anyway")
-
-
-def bad_observation_error(result: Result) -> str | None:
-    """The one-line failure when a row has more than 1% bad observations, else None."""
-    over = result.over_bad_limit(BAD_LIMIT)
-    if not over:
-        return None
-    rows = ", ".join(f"{label} {100 * share:.1f}%" for label, share in over.items())
-    return (f"too many bad observations (not finite, zero or negative; limit {100 * BAD_LIMIT:g}% of a row): {rows}. "
-            "The timer or the method misbehaved: check `kprof env`, then re-run")

@@ -4,10 +4,15 @@
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
+from kprof.commands import preflight
 from kprof.commands.session import MeasurementSession
+from kprof.core.config_space import parse_overrides
+from kprof.core.target import resolve_target
 from kprof.measure.harness import Progress, TimedOp
-from kprof.results.result import Result
+from kprof.results.schema import Result
+from kprof.results.summarise import build_result
 
 COMPLETE = "complete operator"
 NOT_ADDITIVE = ("stage medians are measured with upstream eviction and their own timing boundaries: "
@@ -37,7 +42,8 @@ def run_chain(session: MeasurementSession, pm, progress: Progress) -> Result:
     progress.status(f"timing {len(prefixes)} chain prefixes: {p.stage_observations} each per round, {session.mode}")
     m = harness.chain(prefixes)
     session.collect_faults([pm])
-    return session.result("chain", [pm.record], m, session.notes + [CHAIN_NOTE])
+    return build_result("chain", m, [pm.record], session.context(), p.interval_level,
+                        notes=session.notes + [CHAIN_NOTE])
 
 
 def run_stages(session: MeasurementSession, method: str, progress: Progress | None = None, overrides=None,
@@ -55,4 +61,40 @@ def run_stages(session: MeasurementSession, method: str, progress: Progress | No
                     f"{session.mode}")
     m = harness.stages(stages, complete)
     session.collect_faults([pm])
-    return session.result("stages", [pm.record], m, session.notes + [NOT_ADDITIVE])
+    return build_result("stages", m, [pm.record], session.context(), p.interval_level,
+                        notes=session.notes + [NOT_ADDITIVE])
+
+
+@dataclass
+class StagesRequest:
+    """A checked ``kprof stages``: one method's launches on one workload."""
+
+    method: str
+    launch_overrides: dict | None
+    workload: str | None
+    device: str
+    overrides: dict
+    config_mode: str = "auto"
+    chain: bool = False
+
+
+def stages_request(method: str, settings: list[str], workload: str | None, device: str, overrides: dict,
+                   config_mode: str = "auto", chain: bool = False, out: str | None = None,
+                   force: bool = False) -> StagesRequest:
+    """The method, its ``--set LAUNCH.PARAM=V`` settings, the workload, protocol and output path
+    checked before anything loads (UsageError, exit 2)."""
+    from kprof.commands.report import check_destination
+
+    check_destination(out, force)
+    launch_overrides = parse_overrides(settings) or None
+    preflight.check_methods([method], launch_overrides)
+    preflight.check_config(config_mode, [method])
+    preflight.check_workloads([workload])
+    preflight.check_protocol(resolve_target(device).is_gpu, overrides)
+    return StagesRequest(method, launch_overrides, workload, device, overrides, config_mode, chain)
+
+
+def run_stages_request(req: StagesRequest, progress: Progress | None = None) -> Result:
+    session = MeasurementSession.open(req.device, req.workload, req.overrides,
+                                      progress.status if progress else (lambda s: None), req.config_mode)
+    return run_stages(session, req.method, progress, req.launch_overrides, chain=req.chain)

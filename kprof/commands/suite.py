@@ -130,9 +130,14 @@ def _previous(out: Path) -> dict[str, dict]:
         return {}
 
 
-def run_suite(suite: Suite, out: Path, *, has_gpu: bool, only: set[str] | None = None, resume: bool = False,
-              say: Callable[[str], None] = print, env: dict | None = None) -> list[StepOutcome]:
-    """Run the suite's steps into ``out``; the summary is on disk after every step."""
+def run_suite(suite: Suite, out: Path, *, has_gpu: bool | None = None, only: set[str] | None = None,
+              resume: bool = False, say: Callable[[str], None] = print, env: dict | None = None) -> list[StepOutcome]:
+    """Run the suite's steps into ``out``; the summary is on disk after every step. GPU steps are
+    skipped where ``has_gpu`` is false (None: whether this machine has a CUDA GPU)."""
+    if has_gpu is None:
+        from kprof.core.target import cuda_available
+
+        has_gpu = cuda_available()
     out.mkdir(parents=True, exist_ok=True)
     done = _previous(out) if resume else {}
     outcomes: list[StepOutcome] = []

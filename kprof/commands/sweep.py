@@ -21,7 +21,7 @@ from kprof.core.errors import KprofError, MethodUnavailable
 from kprof.core.target import cuda_available
 from kprof.measure.harness import Progress
 from kprof.methods import get_method
-from kprof.results.result import Result, Speedup
+from kprof.results.schema import Result, Speedup
 
 
 def expand_vary(text: str) -> list[str]:
@@ -62,10 +62,8 @@ def run_sweep(open_session: Callable[[str | None], MeasurementSession], workload
     progress = progress or Progress()
     if len(set(workloads)) != len(workloads):
         raise KprofError(f"--workload names one workload twice ({', '.join(map(str, workloads))}): pass each once")
-    if len(workloads) == 1:
-        if len(devices) > 1:
-            progress.status("one workload: --devices spreads several workloads, so this runs on one device")
-        return run_compare(open_session(workloads[0]), baseline, candidates, progress)
+    if len(workloads) < 2:
+        raise KprofError("a sweep needs two or more workloads: time one with run_compare")
     sessions = []
     for i, name in enumerate(workloads):
         progress.status(f"workload {i + 1}/{len(workloads)}: loading {name}")

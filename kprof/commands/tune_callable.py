@@ -25,7 +25,7 @@ from kprof.core.errors import KprofError
 from kprof.measure.harness import Harness, Progress
 from kprof.measure.protocol import TimingProtocol
 from kprof.measure.stats import Interval, method_latency
-from kprof.results.result import Result
+from kprof.results.schema import Result
 from kprof.tuning.search import FINALIST_FLOOR, choose
 
 SCREEN_GPU = TimingProtocol(rounds=3, warmup_pairs=10, observations=50)
@@ -110,3 +110,36 @@ def tune_callable(fn: Callable, space: LaunchSpace, session: MeasurementSession,
     if best is None:
         return CallableTuning(default, default, None, screened, result)
     return CallableTuning(best[1], default, best[0], screened, result)
+
+
+def tune_function(fn: Callable, space, default: Mapping[str, int] | None, constraints, inputs: Mapping | None,
+                  reference, tolerance: float | None, workload: str | None, strategy: str, max_configs: int | None,
+                  finalists: int, seed: int, overrides: dict, device: str) -> CallableTuning:
+    """:func:`kprof.tune` once its arguments are checked: the declared space (``@kprof.tunable``, a
+    mapping or a ``@triton.autotune`` kernel), the reference, then :func:`tune_callable`."""
+    from kprof.commands.callables import callables_session, expected_output
+    from kprof.core.target import resolve_target
+    from kprof.methods.dense_reference import dense_attention_fp64
+    from kprof.methods.tunable import TunableFunction, space_from_autotune, space_from_mapping
+
+    if space is not None:
+        declared = (space_from_autotune(space, constraints) if hasattr(space, "configs")
+                    else space_from_mapping(space, default, constraints))
+    elif isinstance(fn, TunableFunction):
+        declared = fn.space
+    else:
+        raise KprofError("kprof.tune needs a space: decorate the function with @kprof.tunable or pass space=")
+    call = fn.fn if isinstance(fn, TunableFunction) else fn
+    target = resolve_target(device)
+    session = callables_session(device, workload, overrides, inputs is None)
+    if inputs is None:
+        w = session.workload.to(target.device)
+        inputs, shape = {"q": w.q, "k": w.k, "v": w.v}, w.shape
+        expected = dense_attention_fp64(session.workload) if reference is None else expected_output(reference, inputs)
+    else:
+        shape, expected = inputs, expected_output(reference, inputs)
+    if expected is None:
+        raise KprofError("kprof.tune needs reference=: a candidate that computes the wrong thing must not win")
+    return tune_callable(call, declared, session, inputs, shape, expected, tolerance, strategy, max_configs,
+                         finalists, seed, Progress())
+

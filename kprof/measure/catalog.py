@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
 
 @dataclass(frozen=True)
@@ -19,6 +20,8 @@ class LaunchCatalog:
 
 
 def _kernel_events(prof) -> list[tuple[float, str]]:
+    import torch
+
     events = []
     for evt in prof.events():
         if getattr(evt, "device_type", None) == torch.autograd.DeviceType.CUDA:
@@ -36,6 +39,7 @@ def record_catalog(invoke: Callable[[], object], expected: Sequence[str], device
     """Profile ``invocations`` calls after a warm-up and return the kernels of one call."""
     if device.type != "cuda":
         return LaunchCatalog(expected=list(expected), note="no GPU: launch catalog not recorded")
+    import torch
     from torch.profiler import ProfilerActivity, profile
 
     invoke()

@@ -1,33 +1,81 @@
-"""Results as flat rows: markdown tables and CSV for papers, PRs and spreadsheets."""
+"""Results for other tools: markdown (rounded as the terminal shows it), CSV, JSON rows and a
+pandas DataFrame with numeric columns (NaN where a value is missing)."""
 
 from __future__ import annotations
 
 import csv
 import io
 
-from kprof.results.result import Result
+from kprof.results.rows import COLUMNS, chain_marginals_us, rows
+from kprof.results.schema import Result
+
+
+def _us(x: float | None) -> str:
+    """Microseconds as the terminal table shows them: 2 decimals on the GPU scale, none above 1 ms."""
+    if x is None or x != x:
+        return "n/a"
+    return f"{x:,.2f}" if x < 1000 else f"{x:,.0f}"
+
+
+def _speedup(row: dict) -> str:
+    if row["speedup"] is None:
+        return "baseline" if row["kind"] == "compare" else ""
+    if row["speedup_low"] is None:
+        return f"{row['speedup']:.3f}x (no interval)"
+    return f"{row['speedup']:.3f}x [{row['speedup_low']:.3f}, {row['speedup_high']:.3f}]"
+
+
+def _valid(row: dict) -> str:
+    return {True: "ok", False: "FAIL", None: ""}[row["valid"]]
 
 
 def to_markdown(res: Result) -> str:
-    """A Result as a markdown table with its notes (paper and PR ready)."""
-    rows = res.rows()
-    cols = ["row", "median_us", "round_min_us", "round_max_us", "speedup", "speedup_low", "speedup_high", "launches",
-            "valid"]
+    """A Result as a markdown table with its notes (paper and PR ready), rounded like the terminal."""
+    table = rows(res)
+    level = int(round(res.protocol.get("level", 0.95) * 100))
     if res.kind == "chain":  # prefixes of a launch chain: each launch's marginal cost instead of speedups
-        cols = ["row", "median_us", "round_min_us", "round_max_us", "marginal_us"]
-    out = [f"**{res.workload.get('name')}** ({res.kind}, {res.mode}, {rows[0]['device']}, "
+        marginal = chain_marginals_us(res)
+        head = ["row", "time us", "round means us", "marginal us"]
+        body = [[r["row"], _us(r["median_us"]), f"{_us(r['round_min_us'])}–{_us(r['round_max_us'])}",
+                 _us(marginal.get(r["row"]))] for r in table]
+    else:
+        head = ["row", "valid", "time us", f"speedup [{level}% CI]", "round means us", "launches", "noise"]
+        body = [[r["row"], _valid(r), _us(r["median_us"]), _speedup(r),
+                 f"{_us(r['round_min_us'])}–{_us(r['round_max_us'])}", str(r["launches"] or "n/a"),
+                 f"{r['noise_pct']:.1f}%" if r["noise_pct"] is not None else ""] for r in table]
+    out = [f"**{res.workload.get('name')}** ({res.kind}, {res.mode}, {table[0]['device']}, "
            f"{res.protocol.get('rounds')} rounds x {res.protocol.get('observations')} obs)", "",
-           "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    out += ["| " + " | ".join(str(r[c]) for c in cols) + " |" for r in rows]
+           "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    out += ["| " + " | ".join(cells) + " |" for cells in body]
     out += [f"- note: {n}" for n in res.notes]
     return "\n".join(out) + "\n"
 
 
+def all_rows(results: list[Result]) -> list[dict]:
+    """Every timed row of every Result (JSON's ``null`` where a value is missing)."""
+    return [row for r in results for row in rows(r)]
+
+
 def to_csv(results: list[Result]) -> str:
-    """CSV, one row per timed row of every Result."""
-    rows = [row for r in results for row in r.rows()]
+    """CSV, one row per timed row of every Result; an empty cell where a value is missing."""
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=list(rows[0]))
+    writer = csv.DictWriter(buf, fieldnames=list(COLUMNS))
     writer.writeheader()
-    writer.writerows(rows)
+    writer.writerows({k: "" if v is None else v for k, v in row.items()} for row in all_rows(results))
     return buf.getvalue()
+
+
+def to_frame(results: list[Result]):
+    """A pandas DataFrame of :func:`all_rows`: numbers as float or integer columns with NaN where
+    missing, ``valid`` and ``drift_flagged`` as nullable booleans."""
+    import pandas as pd  # on demand: measuring never loads pandas
+
+    frame = pd.DataFrame(all_rows(results), columns=list(COLUMNS))
+    text = {"workload", "kind", "row", "mode", "device", "baseline"}
+    flags = {"valid", "drift_flagged"}
+    for column in frame.columns:
+        if column in flags:
+            frame[column] = frame[column].astype("boolean")
+        elif column not in text:
+            frame[column] = pd.to_numeric(frame[column], errors="coerce")
+    return frame

@@ -38,7 +38,9 @@ from kprof.core.atomic import atomic_path
 from kprof.core.errors import KprofError
 from kprof.measure.protocol import PAPER
 from kprof.measure.stats import BAD_LIMIT, Interval
-from kprof.results.result import Result, load_result
+from kprof.results.rows import over_bad_limit
+from kprof.results.schema import Result
+from kprof.results.store import load_result
 
 EXIT = {"FASTER": 0, "SAME": 0, "SLOWER": 1, "UNCERTAIN": 3, "INCOMPARABLE": 4}
 EXIT_USAGE, EXIT_ERROR = 2, 5
@@ -229,7 +231,7 @@ def untrustworthy(res: Result) -> list[str]:
     out = [f"{m.label} failed validation" for m in res.methods if not m.validation.passed]
     out += [f"{m.label} reported faults" for m in res.methods if m.faults]
     out += [f"{label} had {100 * share:.1f}% bad observations"
-            for label, share in res.over_bad_limit(BAD_LIMIT).items()]
+            for label, share in over_bad_limit(res, BAD_LIMIT).items()]
     return out
 
 

@@ -1,26 +1,74 @@
-"""Result -> rich tables (terminal). Everything shown is computed from the stored Result."""
+"""Result -> tables: the columns a Result's table shows, in priority order, and a terminal (rich)
+table of them that fits the console's width. The HTML report renders the same columns.
+
+Priority: the row's label, whether its output was valid, its time, its speedup with interval,
+then the rest. A width too narrow for every column drops the lowest-priority columns whole and
+names them under the table, so no number is ever cut to ``1…``; a long label gets a short name
+and a legend line with the full one.
+"""
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass, field, replace
+
 from rich import box
+from rich.cells import cell_len
 from rich.table import Table
+from rich.text import Text
 
-from kprof.results.result import Result
+from kprof.results.rows import chain_marginals_us, compute_rate, throughput
+from kprof.results.schema import Result
 
-
-def _launches(rec) -> str:
-    c = rec.catalog
-    if c.launches_per_call is None:
-        return "n/a"
-    mark = {True: "", False: " [red](unexpected)[/]", None: ""}[c.matches_expected]
-    return f"{c.launches_per_call}{mark}"
+DEFAULT_WIDTH = 100
+REQUIRED = 4  # columns of priority below this are never dropped: label(s), valid, time, speedup
+TONES = {"ok": "green", "fail": "bold red", "warn": "yellow", "bold": "bold", "": ""}  # tone -> rich style
 
 
-def _compute(result: Result, label: str) -> str:
-    tflops, share = result.compute_rate(label)
-    if tflops is None:
-        return ""
-    return f"{tflops:.3g}" + (f" ({100 * share:.0f}%)" if share else "")
+@dataclass
+class Cell:
+    text: str
+    tone: str = ""  # "ok" | "fail" | "warn" | "bold" | "": how a renderer marks the cell
+
+
+@dataclass
+class Column:
+    header: str
+    cells: list[Cell]
+    priority: int  # lower is shown first and dropped last; below REQUIRED never dropped
+    numeric: bool = True  # numbers align right
+    meaning: str = ""  # what the column is, said under the table while it is shown
+
+    @property
+    def width(self) -> int:
+        return max([cell_len(self.header)] + [cell_len(c.text) for c in self.cells])
+
+
+@dataclass
+class ResultTable:
+    """A Result's table before rendering: columns in display order, with what goes under it."""
+
+    title: str
+    columns: list[Column]
+    notes: list[str]  # lines under the table, whichever columns are shown
+    section_ends: set[int] = field(default_factory=set)  # rows after which a rule separates workloads
+    legend: dict[str, str] = field(default_factory=dict)  # a label's short name -> its full name
+    hidden: list[str] = field(default_factory=list)  # headers of the columns dropped to fit a width
+    failed: str = ""  # a title mark where the whole table's method failed (stages)
+
+    @property
+    def width(self) -> int:
+        """Columns of a SIMPLE_HEAD table with edges: each column padded by 1 on both sides,
+        separated by 1, and an edge of 1 at both ends."""
+        return sum(c.width for c in self.columns) + 3 * len(self.columns) + 1
+
+    def caption_lines(self) -> list[str]:
+        lines = [f"{short} = {full}" for short, full in self.legend.items()]
+        lines += self.notes + [c.meaning for c in self.columns if c.meaning]
+        if self.hidden:
+            lines.append(f"not shown at this width: {', '.join(self.hidden)}; widen the terminal "
+                         "or use kprof report --csv")
+        return lines
 
 
 def _us(x: float | None) -> str:
@@ -30,9 +78,25 @@ def _us(x: float | None) -> str:
     return f"{x:,.2f}" if x < 1000 else f"{x:,.0f}"
 
 
+def _launches(rec) -> Cell:
+    c = rec.catalog
+    if c.launches_per_call is None:
+        return Cell("n/a")
+    if c.matches_expected is False:
+        return Cell(f"{c.launches_per_call} (unexpected)", "fail")
+    return Cell(str(c.launches_per_call))
+
+
+def _compute(result: Result, label: str) -> str:
+    tflops, share = compute_rate(result, label)
+    if tflops is None:
+        return ""
+    return f"{tflops:.3g}" + (f" ({100 * share:.0f}%)" if share else "")
+
+
 def _throughput(result: Result, label: str) -> tuple[str, str]:
     """GB/s of a row and its percent of the copy peak (empty where bytes are not known)."""
-    gbs, share = result.throughput(label)
+    gbs, share = throughput(result, label)
     if gbs is None:
         return "", ""
     host = next((m.bytes_from_host for m in result.methods if m.label == label), False)
@@ -56,6 +120,13 @@ def speedup_text(sp, several_baselines: bool, baseline: str | None = None) -> st
     return f"{text} vs {baseline or sp.baseline}" if several_baselines else text
 
 
+def _speedup_cell(sp, several: bool, baseline: str) -> str:
+    """A table's speedup cell: as :func:`speedup_text`, with a short mark where there is no interval."""
+    iv = sp.interval
+    text = f"{iv.estimate:.3f}x [{iv.low:.3f}, {iv.high:.3f}]" if iv.has_interval else f"{iv.estimate:.3f}x (no CI)"
+    return f"{text} vs {baseline}" if several else text
+
+
 def interval_caption(result: Result) -> str:
     """What the speedup intervals are: their method and how many pair cycles they rest on."""
     ivs = [s.interval for s in result.speedups]
@@ -68,7 +139,62 @@ def interval_caption(result: Result) -> str:
     return text + (f" (exact coverage {'/'.join(f'{c:g}%' for c in exact)})" if exact else "")
 
 
-def compare_table(result: Result) -> Table:
+def extra_speedups(result: Result) -> list[str]:
+    """Lines for the speedups the table does not show (an A/A row against its spec's first row)."""
+    shown, lines = set(), []
+    for sp in result.speedups:
+        if sp.candidate in shown:
+            lines.append(f"{sp.candidate} vs {sp.baseline}: {speedup_text(sp, False)}")
+        shown.add(sp.candidate)
+    return lines
+
+
+def failed(rec) -> str:
+    """``FAIL`` (output failed validation), ``FAULT`` (the method reported one) or ``""``."""
+    if rec.faults:
+        return "FAULT"
+    return "" if rec.validation.passed else "FAIL"
+
+
+def abbreviate(labels: list[str], limit: int | None, chain: bool = False) -> tuple[list[str], dict[str, str]]:
+    """Labels longer than ``limit`` shortened, with a number, and the legend (short -> full).
+
+    Variants of one spec (``triton-dense:partial.NUM_SPLITS=32``, ``...=48``) keep the part that
+    differs (``NUM_SPLITS=32 (1)``); a label is cut after a whole option where it can be, else
+    where the spec breaks (``.`` ``=`` ``@``), never inside a word. A chain's
+    prefixes (``score .. topk .. merge``) keep their last launch (``.. merge (2)``)."""
+    if limit is None:
+        return list(labels), {}
+    long = [x for x in dict.fromkeys(labels) if cell_len(x) > limit]
+    common = _common_head(long) if len(long) > 1 and not chain else ""
+    short: dict[str, str] = {}
+    for label in long:
+        tag = f" ({len(short) + 1})"
+        room = max(1, limit - len(tag))
+        rest = label[len(common):].lstrip(" :,.=@")
+        if chain and " .. " in rest:
+            rest = ".. " + rest.rsplit(" .. ", 1)[1]
+        if len(rest) > room:  # cut after a whole option (``,`` ``:`` or a space), else inside one
+            cuts = ([m.start() for m in re.finditer(pattern, rest) if 0 < m.start() <= room]
+                    for pattern in (r"[:, ]", r"[.=@]"))
+            cut = next((c[-1] for c in cuts if c), None)
+            rest = (rest[:cut].rstrip(" :,.=@") if cut else "") or rest  # no word is cut: a long one stays
+        short[label] = rest + tag
+    return [short.get(x, x) for x in labels], {s: full for full, s in short.items()}
+
+
+def _common_head(labels: list[str]) -> str:
+    """The longest start all ``labels`` share that ends where a spec breaks, if 8 cells or more."""
+    head = labels[0]
+    for x in labels[1:]:
+        while not x.startswith(head):
+            head = head[:-1]
+    breaks = [m.end() for m in re.finditer(r"[:,. ]", head)]
+    head = head[:breaks[-1]] if breaks else ""
+    return head if len(head) >= 8 else ""
+
+
+def compare_columns(result: Result, label_width: int | None = None) -> ResultTable:
     """SANTA++ Table 5 style: one row per method, speedups against the baseline."""
     bases = [m.label.removesuffix(f" @ {m.workload}") for m in result.methods if m.role == "baseline"]
     speedups = {}
@@ -81,73 +207,69 @@ def compare_table(result: Result) -> Table:
 
     several = len({base_row(s) for s in speedups.values()}) > 1
     level = int(round(result.protocol.get("level", 0.95) * 100))
-    t = Table(title=f"{result.workload['name']} — {result.mode}; speedup = "
-              f"{'baseline' if several else bases[0]} / method",
-              caption=f"clock: {result.clock}; "
-              f"{result.protocol['rounds']} rounds x {result.protocol['observations']} observations"
-              f"{interval_caption(result)}; throttled rounds: {_throttled_note(result)}")
-    t.box = box.SIMPLE_HEAD
-    sweep = any(rec.workload for rec in result.methods)
+    title = (f"{result.workload['name']} — {result.mode}; speedup = "
+             f"{'baseline' if several else (bases[0] if bases else 'baseline')} / method")
+    notes = [f"clock: {result.clock}; {result.protocol['rounds']} rounds x {result.protocol['observations']} "
+             f"observations{interval_caption(result)}; throttled rounds: {_throttled_note(result)}"]
+    methods = result.methods
+    sweep = any(rec.workload for rec in methods)
+    marks = [failed(rec) for rec in methods]
+    label_tone = ["fail" if m else "" for m in marks]
+    names = [rec.label.removesuffix(f" @ {rec.workload}") if sweep else rec.label for rec in methods]
+    names, legend = abbreviate(names, label_width)
+    starts = [i == 0 or methods[i - 1].workload != rec.workload for i, rec in enumerate(methods)]
+    workloads, workload_legend = abbreviate([rec.workload or "" for rec in methods], label_width)
+    legend |= workload_legend
+    sections = {i for i, rec in enumerate(methods) if sweep and i + 1 < len(methods)
+                and methods[i + 1].workload != rec.workload}
+    summaries = [result.summaries[rec.label] for rec in methods]
+    sps = [speedups.get(rec.label) for rec in methods]
+
+    def column(header, cells, priority, numeric=True, meaning=""):
+        cells = [c if isinstance(c, Cell) else Cell(c) for c in cells]
+        return Column(header, cells, priority, numeric, meaning)
+
+    cols = []
     if sweep:
-        t.add_column("workload", no_wrap=True)
-    t.add_column("method", no_wrap=True, min_width=6)
-    t.add_column("valid", no_wrap=True, min_width=5)  # never squeezed out: a FAIL must show at any width
-    t.add_column("launches", justify="right")
-    host = any(rec.host_us is not None for rec in result.methods)
-    if host:
-        t.add_column("host us", justify="right")
-        t.caption += ("; host us = the host's time to issue one call (eager, no sync): where it exceeds the "
-                      "median, an eager decode loop is host-bound")
-    t.add_column("time us", justify="right", no_wrap=True)
-    t.add_column("round means", justify="right", no_wrap=True)
-    t.add_column(f"speedup [{level}% CI]", justify="right", no_wrap=True)
-    throughput = any(rec.bytes_per_call for rec in result.methods)
-    peak = result.environment.get("copy_peak_gbs")
-    if throughput:
-        t.add_column("GB/s", justify="right")
-        t.add_column("% peak", justify="right")
-        sources = sorted({rec.bytes_source for rec in result.methods if rec.bytes_per_call})
-        t.caption += (f"; GB/s = bytes per call ({', '.join(sources)}) / median, % of the measured copy peak "
-                      + (f"{peak:,.0f} GB/s" if peak else "(not measured: kprof env --measure-peak)")
-                      + ("; host: some bytes cross PCIe from host memory, no % of the device peak"
-                         if any(m.bytes_from_host for m in result.methods) else ""))
-    compute = any(rec.flops_per_call for rec in result.methods)
-    if compute:
-        t.add_column("TFLOP/s", justify="right")
-        t.caption += ("; TFLOP/s = FLOPs per call / time, % of the measured matmul peak of the dtype in brackets"
-                      + ("" if result.environment.get("matmul_peak_tflops") else
-                         " (not measured: kprof env --measure-peak)"))
-    t.add_column("noise", justify="right")
-    t.add_column("err vs base", justify="right")
-    t.add_column("drift")
-    for i, rec in enumerate(result.methods):
-        s = result.summaries[rec.label]
-        sp = speedups.get(rec.label)
-        last_of_workload = sweep and (i + 1 == len(result.methods) or result.methods[i + 1].workload != rec.workload)
-        v = rec.validation
-        status = "[green]ok[/]" if v.passed else "[red]FAIL[/]"
-        if rec.faults:
-            status = "[red]FAULT[/]"
-        t.add_row(
-            *([rec.workload] if sweep else []),
-            rec.label.removesuffix(f" @ {rec.workload}") if sweep else rec.label,
-            status,
-            _launches(rec),
-            *([_us(rec.host_us) if rec.host_us is not None else ""] if host else ()),
-            _us(s.median_us.estimate),
-            f"{_us(s.round_median_min_us)}–{_us(s.round_median_max_us)}",
-            speedup_text(sp, several, base_row(sp)) if sp else "baseline",
-            *(_throughput(result, rec.label) if throughput else ()),
-            *([_compute(result, rec.label)] if compute else []),
-            f"{100 * s.noise:.1f}%",
-            f"{v.error_vs_baseline:.1e}" if v.error_vs_baseline is not None else "",
-            "[yellow]yes[/]" if s.drift.flagged else "",
-            end_section=last_of_workload,
-        )
-    return t
+        cols.append(column("workload", [w if start else "" for w, start in zip(workloads, starts)], 0, False))
+    cols.append(column("method", [Cell(n, t) for n, t in zip(names, label_tone)], 1, False))
+    cols.append(column("valid", [Cell(m, "fail") if m else Cell("ok", "ok") for m in marks], 2, False))
+    cols.append(column("time us", [_us(s.median_us.estimate) for s in summaries], 3))
+    if any(rec.host_us is not None for rec in methods):
+        cols.append(column("host us", [_us(r.host_us) if r.host_us is not None else "" for r in methods], 11,
+                           meaning="host us = the host's time to issue one call (eager, no sync): where it "
+                                   "exceeds the median, an eager decode loop is host-bound"))
+    cols.append(column(f"speedup [{level}% CI]",
+                       [_speedup_cell(sp, several, base_row(sp)) if sp else "baseline" for sp in sps], 3))
+    if any(sp is not None and not sp.interval.has_interval for sp in sps):
+        notes.append("no CI: too few rounds for an interval")
+    cols.append(column("round means us", [f"{_us(s.round_median_min_us)}–{_us(s.round_median_max_us)}"
+                                          for s in summaries], 12))
+    cols.append(column("launches", [_launches(rec) for rec in methods], 10))
+    if any(rec.bytes_per_call for rec in methods):
+        peak = result.environment.get("copy_peak_gbs")
+        sources = sorted({rec.bytes_source for rec in methods if rec.bytes_per_call})
+        cells = [_throughput(result, rec.label) for rec in methods]
+        cols.append(column("GB/s", [c[0] for c in cells], 13,
+                           meaning=f"GB/s = bytes per call ({', '.join(sources)}) / median"))
+        cols.append(column("% peak", [c[1] for c in cells], 14,
+                           meaning="% peak = GB/s as a share of the measured copy peak "
+                           + (f"{peak:,.0f} GB/s" if peak else "(not measured: kprof env --measure-peak)")
+                           + ("; host: some bytes cross PCIe from host memory, no share of the device peak"
+                              if any(m.bytes_from_host for m in methods) else "")))
+    if any(rec.flops_per_call for rec in methods):
+        cols.append(column("TFLOP/s", [_compute(result, rec.label) for rec in methods], 15,
+                           meaning="TFLOP/s = FLOPs per call / time, % of the measured matmul peak of the dtype "
+                           "in brackets" + ("" if result.environment.get("matmul_peak_tflops") else
+                                            " (not measured: kprof env --measure-peak)")))
+    cols.append(column("noise", [f"{100 * s.noise:.1f}%" for s in summaries], 16))
+    cols.append(column("err vs base", [f"{r.validation.error_vs_baseline:.1e}"
+                                       if r.validation.error_vs_baseline is not None else "" for r in methods], 17))
+    cols.append(column("drift", [Cell("yes", "warn") if s.drift.flagged else "" for s in summaries], 18, False))
+    return ResultTable(title, cols, notes, sections, legend)
 
 
-def stages_table(result: Result) -> Table:
+def stages_columns(result: Result, label_width: int | None = None) -> ResultTable:
     """SANTA++ Table 13 style: isolated stage medians, then the directly measured complete operator.
 
     For a ``chain`` result (prefixes of the launch chain) a column gives each launch's marginal
@@ -156,30 +278,83 @@ def stages_table(result: Result) -> Table:
     rec = result.methods[0]
     chain = result.kind == "chain"
     level = int(round(result.protocol.get("level", 0.95) * 100))
-    caption = ("means of round means; marginal = this prefix - the one above (adds up)" if chain
-               else "means of round means; stages are NOT additive")
-    t = Table(title=f"{rec.label} {'chain prefixes' if chain else 'stages'} on {result.workload['name']} — "
-              f"{result.mode}", caption=caption, box=box.SIMPLE_HEAD)
-    cols = ("directly timed region", "time us", f"{level}% CI", "round means us", "noise")
-    for col in cols + (("marginal us",) if chain else ()):
-        t.add_column(col, justify="left" if col.startswith("directly") else "right")
+    title = (f"{rec.label} {'chain prefixes' if chain else 'stages'} on {result.workload['name']} — "
+             f"{result.mode}")
+    notes = ["means of round means; marginal = this prefix - the one above (adds up)" if chain
+             else "means of round means; stages are NOT additive"]
     labels = list(result.summaries)
-    marginal = result.chain_marginals_us()
-    for i, label in enumerate(labels):
-        s = result.summaries[label]
-        name = f"[bold]{label}[/]" if i == len(labels) - 1 else label
-        ci = f"[{_us(s.median_us.low)}, {_us(s.median_us.high)}]" if s.median_us.has_interval else "too few rounds"
-        row = [name, _us(s.median_us.estimate), ci,
-               f"{_us(s.round_median_min_us)}–{_us(s.round_median_max_us)}", f"{100 * s.noise:.1f}%"]
-        t.add_row(*row, *([_us(marginal[label])] if chain else []))
+    summaries = [result.summaries[x] for x in labels]
+    names, legend = abbreviate(labels, label_width, chain=chain)
+    last = len(labels) - 1
+    cols = [Column("directly timed region", [Cell(n, "bold" if i == last else "") for i, n in enumerate(names)],
+                   0, numeric=False),
+            Column("time us", [Cell(_us(s.median_us.estimate)) for s in summaries], 1),
+            Column(f"{level}% CI us", [Cell(f"[{_us(s.median_us.low)}, {_us(s.median_us.high)}]"
+                                            if s.median_us.has_interval else "too few rounds") for s in summaries], 11),
+            Column("round means us", [Cell(f"{_us(s.round_median_min_us)}–{_us(s.round_median_max_us)}")
+                                      for s in summaries], 12),
+            Column("noise", [Cell(f"{100 * s.noise:.1f}%") for s in summaries], 13)]
+    if chain:
+        marginal = chain_marginals_us(result)
+        cols.append(Column("marginal us", [Cell(_us(marginal[x])) for x in labels], 10))
+    mark = failed(rec)
+    why = {"FAIL": "its output failed validation", "FAULT": "it reported a fault"}.get(mark, "")
+    if mark:
+        notes.append(f"{mark}: {why}; these timings are not comparable")
+    return ResultTable(title, cols, notes, legend=legend, failed=mark)
+
+
+def columns(result: Result, label_width: int | None = None) -> ResultTable:
+    """The table of any Result, every column and full labels unless ``label_width`` limits them."""
+    return (compare_columns if result.kind == "compare" else stages_columns)(result, label_width)
+
+
+def fit(table: ResultTable, width: int) -> ResultTable:
+    """``table`` with its lowest-priority columns dropped, whole, until it is at most ``width``
+    wide; the label, valid, time and speedup columns stay whatever the width."""
+    shown = list(table.columns)
+    while table.width > width:
+        optional = [c for c in shown if c.priority >= REQUIRED]
+        if not optional:
+            break
+        drop = max(optional, key=lambda c: c.priority)
+        shown.remove(drop)
+        table = replace(table, columns=shown.copy(), hidden=[drop.header, *table.hidden])
+    return table
+
+
+def fitted(result: Result, width: int = DEFAULT_WIDTH) -> ResultTable:
+    """The columns of ``result`` that fit ``width``, with labels shortened to a quarter of it
+    (12 to 40 cells), shorter still where even the required columns would not fit."""
+    limit = max(12, min(40, width // 4))
+    while True:
+        table = fit(columns(result, limit), width)
+        if table.width <= width or limit <= 8:
+            return table
+        limit -= 2
+
+
+def render(table: ResultTable) -> Table:
+    """A rich Table of ``table``: every column at its content's width, so none is squeezed."""
+    title = Text(table.title)
+    if table.failed:
+        title.append(f" — {table.failed}", style=TONES["fail"])
+    t = Table(title=title, caption=Text("\n".join(table.caption_lines())), caption_justify="left",
+              box=box.SIMPLE_HEAD)
+    for col in table.columns:
+        t.add_column(col.header, justify="right" if col.numeric else "left", no_wrap=True, min_width=col.width)
+    rows = len(table.columns[0].cells) if table.columns else 0
+    for i in range(rows):
+        t.add_row(*(Text(c.cells[i].text, style=TONES[c.cells[i].tone]) for c in table.columns),
+                  end_section=i in table.section_ends)
     return t
 
 
-def extra_speedups(result: Result) -> list[str]:
-    """Lines for the speedups the table does not show (an A/A row against its spec's first row)."""
-    shown, lines = set(), []
-    for sp in result.speedups:
-        if sp.candidate in shown:
-            lines.append(f"{sp.candidate} vs {sp.baseline}: {speedup_text(sp, False)}")
-        shown.add(sp.candidate)
-    return lines
+def compare_table(result: Result, width: int = DEFAULT_WIDTH) -> Table:
+    """A compare Result's table for a console ``width`` cells wide (pass ``console.width``)."""
+    return render(fitted(result, width))
+
+
+def stages_table(result: Result, width: int = DEFAULT_WIDTH) -> Table:
+    """A stages or chain Result's table for a console ``width`` cells wide (pass ``console.width``)."""
+    return render(fitted(result, width))

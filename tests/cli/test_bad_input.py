@@ -274,7 +274,7 @@ def test_ctrl_c_during_compare_keeps_the_finished_rounds_as_a_partial_result(tmp
                                  "cpu"])
     assert r.exit_code == 130, r.output
     assert "stopped by Ctrl-C after 2 round(s)" in " ".join(r.output.split()) and "Traceback" not in r.output
-    from kprof.results.result import load_result
+    from kprof.results.store import load_result
 
     res = load_result(tmp_path / "c.json")
     assert res.partial == "stopped by Ctrl-C after 2 round(s)"

@@ -41,7 +41,10 @@ def test_workload_info_json_reports_peakedness(runner):
     r = runner.invoke(cli, ["workload", "info", "cpu-smoke", "--json"])
     assert r.exit_code == 0, r.output
     doc = json.loads(r.output)
-    assert doc["shape"]["hq"] == 14
+    assert doc["shape"]["hq"] == 14 and doc["spec"]["model"] == "synthetic" and "attention" not in doc
+    r = runner.invoke(cli, ["workload", "info", "cpu-smoke", "--stats", "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
     assert 0.4 < doc["attention"]["top1pct_mass"]["mean"] < 0.9
     assert len(doc["heads"]) == 14
 

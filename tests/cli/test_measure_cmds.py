@@ -1,3 +1,5 @@
+import csv
+import io
 import json
 
 import pytest
@@ -51,9 +53,10 @@ def test_chain_stages_show_prefixes_and_marginal_costs_that_add_up(run_in, tmp_p
     r = run_in(["report", "--markdown", str(tmp_path / "chain.json")])
     assert r.exit_code == 0, r.output
     lines = r.output.splitlines()
-    assert lines[2] == "| row | median_us | round_min_us | round_max_us | marginal_us |"
-    rows = [ln.split(" | ") for ln in lines[4:6]]
-    medians, marginals = [float(c[1]) for c in rows], [float(c[4].rstrip(" |")) for c in rows]
+    assert lines[2] == "| row | time us | round means us | marginal us |"
+    r = run_in(["report", "--json", str(tmp_path / "chain.json")])
+    rows = json.loads(r.output)
+    medians, marginals = [row["median_us"] for row in rows], [row["marginal_us"] for row in rows]
     assert abs(sum(marginals) - medians[-1]) < 0.01 and abs(marginals[0] - medians[0]) < 0.01
     pytest.importorskip("matplotlib")
     r = run_in(["report", str(tmp_path / "chain.json"), "--plot", str(tmp_path / "chain.png")])
@@ -142,8 +145,7 @@ def test_a_fault_reported_by_a_methods_runs_fails_compare_and_stages(run_in, tmp
     assert doc["methods"][0]["faults"] == [] and doc["methods"][1]["faults"][0].startswith("wait gave up in run")
     r = run_in(["report", "--csv", str(tmp_path / "c.json")])
     assert r.exit_code == 0, r.output
-    valid = [line.split(",")[-2] for line in r.output.splitlines()[1:]]  # the column before "device"
-    assert r.output.splitlines()[0].split(",")[-2] == "valid" and valid == ["True", "False"]
+    assert [row["valid"] for row in csv.DictReader(io.StringIO(r.output))] == ["True", "False"]
     r = run_in(["stages", "--method", "faulty-math", *TINY])
     assert r.exit_code == 3 and "wait gave up" in r.output
     r = run_in(["compare", "--method", "math", "--baseline", "math", *TINY])
@@ -174,7 +176,7 @@ def test_bad_observations_are_dropped_and_over_one_percent_fail_after_writing(ru
     out = tmp_path / "r.json"
     r = run_in(["compare", "--method", "math", "--baseline", "math", "--out", str(out), "--rounds", "10",
                 "--observations", "10", "--warmup-pairs", "0", "--evict-mib", "1", "--device", "cpu"])
-    from kprof.results.result import load_result
+    from kprof.results.store import load_result
 
     res = load_result(out)
     assert sum(s.bad_observations for s in res.summaries.values()) == count["n"] // bad_every
@@ -225,7 +227,7 @@ def test_compare_and_workload_info_take_a_synthetic_shape(run_in, kprof_home, tm
     doc = json.loads(out.read_text())
     assert doc["workload"]["name"] == spec and doc["workload"]["shape"]["n"] == 128
     assert all(m["validation"]["passed"] for m in doc["methods"])
-    info = run_in(["workload", "info", spec, "--json"])
+    info = run_in(["workload", "info", spec, "--stats", "--json"])
     assert info.exit_code == 0 and json.loads(info.output)["content_hash"] == doc["workload"]["content_hash"]
     bad = run_in(["compare", "--workload", "synthetic:hq=3,hkv=2,d=32,n=128,dtype=fp32", *TINY])
     assert bad.exit_code != 0 and "not a multiple of hkv" in bad.output and "Traceback" not in bad.output

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from kprof.measure.host_cost import host_us_per_call
+from kprof.results.rows import rows
 from kprof.results.tables import compare_table
 
 
@@ -43,4 +44,4 @@ def test_the_table_shows_host_time_only_where_measured(real_result):
     res.methods[0].host_us = 123.456
     text = render(res)
     assert "host us" in text and "123.46" in text and "host-bound" in text
-    assert res.rows()[0]["host_us"] == pytest.approx(123.456)
+    assert rows(res)[0]["host_us"] == pytest.approx(123.456)

@@ -9,6 +9,7 @@ from click.testing import CliRunner
 import kprof
 from kprof.cli.main import cli
 from kprof.measure.matmul_peak import load_matmul_peaks
+from kprof.results.rows import compute_rate
 
 
 def test_measure_peak_caches_a_matmul_roof_and_work_rates_report_against_it(tmp_path):
@@ -25,7 +26,7 @@ def test_measure_peak_caches_a_matmul_roof_and_work_rates_report_against_it(tmp_
                         reference=torch.mm, device="cpu", rounds=4, flops=lambda input, mat2: n,
                         bytes=3 * 128 * 128 * 4)
     us = res.summaries["mm"].median_us.estimate
-    assert res.compute_rate("mm") == (n / us / 1e6, n / us / 1e6 / peak)
+    assert compute_rate(res, "mm") == (n / us / 1e6, n / us / 1e6 / peak)
     assert res.frame().set_index("row").loc["mm", "tflops"] == float(f"{n / us / 1e6:.4g}")
     assert res.environment["matmul_peak_tflops"]["fp32"] == peak and res.workload["dtype"] == "fp32"
     path = res.save(tmp_path / "gemm.json")

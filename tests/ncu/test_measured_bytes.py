@@ -4,7 +4,7 @@ import json
 
 import pandas as pd
 
-from kprof.cli.ncu_cmd import _record_bytes
+from kprof.commands.ncu import record_table_bytes
 from kprof.ncu.measured_bytes import READ, WRITE, bytes_key, lookup_bytes, record_bytes
 
 
@@ -23,7 +23,7 @@ def test_kprof_ncu_records_the_sum_over_launches(tmp_path):
     key = bytes_key("NVIDIA H200", "w", "flash", "src", {})
     describe.write_text(json.dumps({"key": key}))
     table = pd.DataFrame({"kernel": ["a", "b"], READ: [1000.0, 500.0], WRITE: [10.0, 5.0]})
-    _record_bytes(table, describe)
+    assert record_table_bytes(table, describe) == 1515
     assert lookup_bytes(key) == 1515
 
 

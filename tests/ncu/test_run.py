@@ -160,21 +160,19 @@ def test_cli_import_rejects_non_ncu_file(tmp_path):
 
 
 def test_ncu_sum_is_shown_beside_the_event_timed_median(tmp_path):
-    from kprof.cli import ncu_cmd
     from kprof.commands.compare import run_compare
+    from kprof.commands.ncu import event_latency_line
     from kprof.commands.session import MeasurementSession
-    from kprof.results.result import save_result
+    from kprof.results.store import save_result
 
     session = MeasurementSession.open("cpu", "cpu-smoke", {"rounds": 2, "warmup_pairs": 0, "observations": 2,
                                                              "evict_mib": 1})
     result = run_compare(session, "math", ["triton-dense"])
     path = save_result(result, tmp_path / "r.json")
     event_us = result.summaries["triton-dense"].median_us.estimate
-    with ncu_cmd.console.capture() as cap:
-        ncu_cmd._show_event_latency("triton-dense", 2 * event_us, str(path))
-        ncu_cmd._show_event_latency("santa", 1.0, str(path))
-        ncu_cmd._show_event_latency("flash", 1.0, str(tmp_path / "missing.json"))
-    text = " ".join(cap.get().split())
+    text = " ".join([event_latency_line("triton-dense", 2 * event_us, str(path)),
+                     event_latency_line("santa", 1.0, str(path)),
+                     event_latency_line("flash", 1.0, str(tmp_path / "missing.json"))])
     assert f"sum of NCU durations {2 * event_us:.2f} us vs event-timed median {event_us:.2f} us" in text
     assert "ratio 2.00" in text
     assert "has no 'santa' run" in text and "no compare Result at" in text

@@ -12,12 +12,12 @@ import pytest
 from click.testing import CliRunner
 
 from kprof.cli.main import cli
-from kprof.commands.compare import pair_speedup
 from kprof.measure.design import BalancedDesign
 from kprof.measure.harness import Measurement
 from kprof.measure.stats import Interval
 from kprof.results.gate import history_gate, prediction_ratio, verdict
-from kprof.results.result import Summary, load_result, save_result
+from kprof.results.store import load_result, save_result
+from kprof.results.summarise import pair_speedup, summarise_row
 
 
 def synthetic(real, base_us=50.0, cand_us=40.0, noise=0.005, seed=0, rounds=20, obs=50):
@@ -30,7 +30,7 @@ def synthetic(real, base_us=50.0, cand_us=40.0, noise=0.005, seed=0, rounds=20, 
     m = Measurement(["math", "math#2"], o, orders, design.cycle)
     res.observations = m.rows()
     res.protocol = {**res.protocol, "rounds": rounds, "observations": obs}
-    res.summaries = {k: Summary.of(v) for k, v in res.observations.items()}
+    res.summaries = {k: summarise_row(v) for k, v in res.observations.items()}
     res.speedups = [pair_speedup(m, 0, 1, 0.95)]
     return res
 

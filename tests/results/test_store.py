@@ -4,18 +4,7 @@ import numpy as np
 import pytest
 
 from kprof.core.errors import KprofError
-from kprof.measure.harness import Progress
-from kprof.results.result import load_result, save_result
-
-
-@pytest.fixture(scope="module")
-def cpu_result():
-    from kprof.commands.compare import run_compare
-    from kprof.commands.session import MeasurementSession
-
-    session = MeasurementSession.open("cpu", "cpu-smoke",
-                                      {"rounds": 3, "warmup_pairs": 0, "observations": 2, "evict_mib": 1})
-    return run_compare(session, "flash", ["math", "math"], Progress())
+from kprof.results.store import load_result, save_result
 
 
 def test_compare_on_cpu_substitutes_the_baseline_and_labels_duplicates(cpu_result):
@@ -44,7 +33,7 @@ def test_json_round_trip_preserves_everything(tmp_path, cpu_result):
 def test_crash_while_writing_keeps_the_previous_result(tmp_path, cpu_result, monkeypatch):
     path = save_result(cpu_result, tmp_path / "r.json")
     before = path.read_text()
-    import kprof.results.result as results
+    import kprof.results.schema as results
 
     def boom(*a, **k):
         raise OSError("disk full")
@@ -100,16 +89,16 @@ def test_bad_observations_never_lose_a_run(tmp_path, cpu_result):
     the JSON stays valid and the raw values stay in the sidecar."""
     import copy
 
-    from kprof.commands.session import bad_observation_error
-    from kprof.results.result import Summary
+    from kprof.commands.report import bad_observation_error
+    from kprof.results.summarise import summarise_row
 
     res = copy.deepcopy(cpu_result)
     obs = res.observations["math#2"].copy()
     obs[0, 0], obs[1, 1] = np.nan, -3.0
     res.observations["math#2"] = obs
-    res.summaries["math#2"] = Summary.of(obs)
+    res.summaries["math#2"] = summarise_row(obs)
     res.observations["math"][:] = np.nan  # every observation of a row bad
-    res.summaries["math"] = Summary.of(res.observations["math"])
+    res.summaries["math"] = summarise_row(res.observations["math"])
     path = save_result(res, tmp_path / "bad.json")
     back = load_result(path)
     assert back.summaries["math#2"].bad_observations == 2 and back.summaries["math"].median_us.estimate is None
@@ -125,23 +114,6 @@ def test_a_version_1_result_still_reads():
     res = load_result(Path(__file__).parents[1] / "fixtures" / "results" / "h200-result-v1.json")
     assert res.schema == "kprof-result/1" and res.speedups and res.speedups[0].interval.has_interval
     assert res.summaries["flash"].median_us.estimate > 40 and not res.design
-
-
-def test_throughput_is_declared_bytes_over_the_median_against_the_measured_peak(cpu_result):
-    import copy
-
-    shape = cpu_result.workload["shape"]
-    dense = 2 * shape["hkv"] * shape["n"] * shape["d"] * 4 + 2 * shape["hq"] * shape["d"] * 4  # fp32 K, V, q, o
-    rec = cpu_result.methods[0]
-    assert rec.bytes_per_call == dense and rec.bytes_source == "declared by the method"
-    assert rec.validation.error_vs_dense == rec.validation.rel_error  # math's own reference is fp64 dense
-    res = copy.deepcopy(cpu_result)
-    median = res.summaries["math"].median_us.estimate
-    assert res.throughput("math") == (pytest.approx(dense / median / 1e3), None)  # no peak measured
-    res.environment["copy_peak_gbs"] = 2 * dense / median / 1e3
-    assert res.throughput("math")[1] == pytest.approx(0.5)
-    res.methods[0].bytes_per_call = None
-    assert res.throughput("math") == (None, None)
 
 
 def test_an_existing_path_is_replaced_only_when_asked(tmp_path, cpu_result):
@@ -163,7 +135,7 @@ def test_an_existing_path_is_replaced_only_when_asked(tmp_path, cpu_result):
 def _save_many(path: str, tag: int, n: int) -> None:
     import numpy as np
 
-    from kprof.results.result import load_result, save_result
+    from kprof.results.store import load_result, save_result
 
     res = load_result(path)
     for i in range(n):
