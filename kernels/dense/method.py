@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from kprof.core.config_space import MethodConfig
 from kprof.core.errors import ConfigError
-from kprof.kernels.dense import LAUNCH_SPACES, ONE_LAUNCH_SPACES, OneLaunchDecode, SplitKVDecode
+from kprof.kernels.dense import (
+    LAUNCH_KERNELS,
+    LAUNCH_SPACES,
+    ONE_LAUNCH_KERNELS,
+    ONE_LAUNCH_SPACES,
+    OneLaunchDecode,
+    SplitKVDecode,
+)
 from kprof.methods.base import Method, Prepared, Stage
 from kprof.methods.registry import register
 from kprof.workloads.workload import Workload
@@ -19,6 +26,9 @@ class TritonDecode(Method):
 
     def config_space(self):
         return ONE_LAUNCH_SPACES
+
+    def launch_kernels(self):
+        return ONE_LAUNCH_KERNELS
 
     def _prepare(self, workload: Workload, config: MethodConfig) -> Prepared:
         op = OneLaunchDecode(workload.q, workload.k, workload.v, config)
@@ -59,6 +69,9 @@ class TritonDense(Method):
 
     def config_space(self):
         return LAUNCH_SPACES
+
+    def launch_kernels(self):
+        return LAUNCH_KERNELS
 
     def _prepare(self, workload: Workload, config: MethodConfig) -> Prepared:
         op = SplitKVDecode(workload.q, workload.k, workload.v, config, pdl=self.pdl)

@@ -91,6 +91,9 @@ def _dense_decode(
             tl.store(Count + kvh, 0)
 
 
+LAUNCH_KERNELS = {"decode": (_dense_decode,)}
+
+
 class OneLaunchDecode:
     """Owns the workspace, counters and grid of one one-launch decode; a launch allocates nothing."""
 

@@ -105,6 +105,9 @@ def _combine_columns(
                  stride_mh, stride_ah, stride_as, stride_oh, BLOCK_S, BLOCK_D)
 
 
+LAUNCH_KERNELS = {"partial": (_split_kv_partial,), "combine": (_combine_columns,)}
+
+
 class SplitKVDecode:
     """Owns the workspace and launch geometry of one split-KV decode; launches allocate nothing.
     ``pdl``: None where supported (:func:`resolve_pdl`), else as given."""

@@ -31,7 +31,7 @@ from kprof.core.config_space import MethodConfig
 from kprof.core.errors import ConfigError
 from kprof.kernels.fathom.reference import scan_bits
 from kprof.kernels.fathom.scan import ALL_CHANNELS, top_q, water
-from kprof.kernels.fathom.step import LAUNCH_SPACES, FathomDecode, FathomResidency
+from kprof.kernels.fathom.step import LAUNCH_KERNELS, LAUNCH_SPACES, FathomDecode, FathomResidency
 from kprof.methods.base import Method, Prepared, Stage
 from kprof.methods.registry import register
 from kprof.workloads.workload import Workload
@@ -94,6 +94,9 @@ class _FathomFamily(Method):
     def config_space(self):
 
         return LAUNCH_SPACES
+
+    def launch_kernels(self):
+        return LAUNCH_KERNELS
 
     def _prepare(self, workload: Workload, config: MethodConfig) -> Prepared:
 

@@ -52,6 +52,7 @@ LAUNCH_SPACES = {
                    lambda c, s: (max(2, triton.next_power_of_2(s.hq // s.hkv)) * c["BLOCKS"] * 2
                                  // c["num_warps"] <= 128)),)),
 }
+LAUNCH_KERNELS = {"plan": (fathom_plan,), "gather": (fathom_gather,), "scan": (fathom_scan,)}
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from kprof.core.host_memory import pinned_like
 from kprof.kernels.common.bound_launch import bound_launch
 from kprof.kernels.common.split_kv_combine import split_kv_combine
 from kprof.kernels.fathom.scan import CHUNK, ChannelPolicy, FathomScan, HeadRange, split_heads
+from kprof.kernels.fathom.scan import LAUNCH_KERNELS as SCAN_KERNELS
 from kprof.kernels.fathom.scan import LAUNCH_SPACES as SCAN_SPACES
 from kprof.kernels.fathom.selection import fathom_topk, fathom_union
 from kprof.kernels.fathom.store import FathomStore
@@ -62,6 +63,11 @@ LAUNCH_SPACES = dict(SCAN_SPACES) | {
     "attend": LaunchSpace("attend", (Param("BLOCK_R", (16, 32, 64, 128), 32, "winner rows per program"),
                                      Param("num_warps", (1, 2, 4, 8), 4))),
 }
+
+# topk.PRUNE 0 and 1 are torch launches: only PRUNE 2 compiles a kernel (which also builds the
+# union with topk.UNION=1); attend is the tile partials, then the split-KV merge
+LAUNCH_KERNELS = dict(SCAN_KERNELS) | {"topk": (fathom_topk,), "union": (fathom_union,), "fetch": (fathom_fetch_rows,),
+                                       "attend": (fathom_attend, split_kv_combine)}
 
 
 @dataclass(frozen=True)

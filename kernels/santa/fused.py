@@ -333,6 +333,7 @@ FUSED_LAUNCH_SPACES = {
                    lambda c, s: c["MERGE_SELECT"] not in (1, 3) or HAS_TOPK), _GATHER_AVAILABLE)),
 }
 
+FUSED_LAUNCH_KERNELS = {"select": (santa_select, santa_select_scored_once), "attend": (santa_merge_attend_reduce,)}
 FUSED_KERNEL_NAMES = ("santa_select", "santa_merge_attend_reduce")  # substrings: santa_select_scored_once too
 
 

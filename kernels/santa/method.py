@@ -19,9 +19,9 @@ from kprof.core.config_space import MethodConfig
 from kprof.core.errors import ConfigError, MethodUnavailable
 from kprof.core.target import ExecutionTarget
 from kprof.kernels.santa import SantaSettings, load_or_build, pack
-from kprof.kernels.santa.fused import FUSED_KERNEL_NAMES, FUSED_LAUNCH_SPACES, SantaFusedDecode
+from kprof.kernels.santa.fused import FUSED_KERNEL_NAMES, FUSED_LAUNCH_KERNELS, FUSED_LAUNCH_SPACES, SantaFusedDecode
 from kprof.kernels.santa.reference import Selection, attention_with_selection
-from kprof.kernels.santa.step import KERNEL_NAMES, LAUNCH_SPACES, SantaDecode
+from kprof.kernels.santa.step import KERNEL_NAMES, LAUNCH_KERNELS, LAUNCH_SPACES, SantaDecode
 from kprof.methods.base import Method, Prepared, Stage
 from kprof.methods.registry import register
 from kprof.workloads.workload import Workload
@@ -72,6 +72,9 @@ class Santa(Method):
 
     def config_space(self):
         return LAUNCH_SPACES
+
+    def launch_kernels(self):
+        return LAUNCH_KERNELS
 
     def check_available(self, workload: Workload, target: ExecutionTarget) -> None:
         super().check_available(workload, target)
@@ -140,3 +143,6 @@ class SantaFused(Santa):
 
     def config_space(self):
         return FUSED_LAUNCH_SPACES
+
+    def launch_kernels(self):
+        return FUSED_LAUNCH_KERNELS

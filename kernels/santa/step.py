@@ -75,6 +75,8 @@ LAUNCH_SPACES = {
     "reduce": LaunchSpace("reduce", (Param("num_warps", (1, 2, 4, 8), 2),)),
 }
 
+LAUNCH_KERNELS = {"score": (santa_score,), "topk": (santa_block_topk,), "merge": (santa_merge_union,),
+                  "attend": (santa_attend,), "reduce": (split_kv_combine,)}
 KERNEL_NAMES = ("santa_score", "santa_block_topk", "santa_merge_union", "santa_attend", "split_kv_combine")
 
 

@@ -4,6 +4,8 @@ It builds the clock (CUDA events on a GPU, the host clock on the CPU), the L2 ev
 the host gate and the NVML telemetry sampler from a :class:`TimingProtocol`, and runs rounds of
 them for every way kprof times things: paired comparisons in a balanced design, isolated stages,
 chain prefixes, one launch of a tuning candidate, or one callable. It never knows what it times.
+Telemetry and the host gate's stream hold are observers of the rounds
+(:class:`~kprof.measure.observer.RunObserver`): the harness calls them, it does not know them.
 
 Within a round every op is invoked in the round's order, first ``warmup_pairs`` times untimed,
 then ``observations`` times timed (A, B, C, A, B, C, ...). Before each invocation the eviction
@@ -24,7 +26,6 @@ from __future__ import annotations
 
 import functools
 import time
-import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -35,11 +36,17 @@ from kprof.core.errors import KprofError
 from kprof.measure.clocks import Clock, CudaEventClock, IntervalRecorder, clock_for
 from kprof.measure.design import BalancedDesign
 from kprof.measure.eviction import EvictionBuffer
-from kprof.measure.host_gate import MAX_WAIT_NS, gate_for
+from kprof.measure.host_gate import gate_for
+from kprof.measure.observer import RunObserver
 from kprof.measure.precision import Look, PrecisionStop
 from kprof.measure.protocol import TimingProtocol
 from kprof.measure.stats import RoundTable, round_table
-from kprof.measure.telemetry import TelemetryReport, TelemetrySampler
+from kprof.measure.stream_hold import StreamHold
+from kprof.measure.telemetry import (
+    Telemetry,
+    TelemetryReport,
+    TelemetrySampler,  # noqa: F401 - tests stop a run through harness.TelemetrySampler
+)
 
 AUTO = "auto"
 
@@ -122,11 +129,14 @@ class Harness:
 
     ``clock``, ``eviction`` and ``gate`` are built from the device and protocol unless given
     (tests pass recording fakes). ``progress`` hears how many rounds start and each that ends.
+    ``observers`` watch or guard the rounds; without them, the stream hold of ``gate`` (a GPU's
+    host gate by default) and NVML telemetry (on a GPU, unless ``telemetry`` is False).
     """
 
     def __init__(self, device: torch.device | str, protocol: TimingProtocol, *, telemetry: bool = True,
                  progress: Progress | None = None, clock: Clock | None = None,
-                 eviction: EvictionBuffer | None | str = AUTO, gate=AUTO, keep_on_interrupt: bool = False):
+                 eviction: EvictionBuffer | None | str = AUTO, gate=AUTO, keep_on_interrupt: bool = False,
+                 observers: Sequence[RunObserver] | None = None):
         self.device = torch.device(device)
         self.protocol = protocol
         self.clock = clock or clock_for(self.device)
@@ -136,15 +146,24 @@ class Harness:
         if eviction is None and not protocol.host_bound and protocol.evict_mib > 0:
             raise ValueError("an eviction buffer is required unless the protocol is host-bound")
         self.eviction = None if protocol.host_bound else eviction
-        if isinstance(gate, str):
-            event_device = self.device if isinstance(self.clock, CudaEventClock) else None
-            gate = gate_for(event_device, protocol.host_bound)
-        self.gate = gate
         self.telemetry = telemetry and self.device.type == "cuda"
+        if observers is None:
+            if isinstance(gate, str):
+                event_device = self.device if isinstance(self.clock, CudaEventClock) else None
+                gate = gate_for(event_device, protocol.host_bound)
+            observers = ([StreamHold(gate)] if gate is not None else []) + [
+                Telemetry((self.device.index or 0) if self.telemetry else None)]
+        self.observers = tuple(observers)
+        self._hold, self._release = _region_hooks(self.observers)
         self.progress = progress or Progress()
         self.keep_on_interrupt = keep_on_interrupt  # Ctrl-C after a finished round returns the finished rounds
         self._pad = (torch.zeros(1, dtype=torch.int32, device=self.device)
                      if protocol.launch_phase and self.device.type == "cuda" else None)
+
+    @property
+    def gate(self):
+        """The host gate whose stream hold observes this harness (None without one)."""
+        return next((o.gate for o in self.observers if isinstance(o, StreamHold)), None)
 
     # ------------------------------------------------------------------ what callers time
 
@@ -255,17 +274,19 @@ class Harness:
             self.eviction.evict()
 
     def _timed(self, recorder: IntervalRecorder, slot: int, op: TimedOp) -> None:
-        """Evict, then one interval around exactly one invocation; all enqueued before the gate opens."""
-        if self.gate is not None:
-            self.gate.hold()
+        """Evict, then one interval around exactly one invocation; all enqueued between the
+        observers' hold and release (the host gate's)."""
+        hold = self._hold
+        if hold is not None:
+            hold()
         try:
             self._evict()
             recorder.start(slot)
             op.invoke()
             recorder.stop(slot)
         finally:
-            if self.gate is not None:
-                self.gate.release()
+            if hold is not None:
+                self._release()
 
     def _run(self, labels: list[str], rounds: int, per_round: int,
              body: Callable[[int, list[IntervalRecorder]], None], looks: "_Looks | None" = None) -> Measurement:
@@ -273,46 +294,75 @@ class Harness:
         from look to look until the stopping rule is met or its time is up."""
         done: list[np.ndarray] = []  # one [rows, per_round] array per round
         recorders = [self.clock.recorder(per_round) for _ in labels]
-        sampler = TelemetrySampler((self.device.index or 0) if self.telemetry else None)
-        expired_total = 0
+        observers = self.observers
         self.progress.start_rounds(rounds)
         t0 = time.monotonic()
         interrupted = False
-        with sampler:
+        started: list[RunObserver] = []
+        try:
+            for o in observers:
+                o.run_started()
+                started.append(o)
             r = 0
             try:
                 while r < rounds:
-                    sampler.begin_round(r)
+                    for o in observers:
+                        o.round_started(r)
                     body(r, recorders)
                     self.clock.synchronize()
-                    if self.gate is not None and (expired := self.gate.new_expiries()):
-                        expired_total += expired
-                        warnings.warn(f"round {r}: the host gate gave up on {expired} timed region(s) after "
-                                      f"{MAX_WAIT_NS / 1e9:g} s: the timed call synchronises with the device, "
-                                      "launches a kernel for the first time (its module load waits for the held "
-                                      "stream) or takes that long to enqueue, so those times include host time",
-                                      stacklevel=3)
-                    sampler.end_round()
+                    for o in observers:
+                        o.round_finished(r)
                     done.append(np.stack([rec.elapsed_us(per_round) for rec in recorders]))
                     self.progress.round_done(r)
                     r += 1
                     if looks is not None and r == rounds:
-                        rounds = looks.after(np.stack(done, axis=1), sampler.report().throttled_flags(r),
-                                             time.monotonic() - t0)
+                        rounds = looks.after(np.stack(done, axis=1), _throttled(observers, r), time.monotonic() - t0)
                         if rounds > r:
                             self.progress.start_rounds(rounds)
             except KeyboardInterrupt:
                 if not (self.keep_on_interrupt and done):
                     raise
                 interrupted = True
+        finally:
+            for o in reversed(started):
+                o.run_finished()
         notes = [] if looks is None or not looks.stop.looks else looks.notes()
         if self.eviction is not None and self.eviction.nbytes < self.eviction.requested_bytes:
             notes.append(f"eviction buffer reduced to {self.eviction.nbytes / 2**20:.0f} MiB (low memory)")
         out = np.stack(done, axis=1) if done else np.empty((len(labels), 0, per_round))
-        return Measurement(labels, out, telemetry=sampler.report(), gate_expiries=expired_total,
-                           eviction_mib=self.eviction.nbytes / 2**20 if self.eviction is not None else 0.0,
-                           notes=notes, looks=[] if looks is None else list(looks.stop.looks),
-                           wall_s=time.monotonic() - t0, interrupted=interrupted)
+        m = Measurement(labels, out, eviction_mib=self.eviction.nbytes / 2**20 if self.eviction is not None else 0.0,
+                        notes=notes, looks=[] if looks is None else list(looks.stop.looks),
+                        wall_s=time.monotonic() - t0, interrupted=interrupted)
+        for o in observers:
+            o.annotate(m)
+        return m
+
+
+def _throttled(observers: Sequence[RunObserver], rounds: int) -> list[bool]:
+    """Rounds any observer saw throttled."""
+    flags = [False] * rounds
+    for o in observers:
+        for r, hot in enumerate(o.throttled_flags(rounds) or ()):
+            flags[r] = flags[r] or hot
+    return flags
+
+
+def _region_hooks(observers: Sequence[RunObserver]):
+    """One hold and one release for every timed region (None, None: nothing holds regions):
+    the observers' own bound methods when one holds them, so the timed loop pays no more."""
+    holders = [o for o in observers if o.hold is not None]
+    if len(holders) <= 1:
+        return (holders[0].hold, holders[0].release) if holders else (None, None)
+
+    def hold() -> None:
+        for o in holders:
+            o.hold()
+
+    def release() -> None:
+        for o in reversed(holders):
+            o.release()
+
+    return hold, release
 
 
 class _Looks:

@@ -1,4 +1,5 @@
-"""NVML telemetry sampled in a background thread while rounds run, summarised per round."""
+"""NVML telemetry sampled in a background thread while rounds run, summarised per round; the
+harness gets it as an observer (:class:`Telemetry`)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import threading
 from dataclasses import asdict, dataclass, field
 
 from kprof.measure import nvml
+from kprof.measure.observer import RunObserver
 
 # a round whose SM clock dips below this share of the clock seen across the run counts as throttled
 CLOCK_DIP = 0.90
@@ -142,3 +144,31 @@ class TelemetrySampler:
                 throttled=throttled,
             ))
         return TelemetryReport(True, self.interval_ms, rounds)
+
+
+class Telemetry(RunObserver):
+    """NVML telemetry as a harness observer: a sampler per run, each round's samples tagged with
+    the round. ``device_index`` None: nothing is sampled and the report says so."""
+
+    def __init__(self, device_index: int | None):
+        self.device_index = device_index
+        self.sampler: TelemetrySampler | None = None
+
+    def run_started(self) -> None:
+        self.sampler = TelemetrySampler(self.device_index)
+        self.sampler.__enter__()
+
+    def round_started(self, r: int) -> None:
+        self.sampler.begin_round(r)
+
+    def round_finished(self, r: int) -> None:
+        self.sampler.end_round()
+
+    def throttled_flags(self, rounds: int) -> list[bool]:
+        return self.sampler.report().throttled_flags(rounds)
+
+    def run_finished(self) -> None:
+        self.sampler.__exit__(None, None, None)
+
+    def annotate(self, measurement) -> None:
+        measurement.telemetry = self.sampler.report()

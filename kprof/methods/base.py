@@ -60,13 +60,20 @@ class Method(ABC):
     sampled: ClassVar[bool] = False  # output depends on random noise: validate several realisations
     selection_dependent: ClassVar[bool] = False  # validate by replaying the method's own selection
     pow2_head_dim: ClassVar[bool] = False  # Triton kernels that tile the head dim need d = 2^k >= 16
-    # a plugin's kernel modules outside its own module, hashed into tuning-cache keys (a built-in
-    # family's folder and kernels/common are found without this: kprof.tuning.cache.source_files)
+    # a plugin's modules outside its own module whose jit functions its launches may run: tuning
+    # keys hash them for a launch that names no kernels (kprof.tuning.source_key)
     kernel_modules: ClassVar[tuple[str, ...]] = ()
     dtypes: ClassVar[tuple[torch.dtype, ...]] = (torch.float16, torch.bfloat16, torch.float32)
 
     def config_space(self) -> Mapping[str, LaunchSpace]:
         """Tunable launch parameters per launch name; empty for library calls."""
+        return {}
+
+    def launch_kernels(self) -> Mapping[str, tuple]:
+        """The ``@triton.jit`` functions each launch compiles, by launch name. A tuned profile's
+        key hashes only their code and what they call, so edits elsewhere (adapters, references,
+        help strings) keep it valid. A launch left out is keyed on every jit function of the
+        method's modules."""
         return {}
 
     def check_available(self, workload: Workload, target: ExecutionTarget) -> None:

@@ -29,12 +29,14 @@ class FunctionMethod(Method):
 
     @classmethod
     def for_function(cls, fn: Callable, name: str) -> type["FunctionMethod"]:
-        """A Method class named ``name`` that calls ``fn``; the function's module is hashed into
-        tuning and measurement keys, so editing it invalidates them."""
+        """A Method class named ``name`` that calls ``fn``, living in the function's module: tuning
+        and measurement keys hash that module's jit functions (its code, without any), so editing
+        them invalidates those keys."""
         doc = (fn.__doc__ or "").strip().splitlines()
+        module = getattr(fn, "__module__", None)
         return type(f"Function_{fn.__name__}", (cls,), {
             "fn": staticmethod(fn), "name": name, "summary": doc[0] if doc else f"the function {name}",
-            "kernel_modules": (fn.__module__,) if getattr(fn, "__module__", None) else (),
+            "kernel_modules": (module,) if module else (), "__module__": module or cls.__module__,
         })
 
     def config_space(self):

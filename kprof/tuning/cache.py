@@ -1,19 +1,15 @@
 """Tuning cache: one JSON file per (method, launch, device, shape bucket) under ``profiles/tuned/``.
 
-The file records the setup it was measured on (driver, CUDA, torch, triton, kernel source hash)
-and every candidate's outcome. It is rewritten atomically after each candidate so an interrupted
-tune resumes where it stopped. A file whose key differs from the current setup is refused with
-a message naming what differs; a file that does not parse is refused, never overwritten.
+The file records the setup it was measured on (driver, CUDA, torch, triton, and the hash of the
+code the launch compiles: :mod:`kprof.tuning.source_key`) and every candidate's outcome. It is
+rewritten atomically after each candidate so an interrupted tune resumes where it stopped. A
+file whose key differs from the current setup is refused with a message naming what differs; a
+file that does not parse is refused, never overwritten.
 """
 
 from __future__ import annotations
 
-import ast
-import hashlib
-import importlib
-import inspect
 import json
-import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -22,6 +18,7 @@ from kprof.core.errors import KprofError
 from kprof.measure.fingerprint import collect_environment
 from kprof.measure.protocol import EVICTION_MODES
 from kprof.methods import get_method
+from kprof.tuning.source_key import source_hash  # also imported from here by commands.session, cli.methods_cmd
 from kprof.workloads.workload import WorkloadShape
 
 FORMAT = "kprof-tune/1"
@@ -31,62 +28,6 @@ def shape_bucket(shape: WorkloadShape) -> str:
     """Configs transfer within a bucket: same heads, head dim, dtype, N rounded up to a power of two."""
     n = 1 << max(0, (shape.n - 1).bit_length())
     return f"hq{shape.hq}-hkv{shape.hkv}-d{shape.d}-n{n}-{shape.dtype}"
-
-
-def _canonical(node) -> str:
-    """An AST as text that is the same on every Python version: node names and their non-empty
-    fields only. ``ast.unparse`` is not (3.12 renders f-strings with other quotes) and neither is
-    ``ast.dump`` (3.12 adds empty ``type_params`` fields)."""
-    if isinstance(node, ast.AST):
-        fields = [f"{name}={_canonical(value)}" for name, value in ast.iter_fields(node)
-                  if value not in (None, []) and name not in ("type_comment", "kind")]
-        return f"{type(node).__name__}({','.join(fields)})"
-    if isinstance(node, list):
-        return "[" + ",".join(_canonical(v) for v in node) + "]"
-    return repr(node)
-
-
-def code_text(source: str) -> str:
-    """Source reduced to its code: comments, docstrings and formatting dropped, as a canonical AST.
-
-    Tune caches key on this, so rewording a docstring or re-wrapping a line keeps a measured
-    profile valid, while any change to what runs invalidates it; the text does not depend on the
-    Python version that computes it (a profile measured on the device's 3.12 is valid on 3.11).
-    """
-    tree = ast.parse(source)
-    for node in ast.walk(tree):
-        body = getattr(node, "body", None)
-        if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body
-                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
-                and isinstance(body[0].value.value, str)):
-            node.body = body[1:] or [ast.Pass()]
-    return _canonical(tree)
-
-
-def source_files(method) -> list[Path]:
-    """Every file whose code a method's launches run, found from where its class lives: the
-    adapter's module; for a kernel family (``<root>.kernels.<family>.method``) the family's whole
-    folder and ``kernels/common``; plus any ``kernel_modules`` a plugin names."""
-    module = inspect.getmodule(type(method))
-    path = Path(module.__file__).resolve()
-    parts = module.__name__.split(".")
-    files = [path]
-    if "kernels" in parts[:-1]:
-        k = parts.index("kernels")
-        kernels_dir = path.parents[len(parts) - 2 - k]
-        if len(parts) > k + 2:
-            files += (kernels_dir / parts[k + 1]).rglob("*.py")
-        files += (kernels_dir / "common").rglob("*.py")
-    files += [Path(importlib.import_module(name).__file__).resolve() for name in getattr(method, "kernel_modules", ())]
-    return sorted(set(files))
-
-
-def source_hash(method) -> str:
-    """Hash of the code of :func:`source_files`: editing anything a launch runs invalidates its
-    tunes (comments and docstrings do not count, see ``code_text``)."""
-    text = "\n".join(code_text(f.read_text()) for f in source_files(method))
-    text = re.sub(r"\bkprof_at_[0-9a-f]{12}\b", "kprof", text)  # a revision's copy hashes as its code
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -204,12 +145,12 @@ def load_tune_file(path: Path, key: TuneKey | None = None) -> TuneFile:
 def tune_key(method_spec: str, launch: str, shape: WorkloadShape, env=None) -> TuneKey:
     """The cache key of one launch of a method on this machine's current software stack.
 
-    ``NAME@REV`` keys as ``NAME`` with the revision's source hash: it uses the tuned profile
-    measured on its own code, if there is one."""
+    ``NAME@REV`` keys as ``NAME`` with the hash of the revision's kernels: it uses the tuned
+    profile measured on the same kernel code, if there is one."""
     env = env or collect_environment(with_ncu=False)
     method = get_method(method_spec)
     name, _, options = method_spec.partition(":")
     spec = name.partition("@")[0] + (":" + options if options else "")
     return TuneKey(method=spec, launch=launch, device=env.gpu.name if env.gpu else "cpu-interpreter",
                    bucket=shape_bucket(shape), driver=env.driver, cuda=env.cuda_runtime, torch=env.torch,
-                   triton=env.triton, source=source_hash(method))
+                   triton=env.triton, source=source_hash(method, launch))

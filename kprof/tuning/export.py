@@ -95,7 +95,7 @@ def _cached(directory: Path) -> list[dict]:
     """The choices of every tuning cache file in ``directory``."""
     out = []
     for f in sorted(directory.glob("*.json")) if directory.is_dir() else ():
-        if f.name.endswith(".stale.json"):
+        if f.suffixes[-2:-1] and f.suffixes[-2].startswith(".stale"):  # set aside: *.stale.json, *.stale-2.json
             continue
         try:
             out.append(asdict(exported(load_tune_file(f))))

@@ -27,7 +27,7 @@ def test_measure_peak_caches_and_later_results_report_against_it(tmp_path):
                                  str(out)])
     assert r.exit_code == 0, r.output
     assert json.loads(out.read_text())["environment"]["copy_peak_gbs"] == peak["gbs"]
-    assert "% of the measured copy peak" in " ".join(r.output.split())
+    assert "% peak = GB/s as a share of the measured copy peak" in " ".join(r.output.split())
 
 
 def test_a_measured_peak_never_touches_the_checkouts_tracked_profiles(tmp_path, monkeypatch):

@@ -13,7 +13,8 @@ import kprof
 from kprof.cli.main import cli
 from kprof.core.errors import ConfigError, KprofError
 from kprof.methods import get_method
-from kprof.tuning.search import FINALIST_FLOOR, _finalize, choose
+from kprof.tuning.launch_job import FINALIST_FLOOR, finalize
+from kprof.tuning.search import choose
 from kprof.workloads import WorkloadShape
 
 SHAPE = WorkloadShape(hq=8, hkv=2, n=256, d=32, dtype="fp32")
@@ -121,7 +122,7 @@ def test_a_finalist_screened_far_slower_than_the_default_is_not_re_timed(userpkg
         finalists, paired, eviction = 3, {}, "read-write"
 
     notes = []
-    _finalize(tf, NoWorker(), Req(), notes.append)
+    finalize(tf, NoWorker(), Req(), notes.append)
     assert tf.finalists[0]["status"] == "skipped" and "0.32x" in notes[0] and tf.best == {"B": 1}
     assert FINALIST_FLOOR == 0.9
 

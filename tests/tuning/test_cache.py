@@ -1,52 +1,4 @@
-"""The tuning key's source hash covers every file a method's launches run, found without lists."""
-
-from pathlib import Path
-
-import pytest
-
-from kprof.methods import get_method
-from kprof.tuning.cache import source_files, source_hash
-
-FAMILIES = {"santa": "santa", "triton-dense": "dense", "fathom": "fathom"}
-
-
-def test_a_family_hashes_its_folder_and_kernels_common():
-    for method, family in FAMILIES.items():
-        files = {f.as_posix() for f in source_files(get_method(method))}
-        assert any(f.endswith(f"kernels/{family}/method.py") for f in files)
-        assert any(f.endswith("kernels/common/split_kv_combine.py") for f in files)
-        assert any(f.endswith("kernels/common/dependent_launch.py") for f in files)
-    assert [f.name for f in source_files(get_method("flash"))] == ["sdpa.py"]
-
-
-@pytest.mark.parametrize("shared, edit, moves", [
-    ("kernels/common/split_kv_combine.py", "\nEXTRA = 1\n", True),
-    ("kernels/common/dependent_launch.py", "\ndef extra():\n    return 2\n", True),
-    ("kernels/common/split_kv_combine.py", "\n# only a comment\n", False),
-])
-def test_editing_a_shared_module_changes_every_dependent_hash(monkeypatch, shared, edit, moves):
-    before = {m: source_hash(get_method(m)) for m in (*FAMILIES, "flash")}
-    real = Path.read_text
-
-    def edited(self, *a, **k):
-        text = real(self, *a, **k)
-        return text + edit if self.as_posix().endswith(shared) else text
-
-    monkeypatch.setattr(Path, "read_text", edited)
-    after = {m: source_hash(get_method(m)) for m in (*FAMILIES, "flash")}
-    for m in FAMILIES:
-        assert (after[m] != before[m]) == moves, m
-    assert after["flash"] == before["flash"]
-
-
-def test_editing_one_family_leaves_the_others(monkeypatch):
-    before = {m: source_hash(get_method(m)) for m in FAMILIES}
-    real = Path.read_text
-    monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: real(self, *a, **k)
-                        + ("\nEXTRA = 1\n" if self.as_posix().endswith("kernels/santa/step.py") else ""))
-    after = {m: source_hash(get_method(m)) for m in FAMILIES}
-    assert after["santa"] != before["santa"]
-    assert after["triton-dense"] == before["triton-dense"] and after["fathom"] == before["fathom"]
+"""Tuning cache files: tunes sharing one file keep every candidate either measured."""
 
 
 def _tune_in_process(folder: str, configs: list[int]) -> None:
@@ -80,3 +32,14 @@ def test_two_tunes_sharing_one_cache_keep_every_candidate_either_measured(tmp_pa
     (path,) = tmp_path.glob("*.json")
     merged = load_tune_file(path)
     assert sorted(c.config["BLOCK_N"] for c in merged.candidates) == list(range(60))
+
+
+def test_a_tune_key_hashes_the_launchs_own_kernels(tiny):
+    from kprof.methods import get_method
+    from kprof.tuning.cache import tune_key
+    from kprof.tuning.source_key import source_hash
+
+    _, shape = tiny
+    keys = {launch: tune_key("triton-dense", launch, shape) for launch in ("partial", "combine")}
+    assert {k.source for k in keys.values()} == {source_hash(get_method("triton-dense"), launch) for launch in keys}
+    assert keys["partial"].source != keys["combine"].source

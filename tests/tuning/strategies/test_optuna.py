@@ -62,7 +62,7 @@ class _FakeWorker:
 def test_pruning_stops_bad_candidates_early_and_the_search_finds_the_fast_corner(tmp_path):
     from kprof.core.config_space import LaunchSpace, Param
     from kprof.tuning.cache import TuneFile, TuneKey
-    from kprof.tuning.optuna_search import screen_with_optuna
+    from kprof.tuning.strategies.optuna import screen_with_optuna
     from kprof.workloads.workload import WorkloadShape
 
     space = LaunchSpace("main", (Param("A", tuple(range(8)), 4), Param("B", tuple(range(8)), 4)))
@@ -77,3 +77,10 @@ def test_pruning_stops_bad_candidates_early_and_the_search_finds_the_fast_corner
     assert worker.calls < 40 * 4  # pruning saved rounds
     best = min(tf.ok(), key=lambda c: c.median_us)
     assert best.config["A"] + best.config["B"] <= 3  # TPE found the fast corner of 64 in 40 tries
+
+
+def test_the_old_import_path_of_the_cli_still_answers():
+    from kprof.tuning import optuna_search
+    from kprof.tuning.strategies import optuna
+
+    assert optuna_search.check_available is optuna.check_available and optuna.SAMPLES
