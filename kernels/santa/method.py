@@ -18,8 +18,9 @@ import torch
 from kprof.core.config_space import MethodConfig
 from kprof.core.errors import ConfigError, MethodUnavailable
 from kprof.core.target import ExecutionTarget
-from kprof.kernels.santa import SantaSettings, load_or_build, pack
+from kprof.kernels.santa.cache import load_or_build
 from kprof.kernels.santa.fused import FUSED_KERNEL_NAMES, FUSED_LAUNCH_KERNELS, FUSED_LAUNCH_SPACES, SantaFusedDecode
+from kprof.kernels.santa.preparation import SantaSettings, pack
 from kprof.kernels.santa.reference import Selection, attention_with_selection
 from kprof.kernels.santa.step import KERNEL_NAMES, LAUNCH_KERNELS, LAUNCH_SPACES, SantaDecode
 from kprof.methods.base import Method, Prepared, Stage

@@ -83,7 +83,7 @@ def compare(methods: tuple[str, ...], baseline: str, vary: tuple[str, ...], devi
     a fault in its runs, or more than 1% of a row's observations are bad (the Result is written
     first).
     """
-    from kprof.commands.compare import compare_request, run_request
+    from kprof.commands.compare_request import compare_request, run_request
 
     force = kw.pop("force")
     req = compare_request(list(methods), baseline, list(vary), list(workload), device, protocol_overrides(kw),

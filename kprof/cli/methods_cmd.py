@@ -30,8 +30,8 @@ def methods(as_json: bool) -> None:
 
     Your own methods: --method MODULE:NAME on any command (a Method subclass or a function
     f(q, k, v) -> o), an entry point in the group kprof.methods of an installed package, or
-    KPROF_PLUGINS=pkg.module. The source hash covers every file a method's launches run (its
-    kernel family and kernels/common): tuned profiles keyed to another hash are not used.
+    KPROF_PLUGINS=pkg.module. The source hash covers the Triton kernels each launch compiles and
+    those they call: tuned profiles keyed to another hash are not used.
     """
     from kprof.commands.methods import cards
 

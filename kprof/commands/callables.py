@@ -85,7 +85,7 @@ def callables_session(device: str, workload: str | None, overrides: dict, on_wor
     target = resolve_target(device)
     protocol = default_protocol(target.is_gpu).with_overrides(**overrides)
     notes = [] if target.is_gpu else ["CPU: host clock; these are not GPU numbers"]
-    return MeasurementSession(target, None, protocol, collect_environment(with_ncu=False), notes)
+    return MeasurementSession(target, None, protocol, collect_environment(), notes)
 
 
 def compare_callables(ops: list[tuple[str, object]], inputs: Mapping[str, object] | None, reference,

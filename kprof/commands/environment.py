@@ -3,13 +3,13 @@ and whether ncu can be used; optionally measuring the roofs first."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Callable
 
 from kprof.measure.copy_peak import CopyPeak, load_peak
 from kprof.measure.fingerprint import Environment, collect_environment
 from kprof.measure.matmul_peak import load_matmul_peaks
-from kprof.ncu.locate import override_problem
+from kprof.ncu.locate import find_ncu, override_problem
 
 
 @dataclass
@@ -29,7 +29,9 @@ def describe(with_ncu: bool = True, measure_peaks: bool = False,
              status: Callable[[str], None] = lambda s: None) -> EnvironmentReport:
     """The environment, with the copy and matmul peaks measured now (``measure_peaks``) or as last
     measured on this setup."""
-    env = collect_environment(with_ncu=with_ncu)
+    env = collect_environment()
+    if with_ncu and (ncu := find_ncu()) is not None:
+        env = replace(env, ncu_path=ncu.path, ncu_version=ncu.version)
     doc = env.to_dict()
     if measure_peaks:
         from kprof.core.target import resolve_target

@@ -29,7 +29,7 @@ def cards() -> list[MethodCard]:
     """Every registered method (built-in, entry points, KPROF_PLUGINS), sorted by name."""
     from kprof.methods import registered
     from kprof.methods.registry import origin
-    from kprof.tuning.cache import source_hash
+    from kprof.tuning.source_key import source_hash
 
     out = []
     for name, cls in sorted(registered().items()):

@@ -15,8 +15,8 @@ def prepare_teams(workload: str, p: int = 16, r: int = 4, s: int = 124, parents:
                   device: str = "auto", rebuild: bool = False, status: Callable[[str], None] = lambda m: None) -> dict:
     """The preparation report: teams and budget per head, memory beyond K/V (MiB), seconds, cache."""
     from kprof.core.target import resolve_target
-    from kprof.kernels.santa import SantaSettings, load_or_build, pack
-    from kprof.kernels.santa.cache import cache_path
+    from kprof.kernels.santa.cache import cache_path, load_or_build
+    from kprof.kernels.santa.preparation import SantaSettings, pack
     from kprof.workloads import resolve_workload
 
     check_workloads([workload])

@@ -29,8 +29,8 @@ from kprof.ncu.measured_bytes import SOURCE as MEASURED_SOURCE
 from kprof.ncu.measured_bytes import bytes_key, lookup_bytes
 from kprof.results.schema import MethodRecord, Validation
 from kprof.results.summarise import RunContext
-from kprof.tuning.cache import source_hash
 from kprof.tuning.lookup import file_overrides, tuned_overrides
+from kprof.tuning.source_key import source_hash
 from kprof.workloads import Workload, resolve_workload
 
 GPU_DEFAULT_WORKLOAD = "qwen2.5-7b-l14-32k"
@@ -81,7 +81,7 @@ class MeasurementSession:
         t0 = time.perf_counter()
         w = resolve_workload(name, device=target.device)
         loaded = time.perf_counter() - t0
-        return cls(target, w, protocol, collect_environment(with_ncu=False), notes, config_mode,
+        return cls(target, w, protocol, collect_environment(), notes, config_mode,
                    {"workload": loaded}, keep_invalid)
 
     def workload_doc(self) -> dict:

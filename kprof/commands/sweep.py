@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 
 from kprof.commands.compare import baseline_for, run_compare
 from kprof.commands.session import MeasurementSession
-from kprof.core import pinned
+from kprof.core import device_pinning
 from kprof.core.errors import KprofError, MethodUnavailable
 from kprof.core.target import cuda_available
 from kprof.measure.harness import Progress
@@ -106,8 +106,8 @@ def run_on_devices(devices: Sequence[str], session_args: dict, workloads: list[s
             continue
         assigned[device] = mine
         parent, child = ctx.Pipe()
-        visible = pinned.physical_device(device) if pin else None
-        proc = ctx.Process(target=pinned.start, daemon=True,
+        visible = device_pinning.physical_device(device) if pin else None
+        proc = ctx.Process(target=device_pinning.start, daemon=True,
                            args=(visible, f"{__name__}:compare_in_process", child, session_args, mine, baseline,
                                  candidates))
         proc.start()

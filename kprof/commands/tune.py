@@ -7,12 +7,13 @@ from typing import Callable, Sequence
 
 from kprof.commands import preflight
 from kprof.commands.session import CPU_DEFAULT_WORKLOAD, GPU_DEFAULT_WORKLOAD
+from kprof.core.device_pinning import parse_devices
 from kprof.core.errors import UsageError
 from kprof.core.paths import tuned_dir
-from kprof.core.pinned import parse_devices
 from kprof.core.target import cuda_device_count, resolve_target
 from kprof.methods import get_method
-from kprof.tuning.search import LaunchOutcome, TuneRequest, tune_launch
+from kprof.tuning.request import LaunchOutcome, TuneRequest
+from kprof.tuning.search import tune_launch
 from kprof.workloads.resolve import resolve_shape
 
 
@@ -33,7 +34,7 @@ def tune_request(method: str, workload: str | None, device: str, launches: Seque
 
         import_ray()  # a missing Ray is one line now, not after the first launch's setup
     if strategy == "optuna":
-        from kprof.tuning.optuna_search import check_available
+        from kprof.tuning.strategies.optuna import check_available
 
         check_available()
     if export_path:  # an unwritable place or a foreign file fails now, not after the tune

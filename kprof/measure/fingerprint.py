@@ -15,7 +15,6 @@ import torch
 
 from kprof.core.version import VERSION
 from kprof.measure import nvml
-from kprof.ncu.locate import find_ncu
 
 
 @dataclass(frozen=True)
@@ -100,22 +99,23 @@ def _gpu_info(index: int, with_nvml: bool) -> GpuInfo:
     return GpuInfo(**info)
 
 
-def collect_environment(with_ncu: bool = True) -> Environment:
+def collect_environment() -> Environment:
+    """This machine and its software stack; ncu's path and version are filled in by ``kprof env``
+    (:mod:`kprof.commands.environment`), which alone asks for them."""
     import triton
 
     has_gpu = torch.cuda.is_available()
     with nvml.nvml_session() as nvml_ok:
         gpu = _gpu_info(torch.cuda.current_device(), nvml_ok) if has_gpu else None
         driver = nvml.driver_version() if nvml_ok else None
-    ncu = find_ncu() if with_ncu else None
     return Environment(
         execution="gpu" if has_gpu else "cpu-interpreter",
         gpu=gpu,
         driver=driver,
         cuda_runtime=torch.version.cuda,
         nvml=nvml_ok,
-        ncu_path=ncu.path if ncu else None,
-        ncu_version=ncu.version if ncu else None,
+        ncu_path=None,
+        ncu_version=None,
         python=platform.python_version(),
         torch=torch.__version__,
         triton=triton.__version__,

@@ -11,7 +11,7 @@ Within a round every op is invoked in the round's order, first ``warmup_pairs`` 
 then ``observations`` times timed (A, B, C, A, B, C, ...). Before each invocation the eviction
 buffer is read and written outside the timed interval; the interval covers exactly one
 invocation. The host synchronises once per round, after all intervals were recorded. On a GPU
-each timed region is enqueued behind the host gate (:mod:`kprof.measure.host_gate`).
+each timed region is enqueued behind the host gate (:mod:`kprof.measure.blocking_kernel`).
 
 A call can run at one of two speeds depending on the parity of its first kernel's position in
 the stream's launch sequence. Interleaving fixes each row's parity for a whole round, so a row
@@ -33,10 +33,10 @@ import numpy as np
 import torch
 
 from kprof.core.errors import KprofError
+from kprof.measure.blocking_kernel import blocking_kernel_for
 from kprof.measure.clocks import Clock, CudaEventClock, IntervalRecorder, clock_for
 from kprof.measure.design import BalancedDesign
 from kprof.measure.eviction import EvictionBuffer
-from kprof.measure.host_gate import gate_for
 from kprof.measure.observer import RunObserver
 from kprof.measure.precision import Look, PrecisionStop
 from kprof.measure.protocol import TimingProtocol
@@ -150,7 +150,7 @@ class Harness:
         if observers is None:
             if isinstance(gate, str):
                 event_device = self.device if isinstance(self.clock, CudaEventClock) else None
-                gate = gate_for(event_device, protocol.host_bound)
+                gate = blocking_kernel_for(event_device, protocol.host_bound)
             observers = ([StreamHold(gate)] if gate is not None else []) + [
                 Telemetry((self.device.index or 0) if self.telemetry else None)]
         self.observers = tuple(observers)

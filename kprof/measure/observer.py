@@ -10,10 +10,7 @@ them only when it must act per region, and the harness binds them once, not per 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
-
-if TYPE_CHECKING:
-    from kprof.measure.harness import Measurement
+from typing import Callable
 
 
 class RunObserver:
@@ -38,5 +35,5 @@ class RunObserver:
     def run_finished(self) -> None:
         """After the last round, also when the run ended in an exception: release what the run held."""
 
-    def annotate(self, measurement: Measurement) -> None:
-        """Put what this observer saw into the run's measurement."""
+    def annotate(self, measurement) -> None:
+        """Put what this observer saw into the run's :class:`~kprof.measure.harness.Measurement`."""

@@ -1,4 +1,4 @@
-"""StreamHold: the host gate (:mod:`kprof.measure.host_gate`) as a harness observer.
+"""StreamHold: the host gate (:mod:`kprof.measure.blocking_kernel`) as a harness observer.
 
 Every timed region is enqueued between the gate's hold and release, so the device runs the
 eviction and the region back to back. After each round the regions whose gate gave up are
@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import warnings
 
-from kprof.measure.host_gate import MAX_WAIT_NS
+from kprof.measure.blocking_kernel import MAX_WAIT_NS
 from kprof.measure.observer import RunObserver
 
 
 class StreamHold(RunObserver):
-    """``gate``: a :class:`~kprof.measure.host_gate.HostGate` (or anything with ``hold``,
+    """``gate``: a :class:`~kprof.measure.blocking_kernel.BlockingKernel` (or anything with ``hold``,
     ``release`` and ``new_expiries``)."""
 
     def __init__(self, gate):

@@ -147,7 +147,7 @@ def tune_key(method_spec: str, launch: str, shape: WorkloadShape, env=None) -> T
 
     ``NAME@REV`` keys as ``NAME`` with the hash of the revision's kernels: it uses the tuned
     profile measured on the same kernel code, if there is one."""
-    env = env or collect_environment(with_ncu=False)
+    env = env or collect_environment()
     method = get_method(method_spec)
     name, _, options = method_spec.partition(":")
     spec = name.partition("@")[0] + (":" + options if options else "")

@@ -12,7 +12,7 @@ import random
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import Callable, Sequence
 
 from kprof.core.config_space import LaunchSpace
 from kprof.core.errors import KprofError
@@ -21,10 +21,8 @@ from kprof.measure.protocol import TimingProtocol
 from kprof.measure.stats import paired_speedup
 from kprof.tuning.cache import CandidateRecord, TuneFile
 from kprof.tuning.pool import WorkerPool
+from kprof.tuning.request import LaunchOutcome, TuneRequest
 from kprof.tuning.worker import CandidateWorker, WorkerSpec
-
-if TYPE_CHECKING:
-    from kprof.tuning.search import LaunchOutcome, TuneRequest
 
 FINALIST_FLOOR = 0.9  # a finalist screened slower than this share of the default's speed is not re-timed
 
@@ -76,8 +74,6 @@ class LaunchJob:
         return WorkerPool(spec, devices, req.timeout_s, pin=resolve_target(req.device).is_gpu)
 
     def outcome(self, measured: int, seconds: float, left: int = 0) -> LaunchOutcome:
-        from kprof.tuning.search import LaunchOutcome
-
         return LaunchOutcome(self.launch, self.path, self.file, measured, seconds, left)
 
     def screen(self, order: list[dict],

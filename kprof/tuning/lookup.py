@@ -21,7 +21,7 @@ def tuned_overrides(method_spec: str, shape: WorkloadShape, directory: Path | No
     method = get_method(method_spec)
     overrides, notes, stale = {}, [], []
     for launch in method.config_space():
-        env = env or collect_environment(with_ncu=False)
+        env = env or collect_environment()
         key = tune_key(method_spec, launch, shape, env)
         path = directory / key.filename
         if not path.exists():

@@ -19,8 +19,8 @@ import queue
 import threading
 from typing import Callable, Iterable, Sequence
 
+from kprof.core.device_pinning import physical_device
 from kprof.core.errors import KprofError
-from kprof.core.pinned import physical_device
 from kprof.tuning.cache import CandidateRecord
 from kprof.tuning.worker import CandidateWorker, WorkerSpec
 

@@ -11,57 +11,18 @@ screened is the strategy's choice (:mod:`kprof.tuning.strategies`, one module ea
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable
 
 from kprof.core.errors import KprofError
-from kprof.core.paths import tuned_dir
 from kprof.methods import get_method
 from kprof.tuning.cache import StaleTuneFile, TuneFile, load_tune_file, tune_key
 from kprof.tuning.launch_job import FINALIST_FLOOR, LaunchJob, screening_order
+from kprof.tuning.request import LaunchOutcome, TuneRequest
 from kprof.tuning.strategies import STRATEGIES, strategy
-from kprof.workloads.workload import WorkloadShape
 
 # FINALIST_FLOOR and choose are imported from here by kprof.commands.tune_callable, STRATEGIES by the CLI's test
 __all__ = ["FINALIST_FLOOR", "STRATEGIES", "LaunchOutcome", "TuneRequest", "choose", "tune_launch"]
-
-
-@dataclass
-class TuneRequest:
-    method: str
-    workload: str
-    shape: WorkloadShape
-    device: str
-    launches: Sequence[str] = ()
-    strategy: str = "halving"
-    max_configs: int | None = None
-    budget_s: float | None = None
-    rounds: int = 3
-    observations: int = 100
-    warmup: int = 10
-    evict_mib: int = 512
-    eviction: str = "read-write"  # kprof.measure.protocol.EVICTION_MODES: screening and finalists alike
-    timeout_s: float = 120.0
-    finalists: int = 3
-    paired: dict = field(default_factory=lambda: {"rounds": 10, "warmup_pairs": 50, "observations": 200})
-    seed: int = 0
-    out_dir: Path = field(default_factory=tuned_dir)
-    replace_stale: bool = False  # move a cache measured under another key aside and tune afresh
-    retry_failed: bool = False  # measure again the candidates cached as failed (crash, timeout, error)
-    devices: tuple[str, ...] = ()  # screen on these GPUs of the host, one worker each (kprof.tuning.pool)
-    backend: str = "local"  # "ray": one actor per GPU of a Ray cluster (kprof.tuning.ray_pool)
-    ray_address: str | None = None  # None: a local Ray instance
-
-
-@dataclass
-class LaunchOutcome:
-    launch: str
-    path: Path
-    file: TuneFile
-    measured_now: int
-    seconds: float
-    left: int = 0  # candidates of the space not measured because the budget ran out (a rerun resumes them)
 
 
 def choose(candidates: list[dict], default: dict, strategy_name: str, max_configs: int | None,

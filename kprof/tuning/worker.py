@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 import torch
 
-from kprof.core import pinned
+from kprof.core import device_pinning
 from kprof.core.target import resolve_target
 from kprof.measure.harness import Harness, TimedOp
 from kprof.measure.precision import PrecisionStop
@@ -109,7 +109,7 @@ def _serve(conn, spec: WorkerSpec) -> None:
 
 
 def entry(conn, spec_fields: dict) -> None:
-    """The worker process's body (started through :mod:`kprof.core.pinned`)."""
+    """The worker process's body (started through :mod:`kprof.core.device_pinning`)."""
     spec = WorkerSpec(**spec_fields)
     # the harness's warnings reach the user's terminal as one line each, not as a source listing
     warnings.formatwarning = lambda message, *args, **kwargs: f"warning (tuning worker): {message}\n"
@@ -136,7 +136,7 @@ class CandidateWorker:
 
     def _start(self) -> None:
         parent, child = self._ctx.Pipe()
-        self._proc = self._ctx.Process(target=pinned.start, daemon=True,
+        self._proc = self._ctx.Process(target=device_pinning.start, daemon=True,
                                        args=(self.spec.visible_device, f"{__name__}:entry", child, asdict(self.spec)))
         self._proc.start()
         child.close()

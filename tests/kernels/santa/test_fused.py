@@ -9,8 +9,8 @@ import triton
 import triton.language as tl
 
 from kprof.core.config_space import resolve_method_config
-from kprof.kernels.santa import SantaSettings, build_layout, pack
 from kprof.kernels.santa.fused import FUSED_LAUNCH_SPACES, SantaFusedDecode, _fold_head_top
+from kprof.kernels.santa.preparation import SantaSettings, build_layout, pack
 from kprof.kernels.santa.reference import Selection, attention_with_selection
 from kprof.kernels.santa.step import LAUNCH_SPACES, SantaDecode
 from kprof.kernels.santa.triton_kernels import HAS_TOPK

@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from kprof.core.errors import ConfigError
-from kprof.kernels.santa import SantaSettings, TeamLayout, build_layout, load_or_build, pack
-from kprof.kernels.santa.cache import cache_path
+from kprof.kernels.santa.cache import cache_path, load_or_build
+from kprof.kernels.santa.preparation import SantaSettings, TeamLayout, build_layout, pack
 from kprof.workloads import load, save
 
 
@@ -125,7 +125,7 @@ def test_worker_processes_send_teams_back_within_a_small_open_file_limit(tmp_pat
     script = tmp_path / "build.py"
     script.write_text(
         "import resource, torch\n"
-        "from kprof.kernels.santa import SantaSettings, build_layout\n"
+        "from kprof.kernels.santa.preparation import SantaSettings, build_layout\n"
         "if __name__ == '__main__':\n"
         "    resource.setrlimit(resource.RLIMIT_NOFILE, (128, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))\n"
         "    k = torch.randn(2, 2400, 16, generator=torch.Generator().manual_seed(3)).half()\n"

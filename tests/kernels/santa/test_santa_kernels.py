@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from kprof.core.config_space import resolve_method_config
-from kprof.kernels.santa import SantaSettings, build_layout, pack
+from kprof.kernels.santa.preparation import SantaSettings, build_layout, pack
 from kprof.kernels.santa.reference import (
     Selection,
     attention_with_selection,

@@ -77,10 +77,3 @@ def test_pruning_stops_bad_candidates_early_and_the_search_finds_the_fast_corner
     assert worker.calls < 40 * 4  # pruning saved rounds
     best = min(tf.ok(), key=lambda c: c.median_us)
     assert best.config["A"] + best.config["B"] <= 3  # TPE found the fast corner of 64 in 40 tries
-
-
-def test_the_old_import_path_of_the_cli_still_answers():
-    from kprof.tuning import optuna_search
-    from kprof.tuning.strategies import optuna
-
-    assert optuna_search.check_available is optuna.check_available and optuna.SAMPLES

@@ -2,8 +2,8 @@
 
 import pytest
 
+from kprof.core.device_pinning import parse_devices
 from kprof.core.errors import KprofError
-from kprof.core.pinned import parse_devices
 
 
 def test_device_lists_parse_and_bad_ones_are_one_line_errors():
@@ -17,7 +17,7 @@ def test_device_lists_parse_and_bad_ones_are_one_line_errors():
 
 
 def test_device_indices_count_within_the_parents_visible_gpus(monkeypatch):
-    from kprof.core.pinned import physical_device
+    from kprof.core.device_pinning import physical_device
 
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     assert physical_device("1") == "1"
@@ -31,6 +31,6 @@ def test_the_worker_process_entry_imports_no_torch_before_pinning():
     import subprocess
     import sys
 
-    code = "import sys, kprof.core.pinned; print('torch' in sys.modules)"
+    code = "import sys, kprof.core.device_pinning; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"

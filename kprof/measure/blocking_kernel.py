@@ -1,4 +1,4 @@
-"""HostGate: hold the GPU stream until the host has enqueued a whole timed region.
+"""BlockingKernel: hold the GPU stream until the host has enqueued a whole timed region.
 
 Event timing measures the device only if the device never waits for the host inside the timed
 region. A step of several Python-launched kernels (a Triton launch costs tens of microseconds of
@@ -12,7 +12,7 @@ the host falls before the eviction, outside the measurement.
 The spin gives up after ``MAX_WAIT_NS`` (the device's %globaltimer) and counts that: a timed
 call that synchronises with the device inside the region (``.item()``, ``.cpu()``) would
 otherwise stall behind its own gate. So would a kernel's first launch: with CUDA's lazy loading
-the module load waits for the running kernels, i.e. for the gate (``scripts/probe_host_gate.py``
+the module load waits for the running kernels, i.e. for the gate (``scripts/probe_blocking_kernel.py``
 checks this on a GPU). The runners warm every method up before timing, so only a call that
 launches new kernels each time hits it. Runners warn when it happened; those times include host
 time. (%globaltimer need not tick at the host clock's rate, so the bound in host time depends on
@@ -62,7 +62,7 @@ def _spin_until(Flag, Expired, ticket, max_polls):
         tl.atomic_add(Expired, 1)
 
 
-class HostGate:
+class BlockingKernel:
     """A pinned ticket word, an expiry counter and the spin kernel that waits for the word."""
 
     def __init__(self, device: torch.device):
@@ -109,13 +109,13 @@ class HostGate:
         return new
 
 
-def gate_for(device: torch.device | None, host_bound: bool) -> HostGate | None:
+def blocking_kernel_for(device: torch.device | None, host_bound: bool) -> BlockingKernel | None:
     """A gate for event timing on a GPU; none for host-bound runs (they time the host on purpose),
     on the CPU (the interpreter runs synchronously), or where no spin kernel can run (warned)."""
     if host_bound or device is None or device.type != "cuda":
         return None
     try:
-        return HostGate(device)
+        return BlockingKernel(device)
     except RuntimeError as exc:
         warnings.warn(f"timing without a host gate (event times may include host time): {exc}", stacklevel=2)
         return None

@@ -1,11 +1,11 @@
-"""Probe the host gate (kprof/measure/host_gate.py) on a GPU: which spin kernel it picked, the rate of
+"""Probe the host gate (kprof/measure/blocking_kernel.py) on a GPU: which spin kernel it picked, the rate of
 %globaltimer against the host clock, and how long the gate holds a stream in three cases: a
 kernel already loaded, a Triton kernel launched for the first time, and a torch op used for the
 first time. A first launch may load its module, and loading can wait for the running kernels
 (CUDA lazy loading), i.e. for the gate itself: the host then blocks inside the launch until the
 gate gives up.
 
-    python scripts/probe_host_gate.py [--json FILE]
+    python scripts/probe_blocking_kernel.py [--json FILE]
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import triton
 import triton.language as tl
 
 import kprof.kernels  # noqa: F401  (decides on the interpreter before triton is imported)
-from kprof.measure.host_gate import MAX_POLLS, MAX_WAIT_NS, HostGate, _now_ns
+from kprof.measure.blocking_kernel import MAX_POLLS, MAX_WAIT_NS, BlockingKernel, _now_ns
 
 
 @triton.jit
@@ -49,7 +49,7 @@ def timer_rate(dev) -> dict:
     return {"globaltimer_ns": g[1] - g[0], "host_ns": t1 - t0, "rate": (g[1] - g[0]) / (t1 - t0)}
 
 
-def held(gate: HostGate, launch, label: str) -> dict:
+def held(gate: BlockingKernel, launch, label: str) -> dict:
     """Hold, launch, then watch the stream for 300 ms before releasing."""
     gate.new_expiries()
     gate.hold()
@@ -75,7 +75,7 @@ def main() -> None:
     ap.add_argument("--json", help="write the results here too")
     args = ap.parse_args()
     dev = torch.device("cuda", torch.cuda.current_device())
-    gate = HostGate(dev)
+    gate = BlockingKernel(dev)
     res = {"spin_kernel": gate.spin_kernel, "bound": MAX_WAIT_NS if gate.spin_kernel == "_spin_timed" else MAX_POLLS,
            "timer": timer_rate(dev), "cases": []}
     x = torch.ones(1 << 20, device=dev)

@@ -1,4 +1,4 @@
-"""HostGate: the spin kernel waits for its ticket (and no longer than its poll bound), and the
+"""BlockingKernel: the spin kernel waits for its ticket (and no longer than its poll bound), and the
 runners enqueue every timed region, eviction included, between hold and release."""
 
 import time
@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 import torch
 
-from kprof.measure.host_gate import HostGate, _spin_until, gate_for
+from kprof.measure.blocking_kernel import BlockingKernel, _spin_until, blocking_kernel_for
 
 
 def test_no_gate_on_the_cpu_or_for_host_bound_runs():
-    assert gate_for(torch.device("cpu"), host_bound=False) is None
-    assert gate_for(None, host_bound=False) is None
-    assert gate_for(torch.device("cuda", 0), host_bound=True) is None
+    assert blocking_kernel_for(torch.device("cpu"), host_bound=False) is None
+    assert blocking_kernel_for(None, host_bound=False) is None
+    assert blocking_kernel_for(torch.device("cuda", 0), host_bound=True) is None
 
 
 def test_spin_kernel_passes_a_released_ticket_and_counts_a_gate_that_gave_up():
@@ -67,7 +67,7 @@ def test_runner_enqueues_eviction_and_region_inside_the_gate():
 
 @pytest.mark.gpu
 def test_gpu_gate_holds_the_stream_until_released(target):
-    gate = HostGate(target.device)
+    gate = BlockingKernel(target.device)
     x = torch.zeros(1 << 20, device=target.device)
     x.add_(1)  # load the kernel first: a first launch may wait for the held stream (lazy loading)
     torch.cuda.synchronize()
@@ -101,7 +101,7 @@ def test_gpu_event_timing_of_a_slow_host_region_excludes_the_host(target):
 
     times = {}
     for gated in (False, True):
-        gate = HostGate(target.device) if gated else None
+        gate = BlockingKernel(target.device) if gated else None
         rec = clock.recorder(5)
         for i in range(5):
             if gate:
@@ -152,7 +152,7 @@ def test_gpu_event_timing_is_gated_even_without_eviction(target):
 def test_gpu_gate_gives_up_on_a_region_that_synchronises(target):
     """A timed call that waits for the device inside its own region stalls until the gate's
     bound, then runs on, and the gate counts it."""
-    gate = HostGate(target.device)
+    gate = BlockingKernel(target.device)
     gate.hold()
     x = torch.ones(16, device=target.device).sum().item()  # a sync behind the held stream
     gate.release()
