@@ -28,8 +28,61 @@ except ModuleNotFoundError:  # a bare interpreter: say how to get the test envir
 import kprof.kernels  # noqa: F401, E402  (decides TRITON_INTERPRET before any kernel is compiled)
 from kprof.core.target import resolve_target  # noqa: E402  (after the sys.path order above)
 
+SLOW_SHARES = 4  # a run takes one share of the slow tests; KPROF_SLOW=all takes them all
+
+
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto`` (pyproject's addopts): two workers on a CPU machine (CI has two cores), none
+    where CUDA is: GPU timing tests must have the device to themselves."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return int(os.environ["PYTEST_XDIST_AUTO_NUM_WORKERS"])
+    return 0 if torch.cuda.is_available() else min(2, os.cpu_count() or 1)
+
+
+def pytest_configure(config):
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # one thread per worker: host-clock tests see no oversubscription
+        torch.set_num_threads(1)
+
+
+def _slow_share() -> tuple[int | None, str]:
+    """Which share of the slow tests this run takes (None: all, -1: none) and why: ``KPROF_SLOW``
+    (all, none or a share number), else the checkout's commit, so that successive commits take
+    every share in turn."""
+    choice = os.environ.get("KPROF_SLOW", "").strip().lower()
+    if choice == "all":
+        return None, "KPROF_SLOW=all"
+    if choice == "none":
+        return -1, "KPROF_SLOW=none"
+    if choice.isdigit():
+        return int(choice) % SLOW_SHARES, f"KPROF_SLOW={choice}"
+    import subprocess
+
+    try:
+        rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=_ROOT, capture_output=True, text=True,
+                             timeout=10).stdout.strip()
+        return int(rev[:8], 16) % SLOW_SHARES, f"commit {rev[:8]}"
+    except (OSError, ValueError, subprocess.SubprocessError):
+        import datetime
+
+        return datetime.date.today().toordinal() % SLOW_SHARES, "today's date"
+
+
+def pytest_report_header(config):
+    share, why = _slow_share()
+    which = "all" if share is None else "none" if share < 0 else f"share {share} of {SLOW_SHARES}"
+    return f"kprof slow tests: {which} ({why}); KPROF_SLOW=all runs every one"
+
 
 def pytest_collection_modifyitems(config, items):
+    share, why = _slow_share()
+    slow = sorted((item for item in items if "slow" in item.keywords), key=lambda item: item.nodeid)
+    for i, item in enumerate(slow):
+        if share is not None and i % SLOW_SHARES != share:
+            item.add_marker(pytest.mark.skip(reason=f"slow, share {i % SLOW_SHARES} of {SLOW_SHARES}: this run takes "
+                                                    f"share {share} ({why}); KPROF_SLOW=all runs it"))
+    # the slow tests that run go first, so that parallel workers do not wait on one at the end
+    first = {id(item) for i, item in enumerate(slow) if share is None or i % SLOW_SHARES == share}
+    items.sort(key=lambda item: id(item) not in first)
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA device (kprof suite profiles/suites/h200.toml runs these on a GPU)")

@@ -43,21 +43,21 @@ def _duration(seconds: float) -> str:
 
 
 @contextlib.contextmanager
-def measurement_progress(quiet: bool):
-    """Progress of a measurement on stderr: a status line per phase, then a bar over rounds with
-    an ETA on a terminal, or one plain line per round with elapsed time and ETA elsewhere (CI
-    logs, pipes). After the first round, a run that will take over two minutes says so."""
+def measurement_progress():
+    """Progress of a measurement on stderr (stdout keeps the table, or the JSON of ``--json``): a
+    status line per phase, then a bar over rounds with an ETA on a terminal, or one plain line per
+    round with elapsed time and ETA elsewhere (CI logs, pipes). After the first round, a run that
+    will take over two minutes says so."""
     from kprof.commands.session import Progress  # the measurement observer the commands take
 
     live = err_console.is_terminal
     bar = RichProgress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                        TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=err_console,
-                       disable=quiet or not live, transient=True)
+                       disable=not live, transient=True)
     state = {}
 
     def status(msg: str) -> None:
-        if not quiet:
-            err_console.print(f"[dim]• {msg}[/]", highlight=False)
+        err_console.print(f"[dim]• {msg}[/]", highlight=False)
 
     def start(total: int) -> None:
         state.update(task=bar.add_task("rounds", total=total), total=total, t0=time.monotonic())
@@ -66,8 +66,6 @@ def measurement_progress(quiet: bool):
         bar.advance(state["task"])
         elapsed = time.monotonic() - state["t0"]
         remaining = elapsed / (r + 1) * (state["total"] - r - 1)
-        if quiet:
-            return
         if r == 0 and remaining > LONG_RUN_S:
             err_console.print(f"[yellow]this run will take about {_duration(elapsed + remaining)} "
                               f"({state['total']} rounds at {_duration(elapsed)} each); Ctrl-C stops it[/]",

@@ -55,7 +55,7 @@ def _print(report, as_json: bool) -> None:
 
 
 def _decide(rev, baselines, candidate, methods, workload, device, config_mode, out, overrides, threshold, metric,
-            update_baseline, force: bool, quiet: bool):
+            update_baseline, force: bool):
     """The report; None when --update-baseline started a new history with the candidate."""
     from kprof.commands import gate
 
@@ -64,7 +64,7 @@ def _decide(rev, baselines, candidate, methods, workload, device, config_mode, o
             console.print(started.message)
             return None
         return gate.against_history(list(baselines), candidate, threshold, metric)
-    with measurement_progress(quiet) as progress:
+    with measurement_progress() as progress:
         report, result, path = gate.revision_run(rev, methods, threshold, workload, device, config_mode, overrides,
                                                  out, force, progress)
     if result.partial:
@@ -136,7 +136,7 @@ def gate_cmd(baselines, candidate, rev, methods, max_regression, metric, uncerta
         sys.exit(EXIT_USAGE if exc.exit_code == EXIT_USAGE else EXIT_ERROR)
     try:
         report = _decide(rev, baselines, candidate, methods, workload, device, config_mode, out, overrides,
-                         max_regression, metric, update_baseline, force, as_json)
+                         max_regression, metric, update_baseline, force)
         if report is None:  # the first run of a new history
             return
         _print(report, as_json)

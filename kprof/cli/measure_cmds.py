@@ -88,7 +88,7 @@ def compare(methods: tuple[str, ...], baseline: str, vary: tuple[str, ...], devi
     force = kw.pop("force")
     req = compare_request(list(methods), baseline, list(vary), list(workload), device, protocol_overrides(kw),
                           config_mode, keep_invalid, devices, out, force)
-    with measurement_progress(as_json) as progress:
+    with measurement_progress() as progress:
         result = run_request(req, progress)
     _finish(result, out, force, as_json)
 
@@ -117,6 +117,6 @@ def stages(method: str, config_overrides: tuple[str, ...], stage_observations: i
     force = kw.pop("force")
     overrides = protocol_overrides(kw) | {"stage_observations": stage_observations}
     req = stages_request(method, list(config_overrides), workload, device, overrides, config_mode, chain, out, force)
-    with measurement_progress(as_json) as progress:
+    with measurement_progress() as progress:
         result = run_stages_request(req, progress)
     _finish(result, out, force, as_json)

@@ -74,7 +74,8 @@ def protocol_options(fn=None, *, force: bool = True, many_workloads: bool = Fals
         click.option("--config", "config_mode", default="auto", show_default=True,
                      help="Launch configs: auto (tuned ones from profiles/tuned/ when their key matches this "
                           "setup), default (declared defaults), or a JSON file of launch -> parameters."),
-        click.option("--json", "as_json", is_flag=True, help="Print the Result document as JSON on stdout."),
+        click.option("--json", "as_json", is_flag=True,
+                     help="Print the Result document as JSON on stdout (progress stays on stderr)."),
         click.option("--out", type=click.Path(dir_okay=False), default=None,
                      help="Write the Result here (plus an .obs.npz sidecar) instead of runs/<time>-....json under "
                           "$KPROF_HOME, else the project root, else ~/.cache/kprof."),

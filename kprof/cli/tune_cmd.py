@@ -94,14 +94,14 @@ def tune(method, workload, launches, strategy, max_configs, budget_s, rounds, ob
     if note := cpu_note(req):
         err_console.print(f"[yellow]{note}[/]")
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   TextColumn("eta"), TimeRemainingColumn(), console=err_console, transient=True, disable=as_json)
+                   TextColumn("eta"), TimeRemainingColumn(), console=err_console, transient=True)
     tasks = {}
 
     def progress(launch: str, done: int, total: int, message: str = "") -> None:
         if launch not in tasks:
             tasks[launch] = bar.add_task(f"{method}.{launch}", total=total)
         bar.update(tasks[launch], completed=done, total=total)
-        if message and not as_json:  # a line per event: logs of a run cut short show how far it got
+        if message:  # a line per event on stderr: logs of a run cut short show how far it got
             err_console.print(f"[dim]{message}[/]", highlight=False)
 
     try:

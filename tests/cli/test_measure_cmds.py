@@ -32,11 +32,13 @@ def test_compare_json_is_the_result_document(run_in, tmp_path):
     r = run_in(["compare", "--method", "math", "--baseline", "math", "--json", "--out", str(tmp_path / "x.json"),
                 *TINY])
     assert r.exit_code == 0, r.output
-    doc = json.loads(r.output)
+    doc = json.loads(r.stdout)  # progress stays on stderr: a long run says how far it got
+    assert "timing 2 methods" in r.stderr and "round 1/" in r.stderr
     assert doc == json.loads((tmp_path / "x.json").read_text())
     assert doc["speedups"][0]["baseline"] == "math" and doc["speedups"][0]["candidate"] == "math#2"
 
 
+@pytest.mark.slow
 def test_stages_lists_each_launch_and_the_complete_operator(run_in):
     r = run_in(["stages", "--method", "triton-dense", *TINY])
     assert r.exit_code == 0, r.output
@@ -55,7 +57,7 @@ def test_chain_stages_show_prefixes_and_marginal_costs_that_add_up(run_in, tmp_p
     lines = r.output.splitlines()
     assert lines[2] == "| row | time us | round means us | marginal us |"
     r = run_in(["report", "--json", str(tmp_path / "chain.json")])
-    rows = json.loads(r.output)
+    rows = json.loads(r.stdout)
     medians, marginals = [row["median_us"] for row in rows], [row["marginal_us"] for row in rows]
     assert abs(sum(marginals) - medians[-1]) < 0.01 and abs(marginals[0] - medians[0]) < 0.01
     pytest.importorskip("matplotlib")
@@ -77,6 +79,7 @@ def test_bad_protocol_input_is_one_line(run_in, args, message, code):
     assert "Traceback" not in r.output
 
 
+@pytest.mark.slow
 def test_compare_and_stages_run_santa_end_to_end(run_in, tmp_path, make_workload):
     from kprof.workloads import save
 
@@ -87,7 +90,7 @@ def test_compare_and_stages_run_santa_end_to_end(run_in, tmp_path, make_workload
     r = run_in(["compare", "--method", santa, "--method", "triton-dense", "--baseline", "math", "--json",
                 "--out", str(tmp_path / "c.json"), *tiny])
     assert r.exit_code == 0, r.output
-    doc = json.loads(r.output)
+    doc = json.loads(r.stdout)
     rec = doc["methods"][1]
     assert rec["label"] == santa and rec["validation"]["passed"] and rec["details"]["k"] == 2  # K = S / (P/R) = 8 / 4
     r = run_in(["stages", "--method", santa, *tiny])
@@ -96,11 +99,12 @@ def test_compare_and_stages_run_santa_end_to_end(run_in, tmp_path, make_workload
         assert stage in r.output
     r = run_in(["stages", "--method", santa, "--chain", "--json", *tiny])
     assert r.exit_code == 0, r.output
-    doc = json.loads(r.output)
+    doc = json.loads(r.stdout)
     assert doc["kind"] == "chain"
     assert list(doc["summaries"]) == ["score", "score .. topk", "score .. merge", "score .. attend", "score .. reduce"]
 
 
+@pytest.mark.slow
 def test_compare_fathom_against_scan32_end_to_end(run_in, tmp_path, make_workload):
     from kprof.workloads import save
 
@@ -109,7 +113,7 @@ def test_compare_fathom_against_scan32_end_to_end(run_in, tmp_path, make_workloa
     r = run_in(["compare", "--method", "fathom:k=48", "--method", "sparq16:k=48", "--baseline", "scan32:k=48",
                 "--workload", str(path), "--json", *TINY])
     assert r.exit_code == 0, r.output
-    doc = json.loads(r.output)
+    doc = json.loads(r.stdout)
     assert [m["label"] for m in doc["methods"]] == ["scan32:k=48", "fathom:k=48", "sparq16:k=48"]
     assert all(m["validation"]["passed"] for m in doc["methods"])
     assert doc["methods"][0]["details"]["scan_bits_per_token"] == [136.0, 136.0]
@@ -152,6 +156,7 @@ def test_a_fault_reported_by_a_methods_runs_fails_compare_and_stages(run_in, tmp
     assert r.exit_code == 0 and "FAULT" not in r.output
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bad_every, fails", [(1000, False), (7, True)])
 def test_bad_observations_are_dropped_and_over_one_percent_fail_after_writing(run_in, tmp_path, monkeypatch,
                                                                               bad_every, fails):
@@ -205,7 +210,7 @@ def test_a_same_copy_row_times_the_prepared_original_again(run_in, tmp_path):
     r = run_in(["compare", "--method", "=nope", "--baseline", "math", *TINY])
     assert r.exit_code != 0 and "names no earlier row" in r.output and "Traceback" not in r.output
     r = run_in(["compare", "--method", "math", "--baseline", "math", "--fixed-launch-phase", "--json", *TINY])
-    assert json.loads(r.output)["protocol"]["launch_phase"] is False
+    assert json.loads(r.stdout)["protocol"]["launch_phase"] is False
 
 
 def test_a_repeated_candidate_gets_its_a_a_speedup_against_the_first(run_in, tmp_path):
@@ -228,6 +233,6 @@ def test_compare_and_workload_info_take_a_synthetic_shape(run_in, kprof_home, tm
     assert doc["workload"]["name"] == spec and doc["workload"]["shape"]["n"] == 128
     assert all(m["validation"]["passed"] for m in doc["methods"])
     info = run_in(["workload", "info", spec, "--stats", "--json"])
-    assert info.exit_code == 0 and json.loads(info.output)["content_hash"] == doc["workload"]["content_hash"]
+    assert info.exit_code == 0 and json.loads(info.stdout)["content_hash"] == doc["workload"]["content_hash"]
     bad = run_in(["compare", "--workload", "synthetic:hq=3,hkv=2,d=32,n=128,dtype=fp32", *TINY])
     assert bad.exit_code != 0 and "not a multiple of hkv" in bad.output and "Traceback" not in bad.output

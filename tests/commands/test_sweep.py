@@ -108,6 +108,7 @@ def test_the_same_content_twice_is_refused_and_a_shared_name_gets_its_hash(tmp_p
     assert len(set(tags)) == 2 and all(t.startswith("random-1-") for t in tags)
 
 
+@pytest.mark.slow
 def test_a_sweep_spread_over_two_devices_is_the_same_grid_in_one_result(two_workloads, tmp_path):
     """Without a GPU, --devices 0,1 runs the two workloads in two interpreter worker processes."""
     out = tmp_path / "spread.json"
@@ -138,6 +139,7 @@ class Broken(Method):
 """
 
 
+@pytest.mark.slow
 def test_a_run_failing_on_one_device_stops_the_spread_sweep_with_one_line(two_workloads, tmp_path, monkeypatch):
     (tmp_path / "broken_plugin.py").write_text(BROKEN)
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))

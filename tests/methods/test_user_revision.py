@@ -90,6 +90,7 @@ def test_a_module_outside_git_is_one_line(tmp_path, monkeypatch, kprof_home):
     sys.modules.pop("solo", None)
 
 
+@pytest.mark.slow
 def test_gate_against_a_revision_finds_a_users_slower_commit(user_repo, tmp_path):
     _commit(user_repo, {"mypkg/scale.py": "FACTOR = 1.0\n"}, "right again")
     slow = ATTN.replace("    return out * FACTOR", "    for _ in range(40):\n        out = out + 0 * q.sum()\n"

@@ -7,10 +7,21 @@ import textwrap
 
 import pytest
 
-# fathom at k = 64: the recording workload (4,096 tokens) then has enough chunks for the Triton top-k
-# (its union inside the top-k launch; topk.UNION=0 launches the union on its own)
-_METHODS = ("triton-dense", "triton-decode", "santa", "santa:topk.SELECT=2,merge.SELECT=2,topk.RADIX_BITS=4",
-            "santa-fused", "fathom:k=64", "fathom:k=64,topk.UNION=0,pieces=1")
+# Each shipped method's launches, and what its compile must show: how many launches at least, the
+# kernels that must be among them, and which of them take the waiting path only a GPU takes (the
+# interpreter records PARALLEL_COMBINE=False). Fathom at k = 64: the recording workload (4,096
+# tokens) then has enough chunks for the Triton top-k (its union inside the top-k launch;
+# topk.UNION=0 launches the union on its own).
+_METHODS = {
+    "triton-dense": (2, ("_split_kv_partial(", "_combine_columns("), set()),
+    "triton-decode": (2, ("_dense_decode(",), {"_dense_decode"}),
+    "santa": (5, ("santa_score(", "santa_block_topk(", "santa_merge_union(", "santa_attend(", "split_kv_combine("),
+              set()),
+    "santa:topk.SELECT=2,merge.SELECT=2,topk.RADIX_BITS=4": (5, ("santa_block_topk(",), set()),
+    "santa-fused": (3, ("santa_select_scored_once(", "santa_merge_attend_reduce("), {"santa_merge_attend_reduce"}),
+    "fathom:k=64": (7, ("fathom_topk(", "fathom_scan(", "fathom_attend("), set()),
+    "fathom:k=64,topk.UNION=0,pieces=1": (7, ("fathom_topk(", "fathom_union("), set()),
+}
 
 
 def _compiler_available() -> bool:
@@ -25,33 +36,24 @@ def _compiler_available() -> bool:
 pytestmark = pytest.mark.skipif(not _compiler_available(), reason="this Triton has no ahead-of-time compile API")
 
 
-def _compile(methods) -> subprocess.Popen:
-    args = [sys.executable, "-m", "kprof.tools.compile_check", *sum((["--method", m] for m in methods), [])]
-    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def test_shipped_launches_compile_for_sm90():
-    # two compiler processes at once (CI has two cores): santa's launches, and all the others
-    halves = [_compile([m for m in _METHODS if m.startswith("santa")]),
-              _compile([m for m in _METHODS if not m.startswith("santa")])]
-    outs = [p.communicate(timeout=600) for p in halves]
-    for p, (out, err) in zip(halves, outs):
-        assert p.returncode == 0, out[-3000:] + err[-2000:]
-    stdout = "".join(out for out, _ in outs)
-
-    counts = [out.strip().splitlines()[-1].split()[0].split("/") for out, _ in outs]
-    done, total = sum(int(d) for d, _ in counts), sum(int(t) for _, t in counts)
-    assert done == total and total >= 15, counts  # dense 2 + 2, santa 5 + variants + 3, fathom 7
-    assert "fathom_topk(" in stdout and "fathom_union(" in stdout, stdout[-2000:]
-    # the waiting paths only a GPU takes (the interpreter records PARALLEL_COMBINE=False) compile too
-    waiting = [ln for ln in stdout.splitlines() if "PARALLEL_COMBINE=True" in ln]
-    assert {ln.split("(")[0].split()[-1] for ln in waiting} == {"_dense_decode", "santa_merge_attend_reduce"}
+@pytest.mark.slow
+@pytest.mark.parametrize("method", list(_METHODS))
+def test_shipped_launches_compile_for_sm90(method):
+    least, kernels, waiting = _METHODS[method]
+    p = subprocess.run([sys.executable, "-m", "kprof.tools.compile_check", "--method", method],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-2000:]
+    done, total = (int(n) for n in p.stdout.strip().splitlines()[-1].split()[0].split("/"))
+    assert done == total >= least, p.stdout[-2000:]
+    assert all(k in p.stdout for k in kernels), p.stdout[-2000:]
+    lines = p.stdout.splitlines()
+    assert {ln.split("(")[0].split()[-1] for ln in lines if "PARALLEL_COMBINE=True" in ln} == waiting
     import triton
 
     bindir = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
     if all(os.path.exists(os.path.join(bindir, t)) for t in ("cuobjdump", "nvdisasm")):
-        kernel_lines = [ln for ln in stdout.splitlines() if ln.startswith("ok ")]
-        assert kernel_lines and all(" regs=" in ln and " sass=" in ln for ln in kernel_lines), stdout[-2000:]
+        kernel_lines = [ln for ln in lines if ln.startswith("ok ")]
+        assert kernel_lines and all(" regs=" in ln and " sass=" in ln for ln in kernel_lines), p.stdout[-2000:]
 
 
 def test_resource_usage_reads_registers_and_sass_of_a_cubin(tmp_path):
@@ -123,6 +125,7 @@ def test_a_method_without_triton_launches_is_an_error_not_a_pass():
     assert proc.returncode != 0 and "made no Triton launch" in proc.stderr
 
 
+@pytest.mark.slow
 def test_workload_shape_alignment_and_dump(tmp_path):
     """--workload records the launches at that spec's shape (G = 4 for Qwen3-8B, not the default
     32K Qwen's 7); --dump writes each launch's TTGIR, PTX and SASS; aligned arguments reach the

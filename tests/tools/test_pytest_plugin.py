@@ -7,6 +7,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 USER_TEST = textwrap.dedent('''
     import pytest
     import torch
@@ -48,14 +50,22 @@ USER_TEST = textwrap.dedent('''
 ''')
 
 
+def inner_env(tmp_path, **extra) -> dict:
+    """The environment of an inner pytest run: its own KPROF_HOME, and none of the outer run's
+    pytest variables (under xdist, PYTEST_XDIST_WORKER would make pytest-benchmark disable itself)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    return env | {"KPROF_HOME": str(tmp_path / "home")} | extra
+
+
 def run_inner(tmp_path, *flags):
     (tmp_path / "test_user.py").write_text(USER_TEST)
-    env = {**os.environ, "KPROF_HOME": str(tmp_path / "home")}
+    env = inner_env(tmp_path)
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "test_user.py",
                            f"--benchmark-storage={tmp_path / 'bench'}", *flags],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_autosave_stores_the_speedup_interval_and_the_kprof_median(tmp_path):
     r = run_inner(tmp_path, "--benchmark-autosave")
     assert r.returncode == 0, r.stdout + r.stderr
@@ -72,6 +82,7 @@ def test_autosave_stores_the_speedup_interval_and_the_kprof_median(tmp_path):
     assert one["kprof_rounds"] == 24 and one["kprof_median_us_low"] <= one["kprof_median_us"]
 
 
+@pytest.mark.slow
 def test_disable_runs_each_callable_once_and_times_nothing(tmp_path):
     r = run_inner(tmp_path, "--benchmark-disable", "--benchmark-autosave")
     assert r.returncode == 0, r.stdout + r.stderr
@@ -108,7 +119,7 @@ GATED_TEST = textwrap.dedent('''
 
 def run_gated(tmp_path, out, slow=1, maxreg=None):
     (tmp_path / "test_gated.py").write_text(GATED_TEST)
-    env = {**os.environ, "KPROF_HOME": str(tmp_path / "home"), "SLOW": str(slow)}
+    env = inner_env(tmp_path, SLOW=str(slow))
     if maxreg:
         env["MAXREG"] = maxreg
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_gated.py",
@@ -116,6 +127,7 @@ def run_gated(tmp_path, out, slow=1, maxreg=None):
                           timeout=300)
 
 
+@pytest.mark.slow
 def test_kprof_results_are_gated_across_runs_and_a_planted_regression_is_slower(tmp_path):
     from click.testing import CliRunner
 
@@ -143,6 +155,7 @@ def test_kprof_results_are_gated_across_runs_and_a_planted_regression_is_slower(
     assert g.exit_code == 5 and "pytest-benchmark's JSON" in g.output and "--kprof-results" in g.output
 
 
+@pytest.mark.slow
 def test_max_regression_fails_the_test_on_slower_in_the_same_run(tmp_path):
     r = run_gated(tmp_path, tmp_path / "r", slow=8, maxreg="20%")
     assert r.returncode == 1 and "SLOWER than base" in r.stdout, r.stdout + r.stderr
@@ -172,12 +185,13 @@ BAD_ARGUMENTS = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.slow
 def test_bad_fixture_arguments_fail_in_one_line_timed_or_disabled(tmp_path):
     (tmp_path / "test_bad.py").write_text(BAD_ARGUMENTS)
     for flags in ([], ["--benchmark-disable"]):
         r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rf", "test_bad.py",
                             *flags], cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                           env={**os.environ, "KPROF_HOME": str(tmp_path / "home")})
+                           env=inner_env(tmp_path))
         out = r.stdout + r.stderr
         assert "4 failed" in out, out
         assert "kprof_benchmark: 'base' is a str, not a callable" in out
@@ -185,3 +199,37 @@ def test_bad_fixture_arguments_fail_in_one_line_timed_or_disabled(tmp_path):
         assert "kprof_benchmark: --rounds must be at least 1, got 0" in out
         assert "kprof_compare: kprof.compare: got an unexpected keyword argument 'bogus'" in out
         assert "TypeError" not in out
+
+
+SHIPPED_METHODS = textwrap.dedent('''
+    import pytest
+    import torch
+
+    from kprof.core.target import resolve_target
+    from kprof.methods import get_method
+    from kprof.workloads import Workload
+
+    TINY = {"rounds": 2, "observations": 3, "warmup_pairs": 1, "evict_mib": 1, "device": "cpu"}
+
+
+    @pytest.mark.parametrize("method", ["math", "triton-dense"])
+    def test_bench_dense_methods_tiny(kprof_benchmark, method):
+        g = torch.Generator().manual_seed(1)
+        w = Workload(q=torch.randn(4, 16, generator=g), k=torch.randn(2, 64, 16, generator=g),
+                     v=torch.randn(2, 64, 16, generator=g), positions=torch.arange(64), query_position=63)
+        prepared = get_method(method).prepare(w, resolve_target("cpu"))
+        summary = kprof_benchmark(prepared.run, **TINY)
+        assert summary.observations == 6 and summary.median_us.estimate > 0
+        info = kprof_benchmark.benchmark.extra_info
+        assert info["kprof_rounds"] == 2 and info["kprof_median_us"] == summary.median_us.estimate
+        assert kprof_benchmark.benchmark.stats.stats.rounds == 6
+''')
+
+
+def test_a_shipped_method_is_benchmarked_with_kprofs_statistics(tmp_path):
+    """kprof_benchmark on a prepared method: kprof's rounds are pytest-benchmark's rounds and its
+    median is in the benchmark's extra info."""
+    (tmp_path / "test_shipped.py").write_text(SHIPPED_METHODS)
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_shipped.py"],
+                       cwd=tmp_path, env=inner_env(tmp_path), capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "2 passed" in r.stdout, r.stdout[-3000:] + r.stderr[-2000:]

@@ -11,6 +11,7 @@ from kprof.core.errors import KprofError
 from kprof.tuning import load_config
 
 
+@pytest.mark.slow
 def test_export_then_load_config(tiny, tmp_path):
     path, shape = tiny
     export = tmp_path / "configs.json"

@@ -11,6 +11,7 @@ from kprof.tuning.search import tune_launch
 from tests.tuning.test_search import PLUGIN, _request
 
 
+@pytest.mark.slow
 def test_two_workers_screen_every_candidate_once_into_one_cache(tiny, tmp_path):
     messages = []
     out = tune_launch(_request(tiny, tmp_path, strategy="exhaustive", max_configs=4, devices=("0", "1")), "combine",
@@ -25,6 +26,7 @@ def test_two_workers_screen_every_candidate_once_into_one_cache(tiny, tmp_path):
     assert [json.dumps(c.config, sort_keys=True) for c in load_tune_file(again.path).candidates] == configs
 
 
+@pytest.mark.slow
 def test_a_crash_restarts_only_that_worker_and_the_tune_goes_on(tiny, tmp_path, monkeypatch):
     (tmp_path / "faulty_plugin.py").write_text(PLUGIN)
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))

@@ -18,6 +18,7 @@ def local_ray():
     ray.shutdown()
 
 
+@pytest.mark.slow
 def test_a_small_tune_on_a_local_ray_instance(local_ray, tiny, tmp_path):
     messages = []
     req = _request(tiny, tmp_path, strategy="exhaustive", max_configs=3, backend="ray", devices=("0", "1"))

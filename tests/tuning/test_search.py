@@ -52,6 +52,7 @@ def _request(tiny, tmp_path, method="triton-dense", **kw):
     return TuneRequest(**base)
 
 
+@pytest.mark.slow
 def test_tune_writes_a_cache_and_resumes_without_remeasuring(tiny, tmp_path):
     first = tune_launch(_request(tiny, tmp_path, max_configs=2), "combine", lambda *a: None)
     assert first.path.exists() and first.measured_now == 2
@@ -66,6 +67,7 @@ def test_tune_writes_a_cache_and_resumes_without_remeasuring(tiny, tmp_path):
     assert load_tune_file(again.path).best is not None
 
 
+@pytest.mark.slow
 def test_wrong_crashing_and_hanging_candidates_are_recorded_and_the_run_goes_on(tiny, tmp_path, monkeypatch):
     (tmp_path / "faulty_plugin.py").write_text(PLUGIN)
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
@@ -82,6 +84,7 @@ def test_wrong_crashing_and_hanging_candidates_are_recorded_and_the_run_goes_on(
     assert out.file.best == {"MODE": 0}
 
 
+@pytest.mark.slow
 def test_a_budget_cut_reports_what_it_left_and_a_rerun_resumes_it(tiny, tmp_path):
     cut = tune_launch(_request(tiny, tmp_path, max_configs=3, budget_s=0.0), "combine", lambda *a: None)
     assert cut.measured_now == 0 and cut.left == 3, "the budget is checked before each candidate"
@@ -89,6 +92,7 @@ def test_a_budget_cut_reports_what_it_left_and_a_rerun_resumes_it(tiny, tmp_path
     assert rest.measured_now == 3 and rest.left == 0
 
 
+@pytest.mark.slow
 def test_a_cache_from_another_setup_is_refused_and_not_overwritten_unless_replaced(tiny, tmp_path):
     req = _request(tiny, tmp_path, max_configs=1)
     out = tune_launch(req, "combine", lambda *a: None)
@@ -115,6 +119,7 @@ def test_a_cache_from_another_setup_is_refused_and_not_overwritten_unless_replac
         tune_launch(req, "combine", lambda *a: None)
 
 
+@pytest.mark.slow
 def test_the_cache_records_its_eviction_and_refuses_to_resume_under_the_other(tiny, tmp_path):
     read = tune_launch(_request(tiny, tmp_path, max_configs=1, eviction="read"), "combine", lambda *a: None)
     assert json.loads(read.path.read_text())["eviction"] == "read"

@@ -86,6 +86,7 @@ def test_same_selections_corrections_and_output_as_the_five_launches(make_worklo
     assert compare_outputs(two.out.cpu(), five_out.double(), tol).passed
 
 
+@pytest.mark.slow
 def test_candidate_blocks_and_merge_selects_do_not_change_the_selection(make_workload, target):
     """BLOCK_T sets how candidates are split over programs and MERGE_SELECT how the global top is
     found: the selection is the same set either way."""
@@ -164,6 +165,7 @@ def test_the_fold_pads_below_keys_of_negative_scores(make_workload, target):
     assert [sorted(t.tolist()) for t in teams] == [sorted(t.tolist()) for t in five.selections()[0]]
 
 
+@pytest.mark.slow
 def test_calls_in_a_row_reset_the_counters_and_fresh_noise_follows_santa(make_workload, target):
     """The default select (SCORE_ONCE=1) resets its tickets and block lines, both launches their
     arrivals and sync words; SCORE_ONCE=0 shares the arrivals' reset."""

@@ -92,6 +92,7 @@ def test_spec_workloads_cache_under_kprof_cache(monkeypatch, tmp_path, make_work
     assert str(path).startswith(str(tmp_path / "cache"))
 
 
+@pytest.mark.slow
 def test_heads_built_in_worker_processes_match_the_sequential_layout(make_workload):
     w = make_workload(8, 2, 600, 16, seed=12, scale=2.0)
     settings = SantaSettings(p=8, r=2, s=8, parents="kmeans")
@@ -115,6 +116,7 @@ def test_worker_processes_only_for_large_kmeans_builds_outside_daemons(monkeypat
     assert layout_workers(8, 131_072, "kmeans") == 1  # a tuning worker may not have children
 
 
+@pytest.mark.slow
 def test_worker_processes_send_teams_back_within_a_small_open_file_limit(tmp_path):
     """A head's teams once travelled back as one shared-memory file per team tensor: at 128K on
     an H200 that ran out of open files. Here a head has hundreds of teams and the worker

@@ -19,6 +19,7 @@ def _request(tiny, tmp_path, **kw):
     return TuneRequest(**base)
 
 
+@pytest.mark.slow
 def test_optuna_screens_the_default_first_and_never_twice(tiny, tmp_path):
     messages = []
     out = tune_launch(_request(tiny, tmp_path), "combine", lambda launch, done, total, msg="": messages.append(msg))
@@ -35,6 +36,7 @@ def test_optuna_screens_the_default_first_and_never_twice(tiny, tmp_path):
     assert len({json.dumps(c.config, sort_keys=True) for c in again.file.candidates}) == 4
 
 
+@pytest.mark.slow
 def test_a_space_smaller_than_the_cap_ends_when_it_is_exhausted(tiny, tmp_path):
     from kprof.methods import get_method
 

@@ -61,6 +61,7 @@ def test_union_fetches_each_distinct_row_once_and_heads_see_their_own_rows(make_
             assert torch.equal(op.union_v[kvh, slots].cpu(), w.v[kvh, win[h]])
 
 
+@pytest.mark.slow
 def test_the_union_built_inside_the_top_k_equals_the_union_launch(make_workload, target):
     """topk.UNION=1: the last top-k program of each KV head merges the group's lists; its sorted
     rows, first flags, slots and head slots equal the union launch's (poisoned before each run),
@@ -184,6 +185,7 @@ def test_rows_longer_than_the_triton_top_k_holds_take_the_torch_launches(make_wo
         assert set(win[h].tolist()) == set(torch.topk(s, 48).indices.tolist())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("gather", ["fused", "copy"])
 def test_a_step_pipelined_over_head_ranges_equals_the_unpipelined_step(make_workload, target, gather):
     """Each piece's selection launches over views of its heads' buffers (on a GPU, on a second

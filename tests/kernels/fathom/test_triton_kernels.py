@@ -94,6 +94,7 @@ def test_scan_over_many_programs_and_a_partial_last_one_with_chunk_maxima(make_w
     assert [name for name, _ in op.stages()] == ["plan", "scan"] if fused else ["plan", "gather", "scan"]
 
 
+@pytest.mark.slow
 def test_scan_counts_tiles_per_head_and_empties_its_queue(make_workload, target):
     """The persistent scan's work queue: after a scan every KV head's count is its tile count (the
     pipelined top-k waits on it) and the queue is empty again, so a second scan without a plan
