@@ -26,7 +26,7 @@ def transposed_mm(input, mat2):
 
 def test_a_gemm_comparison_gives_intervals_a_frame_and_a_file(gemm, tmp_path):
     res = kprof.compare({"transposed": transposed_mm}, baseline=torch.mm, inputs=gemm, reference=torch.mm,
-                        name="gemm-48x32x40", **{**FAST, "rounds": 16})
+                        name="gemm-48x32x40", **{**FAST, "rounds": 32})
     assert isinstance(res, kprof.Result)
     iv = res.speedup("transposed")
     assert iv.low is not None and iv.low <= iv.estimate <= iv.high

@@ -24,8 +24,8 @@ METHODS: dict[str, type[Method]] = {}
 ORIGINS: dict[str, str] = {}  # method name -> where it came from (built-in, an entry point, KPROF_PLUGINS)
 # modules that register the built-in methods; imported by name on first use, so the methods
 # layer does not import the kernel families that build on it
-BUILTIN = ("kprof.methods.sdpa", "kprof.kernels.dense.method", "kprof.kernels.santa.method",
-           "kprof.kernels.fathom.method")
+BUILTIN = ("kprof.methods.sdpa", "kprof.methods.flashinfer_decode", "kprof.kernels.dense.method",
+           "kprof.kernels.santa.method", "kprof.kernels.fathom.method")
 ENTRY_POINT_GROUP = "kprof.methods"
 _CAPTURE: list[list[type[Method]]] = []  # open captures (a revision's adapter being imported)
 HOW_TO_ADD = ("your own: --method MODULE:NAME (a Method subclass or a function f(q, k, v) -> o), an entry point "
