@@ -35,7 +35,7 @@ def methods(as_json: bool) -> None:
     """
     from kprof.commands.methods import cards
 
-    known = cards()
+    known = cards(source_hash=as_json)
     if as_json:
         click.echo(json.dumps([c.to_dict() for c in known], indent=2))
         return

@@ -19,24 +19,31 @@ class MethodCard:
     summary: str
     needs_cuda: bool
     launches: dict[str, dict[str, dict]]  # launch -> parameter -> {"values", "default"}
-    source_hash: str
+    source_hash: str | None = None  # asked for: it needs the kernels' code, so torch and Triton
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
 
 
-def cards() -> list[MethodCard]:
-    """Every registered method (built-in, entry points, KPROF_PLUGINS), sorted by name."""
+def cards(source_hash: bool = False) -> list[MethodCard]:
+    """Every registered method (built-in, entry points, KPROF_PLUGINS), sorted by name. Without
+    plugins and without ``source_hash`` the built-ins' stored listing answers, loading no torch."""
+    from kprof.methods.catalogue import plugins_present, stored
+
+    if not source_hash and not plugins_present():
+        return [MethodCard(c["name"], c["module"], "built-in", c["summary"], c["needs_cuda"], c["launches"])
+                for c in stored()]
     from kprof.methods import registered
     from kprof.methods.registry import origin
-    from kprof.tuning.source_key import source_hash
+    from kprof.tuning.source_key import source_hash as hash_of
 
     out = []
     for name, cls in sorted(registered().items()):
         m = cls()
         launches = {launch: {p.name: {"values": list(p.values), "default": p.default} for p in space.params}
                     for launch, space in m.config_space().items()}
-        out.append(MethodCard(name, cls.__module__, origin(name), m.summary, m.needs_cuda, launches, source_hash(m)))
+        out.append(MethodCard(name, cls.__module__, origin(name), m.summary, m.needs_cuda, launches,
+                              hash_of(m) if source_hash else None))
     return out
 
 

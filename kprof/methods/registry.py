@@ -17,6 +17,7 @@ from importlib.metadata import entry_points
 from kprof.core.config_space import parse_overrides
 from kprof.core.errors import KprofError, UsageError
 from kprof.methods.base import Method
+from kprof.methods.catalogue import ENTRY_POINT_GROUP
 from kprof.methods.function import FunctionMethod
 from kprof.methods.revision import load_method_class, load_user_object, resolve
 
@@ -26,7 +27,6 @@ ORIGINS: dict[str, str] = {}  # method name -> where it came from (built-in, an 
 # layer does not import the kernel families that build on it
 BUILTIN = ("kprof.methods.sdpa", "kprof.methods.flashinfer_decode", "kprof.kernels.dense.method",
            "kprof.kernels.santa.method", "kprof.kernels.fathom.method")
-ENTRY_POINT_GROUP = "kprof.methods"
 _CAPTURE: list[list[type[Method]]] = []  # open captures (a revision's adapter being imported)
 HOW_TO_ADD = ("your own: --method MODULE:NAME (a Method subclass or a function f(q, k, v) -> o), an entry point "
               f"in group {ENTRY_POINT_GROUP!r} of an installed package, or KPROF_PLUGINS=pkg.module")
@@ -110,7 +110,10 @@ def registered() -> dict[str, type[Method]]:
 
 
 def origin(name: str) -> str:
-    return ORIGINS.get(name, "registered by an imported module")
+    if name in ORIGINS:
+        return ORIGINS[name]
+    built_in = name in METHODS and METHODS[name].__module__ in BUILTIN  # its module imported before the registry asked
+    return "built-in" if built_in else "registered by an imported module"
 
 
 def origin_of(name: str) -> str:

@@ -2,16 +2,9 @@
 
 import json
 
-import pytest
 import torch
-from click.testing import CliRunner
 
 from kprof.cli.main import cli
-
-
-@pytest.fixture
-def runner():
-    return CliRunner()
 
 
 def test_env_json_is_valid_and_says_where_it_runs(runner):

@@ -2,14 +2,8 @@
 
 
 import pytest
-from click.testing import CliRunner
 
 from kprof.cli.main import cli
-
-
-@pytest.fixture
-def runner():
-    return CliRunner()
 
 
 def test_help_explains_the_tool(runner):

@@ -10,11 +10,6 @@ from kprof.cli.main import cli
 from kprof.workloads import save
 
 
-@pytest.fixture
-def runner():
-    return CliRunner()
-
-
 def test_check_passes_for_triton_dense_on_the_default_workload(runner):
     r = runner.invoke(cli, ["check", "--method", "triton-dense", "--json"])
     assert r.exit_code == 0, r.output

@@ -40,6 +40,7 @@ def stored(real_result, tmp_path_factory):
 @pytest.mark.parametrize("args", [
     ["--help"], ["compare", "--help"], ["tune", "--help"], ["gate", "--help"], ["ncu", "--help"],
     ["workload", "list"], ["workload", "info", "qwen2.5-7b-l14-32k"], ["workload", "info", "cpu-smoke", "--json"],
+    ["methods"],
 ], ids=" ".join)
 def test_reading_and_listing_load_no_torch(args):
     out = _probe(args)

@@ -1,13 +1,6 @@
 """kprof tune's command line: what --help names without importing the tuner."""
 
 
-import pytest
-from click.testing import CliRunner
-
-
-@pytest.fixture
-def runner():
-    return CliRunner()
 
 
 def test_the_cli_copies_of_tuning_constants_match():

@@ -2,16 +2,8 @@
 
 import json
 
-import pytest
-from click.testing import CliRunner
-
 from kprof.cli.main import cli
 from kprof.workloads import save
-
-
-@pytest.fixture
-def runner():
-    return CliRunner()
 
 
 def test_workload_info_json_reports_peakedness(runner):

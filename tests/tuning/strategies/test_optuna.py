@@ -5,18 +5,16 @@ import json
 
 import pytest
 
-from kprof.tuning.search import TuneRequest, tune_launch
+from kprof.tuning.search import tune_launch
+from tests.tuning.test_search import _request as search_request
 
 pytest.importorskip("optuna", reason="optuna is in kprof[dev]; CI installs it")
 
 
 def _request(tiny, tmp_path, **kw):
-    path, shape = tiny
-    base = dict(method="triton-dense", workload=path, shape=shape, device="cpu", strategy="optuna", max_configs=3,
-                rounds=2, observations=1, warmup=0, evict_mib=1, timeout_s=60, finalists=1,
-                paired={"rounds": 10, "warmup_pairs": 0, "observations": 1, "evict_mib": 1}, out_dir=tmp_path / "tuned")
-    base.update(kw)
-    return TuneRequest(**base)
+    return search_request(tiny, tmp_path, **{"strategy": "optuna", "rounds": 2, **kw,
+                                             "paired": {"rounds": 10, "warmup_pairs": 0, "observations": 1,
+                                                        "evict_mib": 1}})
 
 
 @pytest.mark.slow
