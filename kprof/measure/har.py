@@ -21,7 +21,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as sps
 
 EWC = "equal-weighted cosine HAR interval"
 MIN_VALUES = 5
@@ -38,6 +37,8 @@ class LongRunMean:
     lag1: float  # lag-1 autocorrelation of the series (NaN below 3 values)
 
     def half_width(self, level: float) -> float:
+        from scipy import stats as sps  # on use: reading a Result needs no scipy
+
         return float(sps.t.ppf(1 - (1 - level) / 2, self.df)) * self.se
 
 
