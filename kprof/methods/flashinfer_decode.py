@@ -74,7 +74,7 @@ class FlashInferDecode(Method):
         indptr = torch.tensor([0, pages], dtype=torch.int32, device=dev)
         indices = torch.arange(pages, dtype=torch.int32, device=dev)
         last = torch.tensor([s.n - (pages - 1) * self.page], dtype=torch.int32, device=dev)
-        workspace = torch.empty(WORKSPACE_BYTES, dtype=torch.uint8, device=dev)
+        workspace = torch.zeros(WORKSPACE_BYTES, dtype=torch.uint8, device=dev)  # zeroed before first use, as asked
         # use_cuda_graph: the plan writes into these fixed buffers, so a graph may capture run()
         wrapper = flashinfer.BatchDecodeWithPagedKVCacheWrapper(
             workspace, "HND", use_cuda_graph=True, use_tensor_cores=True,
