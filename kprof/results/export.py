@@ -6,15 +6,8 @@ from __future__ import annotations
 import csv
 import io
 
-from kprof.results.rows import COLUMNS, chain_marginals_us, rows
+from kprof.results.rows import COLUMNS, chain_marginals_us, format_us, rows
 from kprof.results.schema import Result
-
-
-def _us(x: float | None) -> str:
-    """Microseconds as the terminal table shows them: 2 decimals on the GPU scale, none above 1 ms."""
-    if x is None or x != x:
-        return "n/a"
-    return f"{x:,.2f}" if x < 1000 else f"{x:,.0f}"
 
 
 def _speedup(row: dict) -> str:
@@ -36,12 +29,12 @@ def to_markdown(res: Result) -> str:
     if res.kind == "chain":  # prefixes of a launch chain: each launch's marginal cost instead of speedups
         marginal = chain_marginals_us(res)
         head = ["row", "time us", "round means us", "marginal us"]
-        body = [[r["row"], _us(r["median_us"]), f"{_us(r['round_min_us'])}–{_us(r['round_max_us'])}",
-                 _us(marginal.get(r["row"]))] for r in table]
+        body = [[r["row"], format_us(r["median_us"]), f"{format_us(r['round_min_us'])}–{format_us(r['round_max_us'])}",
+                 format_us(marginal.get(r["row"]))] for r in table]
     else:
         head = ["row", "valid", "time us", f"speedup [{level}% CI]", "round means us", "launches", "noise"]
-        body = [[r["row"], _valid(r), _us(r["median_us"]), _speedup(r),
-                 f"{_us(r['round_min_us'])}–{_us(r['round_max_us'])}", str(r["launches"] or "n/a"),
+        body = [[r["row"], _valid(r), format_us(r["median_us"]), _speedup(r),
+                 f"{format_us(r['round_min_us'])}–{format_us(r['round_max_us'])}", str(r["launches"] or "n/a"),
                  f"{r['noise_pct']:.1f}%" if r["noise_pct"] is not None else ""] for r in table]
     out = [f"**{res.workload.get('name')}** ({res.kind}, {res.mode}, {table[0]['device']}, "
            f"{res.protocol.get('rounds')} rounds x {res.protocol.get('observations')} obs)", "",

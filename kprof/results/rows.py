@@ -111,6 +111,14 @@ def chain_marginals_us(result: Result) -> dict[str, float]:
     return out
 
 
+def format_us(x: float | None) -> str:
+    """Microseconds as every table shows them: 2 decimals on the GPU scale, none above 1 ms (the
+    interpreter's times), ``n/a`` where there is none."""
+    if x is None or x != x:
+        return "n/a"
+    return f"{x:,.2f}" if x < 1000 else f"{x:,.0f}"
+
+
 def _finite(x) -> bool:
     return x is not None and math.isfinite(x)
 

@@ -17,7 +17,7 @@ from rich.cells import cell_len
 from rich.table import Table
 from rich.text import Text
 
-from kprof.results.rows import chain_marginals_us, compute_rate, throughput
+from kprof.results.rows import chain_marginals_us, compute_rate, format_us, throughput
 from kprof.results.schema import Result
 
 DEFAULT_WIDTH = 100
@@ -69,13 +69,6 @@ class ResultTable:
             lines.append(f"not shown at this width: {', '.join(self.hidden)}; widen the terminal "
                          "or use kprof report --csv")
         return lines
-
-
-def _us(x: float | None) -> str:
-    """Microseconds with 2 decimals on the GPU scale, fewer for the slow interpreter."""
-    if x is None or x != x:
-        return "n/a"
-    return f"{x:,.2f}" if x < 1000 else f"{x:,.0f}"
 
 
 def _launches(rec) -> Cell:
@@ -234,16 +227,16 @@ def compare_columns(result: Result, label_width: int | None = None) -> ResultTab
         cols.append(column("workload", [w if start else "" for w, start in zip(workloads, starts)], 0, False))
     cols.append(column("method", [Cell(n, t) for n, t in zip(names, label_tone)], 1, False))
     cols.append(column("valid", [Cell(m, "fail") if m else Cell("ok", "ok") for m in marks], 2, False))
-    cols.append(column("time us", [_us(s.median_us.estimate) for s in summaries], 3))
+    cols.append(column("time us", [format_us(s.median_us.estimate) for s in summaries], 3))
     if any(rec.host_us is not None for rec in methods):
-        cols.append(column("host us", [_us(r.host_us) if r.host_us is not None else "" for r in methods], 11,
+        cols.append(column("host us", [format_us(r.host_us) if r.host_us is not None else "" for r in methods], 11,
                            meaning="host us = the host's time to issue one call (eager, no sync): where it "
                                    "exceeds the median, an eager decode loop is host-bound"))
     cols.append(column(f"speedup [{level}% CI]",
                        [_speedup_cell(sp, several, base_row(sp)) if sp else "baseline" for sp in sps], 3))
     if any(sp is not None and not sp.interval.has_interval for sp in sps):
         notes.append("no CI: too few rounds for an interval")
-    cols.append(column("round means us", [f"{_us(s.round_median_min_us)}–{_us(s.round_median_max_us)}"
+    cols.append(column("round means us", [f"{format_us(s.round_median_min_us)}–{format_us(s.round_median_max_us)}"
                                           for s in summaries], 12))
     cols.append(column("launches", [_launches(rec) for rec in methods], 10))
     if any(rec.bytes_per_call for rec in methods):
@@ -288,15 +281,15 @@ def stages_columns(result: Result, label_width: int | None = None) -> ResultTabl
     last = len(labels) - 1
     cols = [Column("directly timed region", [Cell(n, "bold" if i == last else "") for i, n in enumerate(names)],
                    0, numeric=False),
-            Column("time us", [Cell(_us(s.median_us.estimate)) for s in summaries], 1),
-            Column(f"{level}% CI us", [Cell(f"[{_us(s.median_us.low)}, {_us(s.median_us.high)}]"
+            Column("time us", [Cell(format_us(s.median_us.estimate)) for s in summaries], 1),
+            Column(f"{level}% CI us", [Cell(f"[{format_us(s.median_us.low)}, {format_us(s.median_us.high)}]"
                                             if s.median_us.has_interval else "too few rounds") for s in summaries], 11),
-            Column("round means us", [Cell(f"{_us(s.round_median_min_us)}–{_us(s.round_median_max_us)}")
+            Column("round means us", [Cell(f"{format_us(s.round_median_min_us)}–{format_us(s.round_median_max_us)}")
                                       for s in summaries], 12),
             Column("noise", [Cell(f"{100 * s.noise:.1f}%") for s in summaries], 13)]
     if chain:
         marginal = chain_marginals_us(result)
-        cols.append(Column("marginal us", [Cell(_us(marginal[x])) for x in labels], 10))
+        cols.append(Column("marginal us", [Cell(format_us(marginal[x])) for x in labels], 10))
     mark = failed(rec)
     why = {"FAIL": "its output failed validation", "FAULT": "it reported a fault"}.get(mark, "")
     if mark:

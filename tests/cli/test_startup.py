@@ -11,6 +11,7 @@ from kprof.results.store import save_result
 from tests.results.test_gate import synthetic
 
 PROBE = """
+import json
 import sys
 from kprof.cli.main import main
 sys.argv = ["kprof", *{args!r}]
@@ -20,14 +21,14 @@ except SystemExit as exc:
     code = exc.code
 else:
     code = 0
-print("\\nPROBE", {{"code": code, "torch": "torch" in sys.modules}}, file=sys.stderr)
+print("\\nPROBE", json.dumps({{"code": code, "torch": "torch" in sys.modules}}), file=sys.stderr)
 """
 
 
 def _probe(args: list[str]) -> dict:
     r = subprocess.run([sys.executable, "-c", PROBE.format(args=args)], capture_output=True, text=True, timeout=120)
     line = next(x for x in r.stderr.splitlines() if x.startswith("PROBE "))
-    return eval(line.removeprefix("PROBE "))  # noqa: S307 - the dict the probe printed
+    return json.loads(line.removeprefix("PROBE "))
 
 
 @pytest.fixture(scope="module")
@@ -64,4 +65,4 @@ def test_the_probe_sees_torch_when_it_is_loaded():
     """The check above could not pass by accident: a command that measures does load torch."""
     out = subprocess.run([sys.executable, "-c", PROBE.format(args=["env", "--no-ncu", "--json"])],
                          capture_output=True, text=True, timeout=120)
-    assert json.loads(out.stdout)["torch"] and "'torch': True" in out.stderr
+    assert json.loads(out.stdout)["torch"] and '"torch": true' in out.stderr
