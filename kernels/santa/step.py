@@ -16,10 +16,8 @@ from kprof.core.config_space import Constraint, LaunchConfig, LaunchSpace, Param
 from kprof.core.errors import ConfigError
 from kprof.kernels.common.bound_launch import bound_launch
 from kprof.kernels.common.dependent_launch import resolve_pdl
-from kprof.kernels.common.grid_sync import MAX_POLLS, wait_faults, waiters_fit
 from kprof.kernels.common.split_kv_combine import split_kv_combine
 from kprof.kernels.santa import triton_kernels
-from kprof.kernels.santa.folded_launches import FAULTS, santa_attend_combine, santa_topk_merge, sync_words
 from kprof.kernels.santa.preparation import SantaArtifacts
 from kprof.kernels.santa.triton_kernels import (
     LOG2E,
@@ -55,8 +53,6 @@ LAUNCH_SPACES = {
         Param("SELECT", (0, 1, 2, 3), _BEST_TOPK_SELECT, TOPK_SELECT_HELP),
         Param("RADIX_BITS", (1, 2, 4), 2, RADIX_HELP),
         Param("num_warps", (1, 2, 4, 8, 16), 16),
-        Param("MERGE", (0, 1), 0, "1: the last topk program of each KV head runs its merge, so the merge "
-              "launch goes (merge.num_warps then has no effect: the merge runs at topk's warps)"),
     ), (_TOPK_AVAILABLE,)),
     "merge": LaunchSpace("merge", (
         Param("SELECT", (0, 1, 2, 3), _BEST_SELECT, MERGE_SELECT_HELP),
@@ -75,15 +71,12 @@ LAUNCH_SPACES = {
               "that first entry by counting all ends (one load) instead"),
         Param("num_warps", (1, 2, 4, 8), 4),
         Param("num_stages", (1, 2, 3), 1),
-        Param("COMBINE", (0, 1), 0, "1: the last G attend programs of each KV head combine one query head "
-              "each, so the reduce launch goes (reduce.num_warps then has no effect)"),
     )),
     "reduce": LaunchSpace("reduce", (Param("num_warps", (1, 2, 4, 8), 2),)),
 }
 
-LAUNCH_KERNELS = {"score": (santa_score,), "topk": (santa_block_topk, santa_topk_merge),
-                  "merge": (santa_merge_union,), "attend": (santa_attend, santa_attend_combine),
-                  "reduce": (split_kv_combine,)}
+LAUNCH_KERNELS = {"score": (santa_score,), "topk": (santa_block_topk,), "merge": (santa_merge_union,),
+                  "attend": (santa_attend,), "reduce": (split_kv_combine,)}
 KERNEL_NAMES = ("santa_score", "santa_block_topk", "santa_merge_union", "santa_attend", "split_kv_combine")
 
 
@@ -91,8 +84,7 @@ class SantaDecode:
     """One SANTA++ decode operator bound to a prepared workload."""
 
     block_t_name = "topk.BLOCK_T"  # the launch parameter that sets candidates per block
-    launch_names = ("score", "topk", "merge", "attend", "reduce")  # topk.MERGE and attend.COMBINE drop two
-    kernel_names = KERNEL_NAMES
+    launch_names = ("score", "topk", "merge", "attend", "reduce")
 
     def __init__(self, q: torch.Tensor, arts: SantaArtifacts, k_teams: int, config: dict[str, LaunchConfig],
                  seed: int = 0, fresh: bool = False, suffix_k: torch.Tensor | None = None,
@@ -150,7 +142,6 @@ class SantaDecode:
         # union bookkeeping per team slot; Owner must hold INT_MAX between calls (merge restores it)
         self.owner = torch.full((hkv, self.m_max), 2**31 - 1, dtype=i32, device=dev)
         self.pos = torch.empty(hkv, self.m_max, dtype=i32, device=dev)
-        self.sync = torch.zeros(sync_words(hkv), dtype=i32, device=dev)  # topk.MERGE, attend.COMBINE counts
         self.m_part = torch.empty(hq, self.splits, dtype=f32, device=dev)
         self.l_part = torch.empty_like(self.m_part)
         self.acc = torch.empty(hq, self.splits, d, dtype=f32, device=dev)
@@ -224,57 +215,8 @@ class SantaDecode:
             BLOCK_S=max(2, triton.next_power_of_2(self.splits)), HEAD_D=self.d, PDL=self.pdl,
             num_warps=c["reduce"]["num_warps"], **dep,
         )
-        names = ["score", "topk", "merge", "attend", "reduce"]
-        if c["topk"]["MERGE"]:
-            self.launch_topk = self._bind_topk_merge()
-            names.remove("merge")
-        if c["attend"]["COMBINE"]:
-            self.launch_attend = self._bind_attend_combine()
-            names.remove("reduce")
-        self.launch_names = tuple(names)
-        kernels = dict(zip(LAUNCH_KERNELS, KERNEL_NAMES)) | (
-            {"topk": "santa_topk_merge"} if c["topk"]["MERGE"] else {})
-        self.kernel_names = tuple(kernels[name] for name in names)  # attend's name matches attend_combine too
-        self._launches = tuple(getattr(self, f"launch_{name}") for name in names)
-
-    def _bind_topk_merge(self):
-        """Launches 2 and 3 as one (``folded_launches.santa_topk_merge``)."""
-        c, a = self.cfg, self.arts
-        return bound_launch(
-            santa_topk_merge, (self.hq, self.n_blocks),
-            self.scores, a.team_len, a.num_teams, self.seed, self.cand, self.sync,
-            a.team_start, self.sel_team, self.sel_logc, self.sel_key,
-            self.u_team, self.u_start, self.u_rowpre, self.u_count, self.u_mask, self.u_logc, self.owner, self.pos,
-            self.m_max, self.inv_sqrt_d, self.k,
-            self.scores.stride(0), a.team_len.stride(0), self.cand.stride(0), self.cand.stride(1),
-            self.sel_team.stride(0), self.u_mask.stride(0), self.u_mask.stride(1),
-            GROUP=self.group, BLOCK_T=c["topk"]["BLOCK_T"], KPAD=self.kpad, NOISE=not self.all_teams,
-            SELECT=c["topk"]["SELECT"], RADIX_BITS=c["topk"]["RADIX_BITS"], MERGE_G=self.merge_g, NCP=self.ncp,
-            NCAND=self.ncand, UMAX=self.umax, FRESH=self.fresh, MERGE_SELECT=c["merge"]["SELECT"],
-            MERGE_RADIX_BITS=c["merge"]["RADIX_BITS"], GATHER=bool(c["merge"]["GATHER"]), PDL=self.pdl,
-            num_warps=c["topk"]["num_warps"], **self._dependent,
-        )
-
-    def _bind_attend_combine(self):
-        """Launches 4 and 5 as one (``folded_launches.santa_attend_combine``)."""
-        c, a = self.cfg, self.arts
-        self.parallel_combine = self.splits >= self.group and waiters_fit(self.hq, self.q.device)
-        return bound_launch(
-            santa_attend_combine, (self.hkv, self.splits),
-            self.q, a.packed_k, a.packed_v, self.suffix_k, self.suffix_v,
-            self.u_start, self.u_rowpre, self.u_logc, self.m_part, self.l_part, self.acc, self.out, self.sync,
-            self.n, self.n_suffix, self.inv_sqrt_d * LOG2E, self.hkv,
-            self.q.stride(0), a.packed_k.stride(0), a.packed_k.stride(1),
-            self.suffix_k.stride(0), self.suffix_k.stride(1), self.u_mask.stride(0), self.u_mask.stride(1),
-            self.m_part.stride(0), self.acc.stride(0), self.acc.stride(1), self.out.stride(0),
-            GROUP=self.group, BLOCK_G=self.block_g, BLOCK_R=c["attend"]["BLOCK_R"], HEAD_D=self.d, UMAX=self.umax,
-            NUM_SPLITS=self.splits, ALL_TEAMS=self.all_teams, DOT_PRECISION=self.precision, PV_FP32=self.pv_fp32,
-            SEARCH=c["attend"]["SEARCH"], LOG2_UMAX=self.umax.bit_length() - 1, SUFFIX=self.n_suffix > 0,
-            BLOCK_S=max(2, triton.next_power_of_2(self.splits)),
-            BLOCK_HKV=max(2, triton.next_power_of_2(self.hkv)), PARALLEL_COMBINE=self.parallel_combine,
-            MAX_POLLS=MAX_POLLS, PDL=self.pdl, num_warps=c["attend"]["num_warps"],
-            num_stages=c["attend"]["num_stages"], **self._dependent,
-        )
+        self._launches = (self.launch_score, self.launch_topk, self.launch_merge, self.launch_attend,
+                          self.launch_reduce)
 
     def stages(self):
         """The launches by name; each looks its bound launch up when called, so stages follow a
@@ -290,10 +232,6 @@ class SantaDecode:
         return self.out
 
     # ------------------------------------------------------------------ validation access
-
-    def faults(self) -> list[str]:
-        """Waits of ``attend.COMBINE``'s combiners that gave up so far, one line (a host sync)."""
-        return wait_faults(int(self.sync[FAULTS.value]), "santa attend program(s)")
 
     def gumbel_noise(self) -> torch.Tensor:
         """``[Hq, M_max]`` Gumbel noise launch 2 adds with the current seed (not timed)."""
