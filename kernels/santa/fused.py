@@ -118,7 +118,7 @@ def _head_block_top(h, blk, kvh, n_blocks, Scores, Lengths, NumTeams, SeedPtr, C
     if NOISE:
         y = y + _gumbel(tl.load(SeedPtr), h, blk * BLOCK_T, BLOCK_T, m_max)
     y = tl.where(valid, y, float("-inf"))
-    store_block_top(y, offs, Cand + h * stride_ch + blk * stride_cb, Cand, BLOCK_T, KPAD, SELECT, RADIX_BITS)
+    store_block_top(y, offs, Cand + h * stride_ch + blk * stride_cb, BLOCK_T, KPAD, SELECT, RADIX_BITS)
     if FOLD:
         _fold_head_top(Cand + h * stride_ch, Arrivals + h * LINE_WORDS, n_blocks, stride_cb, KPAD, NCP_FOLD,
                        FOLD_SELECT)

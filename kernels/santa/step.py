@@ -30,12 +30,10 @@ from kprof.kernels.santa.triton_kernels import (
 
 SELECT_HELP = "0: full bitonic sort; 1: tl.topk (Triton 3.6+); 2: radix select (RADIX_BITS per pass)"
 TOPK_SELECT_HELP = SELECT_HELP + "; 3: tl.topk on the 32-bit score word, then a threshold (Triton 3.6+)"
-GROUP_MAX_HELP = ("; 4: keep the teams at or above the KPAD-th best of 2 x KPAD group maxima, then tl.topk of "
-                  "those few (Triton 3.6+)")
 MERGE_SELECT_HELP = SELECT_HELP + "; 3: tl.topk on the 32-bit score words, selection by threshold (Triton 3.6+)"
 RADIX_HELP = "bits decided per radix-select pass (SELECT=2): 32/RADIX_BITS reductions of 2^RADIX_BITS counts"
-_TOPK_AVAILABLE = Constraint("SELECT=1, 3 and 4 need tl.topk, which this Triton lacks",
-                             lambda c, s: c["SELECT"] not in (1, 3, 4) or triton_kernels.HAS_TOPK)
+_TOPK_AVAILABLE = Constraint("SELECT=1 and 3 need tl.topk, which this Triton lacks",
+                             lambda c, s: c["SELECT"] not in (1, 3) or triton_kernels.HAS_TOPK)
 
 _GATHER_AVAILABLE = Constraint("merge.GATHER=1 needs tl.gather (Triton 3.2+)",
                                lambda c, s: not c.get("GATHER") or triton_kernels.HAS_GATHER)
@@ -52,7 +50,7 @@ LAUNCH_SPACES = {
     )),
     "topk": LaunchSpace("topk", (
         Param("BLOCK_T", (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192), 2048, "teams per block (>= K+1)"),
-        Param("SELECT", (0, 1, 2, 3, 4), _BEST_TOPK_SELECT, TOPK_SELECT_HELP + GROUP_MAX_HELP),
+        Param("SELECT", (0, 1, 2, 3), _BEST_TOPK_SELECT, TOPK_SELECT_HELP),
         Param("RADIX_BITS", (1, 2, 4), 2, RADIX_HELP),
         Param("num_warps", (1, 2, 4, 8, 16), 16),
     ), (_TOPK_AVAILABLE,)),
@@ -132,7 +130,6 @@ class SantaDecode:
         self.fresh = fresh
         self.scores = torch.empty(hq, self.m_max, dtype=f32, device=dev)
         self.cand = torch.empty(hq, self.n_blocks, self.kpad, dtype=torch.int64, device=dev)
-        self.cand_scratch = torch.empty(hq, self.n_blocks, 4 * self.kpad, dtype=torch.int64, device=dev)  # SELECT=4
         self.sel_team = torch.empty(hq, self.kpad, dtype=i32, device=dev)
         self.sel_logc = torch.empty(hq, self.kpad, dtype=f32, device=dev)
         self.sel_key = torch.empty(hq, self.kpad, dtype=torch.int64, device=dev)  # merge's SELECT=2 scratch
@@ -177,7 +174,7 @@ class SantaDecode:
         )
         self.launch_topk = bound_launch(
             santa_block_topk, (self.hq, self.n_blocks),
-            self.scores, a.team_len, a.num_teams, self.seed, self.cand, self.cand_scratch,
+            self.scores, a.team_len, a.num_teams, self.seed, self.cand,
             self.m_max, self.inv_sqrt_d,
             self.scores.stride(0), a.team_len.stride(0), self.cand.stride(0), self.cand.stride(1),
             GROUP=self.group, BLOCK_T=c["topk"]["BLOCK_T"], KPAD=self.kpad, NOISE=not self.all_teams,

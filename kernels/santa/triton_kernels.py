@@ -33,13 +33,6 @@ def _to_key(y, idx):
 
 
 @triton.jit
-def _score_word(y):
-    """The key's high word alone: an int32 whose order is the order of the fp32 ``y``."""
-    bits = y.to(tl.int32, bitcast=True)
-    return tl.where(bits < 0, bits ^ 0x7FFFFFFF, bits)
-
-
-@triton.jit
 def _key_score(key):
     hi = (key >> 32).to(tl.int32)
     bits = tl.where(hi < 0, hi ^ 0x7FFFFFFF, hi)
@@ -131,32 +124,10 @@ def score_group_tile(Q, Rep, Scores, kvh, tile, m_max, stride_qh, stride_rh, str
 
 
 @triton.jit
-def store_block_top(y, offs, Out, Scratch, BLOCK_T: tl.constexpr, KPAD: tl.constexpr, SELECT: tl.constexpr,
+def store_block_top(y, offs, Out, BLOCK_T: tl.constexpr, KPAD: tl.constexpr, SELECT: tl.constexpr,
                     RADIX_BITS: tl.constexpr):
-    """The KPAD best (y, team) keys of one block at ``Out`` (launch 2's SELECT variants; only
-    SELECT=4 uses ``Scratch``, 4 x KPAD keys of the program's own)."""
-    if SELECT == 4:
-        word = _score_word(y)
-        keys = _to_key(y, offs)
-        if BLOCK_T >= 4 * KPAD:
-            # the KPAD-th best of 2 x KPAD group maxima: KPAD distinct teams score at least this
-            # word, so it bounds the block's KPAD-th best from below and every winner is at or above it
-            group_max = tl.max(tl.reshape(word, (2 * KPAD, BLOCK_T // (2 * KPAD))), axis=1)
-            keep = word >= tl.min(tl.topk(group_max, KPAD), axis=0)
-            kept = tl.sum(keep.to(tl.int32), axis=0)
-            if kept <= 4 * KPAD:
-                slot = tl.cumsum(keep.to(tl.int32), axis=0) - 1
-                tl.store(Scratch + slot, keys, mask=keep)
-                tl.debug_barrier()  # every thread's kept keys are stored before any thread reads them
-                offs_c = tl.arange(0, 4 * KPAD)
-                few = tl.load(Scratch + offs_c, mask=offs_c < kept, other=0)
-                few = tl.where(offs_c < kept, few, tl.full([4 * KPAD], -9223372036854775807, tl.int64) + offs_c)
-                tl.store(Out + tl.arange(0, KPAD), tl.topk(few, KPAD))
-            else:  # the bound kept too many (few valid teams, heavy ties): the whole block's top
-                tl.store(Out + tl.arange(0, KPAD), tl.topk(keys, KPAD))
-        else:
-            tl.store(Out + tl.arange(0, KPAD), tl.topk(keys, KPAD))
-    elif SELECT == 2:
+    """The KPAD best (y, team) keys of one block at ``Out`` (launch 2's SELECT variants)."""
+    if SELECT == 2:
         keys = tl.reshape(_to_key(y, offs), (1, BLOCK_T))
         keep = select_top(keys, KPAD, tl.full([1], 1, tl.int1), RADIX_BITS)
         slot = tl.cumsum(keep.to(tl.int32), axis=1) - 1
@@ -164,7 +135,8 @@ def store_block_top(y, offs, Out, Scratch, BLOCK_T: tl.constexpr, KPAD: tl.const
     elif SELECT == 1:
         tl.store(Out + tl.arange(0, KPAD), tl.topk(_to_key(y, offs), KPAD))
     elif SELECT == 3:
-        word = _score_word(y)
+        bits = y.to(tl.int32, bitcast=True)
+        word = tl.where(bits < 0, bits ^ 0x7FFFFFFF, bits)  # the key's high word: same order as y
         kth = tl.min(tl.topk(word, KPAD), axis=0)
         keep = word >= kth
         if tl.sum(keep.to(tl.int32), axis=0) == KPAD:
@@ -180,7 +152,7 @@ def store_block_top(y, offs, Out, Scratch, BLOCK_T: tl.constexpr, KPAD: tl.const
 
 @triton.jit
 def santa_block_topk(
-    Scores, Lengths, NumTeams, SeedPtr, Cand, Scratch,
+    Scores, Lengths, NumTeams, SeedPtr, Cand,
     m_max, inv_sqrt_d,
     stride_sh, stride_lh, stride_ch, stride_cb,
     GROUP: tl.constexpr, BLOCK_T: tl.constexpr, KPAD: tl.constexpr, NOISE: tl.constexpr, SELECT: tl.constexpr,
@@ -213,8 +185,7 @@ def santa_block_topk(
     if NOISE:
         y = y + noise
     y = tl.where(valid, y, float("-inf"))
-    store_block_top(y, offs, Cand + h * stride_ch + blk * stride_cb,
-                    Scratch + (h * tl.num_programs(1) + blk) * (4 * KPAD), BLOCK_T, KPAD, SELECT, RADIX_BITS)
+    store_block_top(y, offs, Cand + h * stride_ch + blk * stride_cb, BLOCK_T, KPAD, SELECT, RADIX_BITS)
 
 
 @triton.jit
