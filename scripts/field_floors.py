@@ -12,20 +12,26 @@ from __future__ import annotations
 
 import argparse
 
+from kprof.results.rows import throughput
 from kprof.results.store import load_result
 
 
 def floor_rows(path: str, copy_peak_gbs: float) -> list[tuple[str, str, float, float | None]]:
-    """(workload, label, time us, floor us or None) for every row of one Result."""
+    """(workload, label, time us, floor us or None) for every row of one Result: the floor is the
+    row's time at the copy peak instead of its own GB/s (``rows.throughput``); the Result's own
+    measured peak wins over ``copy_peak_gbs``; rows whose bytes cross PCIe have none."""
     result = load_result(path, with_observations=False)
-    rows = []
+    peak = result.environment.get("copy_peak_gbs") or copy_peak_gbs
+    out = []
     for method in result.methods:
         summary = result.summaries.get(method.label)
         if summary is None or summary.median_us is None:
             continue
-        floor = None if not method.bytes_per_call else method.bytes_per_call / (copy_peak_gbs * 1e3)
-        rows.append((result.workload.get("name", "?"), method.label, summary.median_us.estimate, floor))
-    return rows
+        time_us = summary.median_us.estimate
+        gbs, _ = throughput(result, method.label)
+        floor = None if gbs is None or method.bytes_from_host else time_us * gbs / peak
+        out.append((result.workload.get("name", "?"), method.label, time_us, floor))
+    return out
 
 
 def main() -> None:
