@@ -344,6 +344,7 @@ class SantaFusedDecode(SantaDecode):
 
     block_t_name = "select.BLOCK_T"
     launch_names = ("select", "attend")
+    kernel_names = FUSED_KERNEL_NAMES
 
     def __init__(self, q, arts, k_teams: int, config: dict[str, LaunchConfig], **kwargs):
         self.fused_cfg = {name: dict(c) for name, c in config.items()}

@@ -97,7 +97,7 @@ class Santa(Method):
             config=config,
             run=op.run,
             stages=tuple(Stage(name, fn) for name, fn in op.stages()),
-            expected_kernels=self.kernel_names,
+            expected_kernels=op.kernel_names,
             output=op.out,
             details={
                 "settings": self.settings.__dict__, "noise_seed": self.noise_seed, "out": self.out, "k": op.k,

@@ -18,6 +18,7 @@ from kprof.kernels.common.bound_launch import bound_launch
 from kprof.kernels.common.dependent_launch import resolve_pdl
 from kprof.kernels.common.split_kv_combine import split_kv_combine
 from kprof.kernels.santa import triton_kernels
+from kprof.kernels.santa.bound_select import santa_merge_bound, santa_score_bound
 from kprof.kernels.santa.preparation import SantaArtifacts
 from kprof.kernels.santa.triton_kernels import (
     LOG2E,
@@ -53,6 +54,10 @@ LAUNCH_SPACES = {
         Param("SELECT", (0, 1, 2, 3), _BEST_TOPK_SELECT, TOPK_SELECT_HELP),
         Param("RADIX_BITS", (1, 2, 4), 2, RADIX_HELP),
         Param("num_warps", (1, 2, 4, 8, 16), 16),
+        Param("BOUND", (0, 8, 16, 32, 64, 128, 256), 0,
+              "0: this launch; else no top-k launch: the score launch adds the noise and keeps each tile's "
+              "maximum, and the merge takes the teams at or above the (K+1)-th largest tile maximum, up to "
+              "this many per head (more: it bisects down to them), four launches in all"),
     ), (_TOPK_AVAILABLE,)),
     "merge": LaunchSpace("merge", (
         Param("SELECT", (0, 1, 2, 3), _BEST_SELECT, MERGE_SELECT_HELP),
@@ -61,6 +66,7 @@ LAUNCH_SPACES = {
               "union position of a repeated team: 0 reads it back from a table in memory (measured as "
               "fast or faster on the H200), 1 gathers it from registers (tl.gather, Triton 3.2+)"),
         Param("num_warps", (1, 2, 4, 8, 16), 8),
+        Param("CHUNK", (256, 512, 1024, 2048), 512, "with topk.BOUND: teams per head read per step"),
     ), (_TOPK_AVAILABLE, _GATHER_AVAILABLE)),
     "attend": LaunchSpace("attend", (
         # 64 rows per tile: one tile per split at the 32K workload instead of two dependent ones
@@ -75,7 +81,8 @@ LAUNCH_SPACES = {
     "reduce": LaunchSpace("reduce", (Param("num_warps", (1, 2, 4, 8), 2),)),
 }
 
-LAUNCH_KERNELS = {"score": (santa_score,), "topk": (santa_block_topk,), "merge": (santa_merge_union,),
+LAUNCH_KERNELS = {"score": (santa_score, santa_score_bound), "topk": (santa_block_topk,),
+                  "merge": (santa_merge_union, santa_merge_bound),
                   "attend": (santa_attend,), "reduce": (split_kv_combine,)}
 KERNEL_NAMES = ("santa_score", "santa_block_topk", "santa_merge_union", "santa_attend", "split_kv_combine")
 
@@ -84,7 +91,8 @@ class SantaDecode:
     """One SANTA++ decode operator bound to a prepared workload."""
 
     block_t_name = "topk.BLOCK_T"  # the launch parameter that sets candidates per block
-    launch_names = ("score", "topk", "merge", "attend", "reduce")
+    launch_names = ("score", "topk", "merge", "attend", "reduce")  # topk.BOUND drops topk
+    kernel_names = KERNEL_NAMES
 
     def __init__(self, q: torch.Tensor, arts: SantaArtifacts, k_teams: int, config: dict[str, LaunchConfig],
                  seed: int = 0, fresh: bool = False, suffix_k: torch.Tensor | None = None,
@@ -112,7 +120,11 @@ class SantaDecode:
                               "use K < min teams or K >= max teams (dense path)")
         self.cfg = {name: dict(c) for name, c in config.items()}
         self.kpad = max(2, triton.next_power_of_2(self.k + 1))
-        if self.cfg["topk"]["BLOCK_T"] < self.kpad:
+        self.bound = int(self.cfg["topk"].get("BOUND", 0))
+        if self.bound and self.bound < self.kpad:
+            raise ConfigError(f"topk.BOUND={self.bound} cannot hold the K+1={self.k + 1} best teams of a head: "
+                              f"use topk.BOUND >= {self.kpad}, or 0")
+        if not self.bound and self.cfg["topk"]["BLOCK_T"] < self.kpad:
             raise ConfigError(f"{self.block_t_name}={self.cfg['topk']['BLOCK_T']} cannot hold the K+1={self.k + 1} "
                               f"working set: use BLOCK_T >= {self.kpad}")
         self.block_g = max(16, triton.next_power_of_2(self.group))  # tl.dot needs >= 16 rows
@@ -142,6 +154,11 @@ class SantaDecode:
         # union bookkeeping per team slot; Owner must hold INT_MAX between calls (merge restores it)
         self.owner = torch.full((hkv, self.m_max), 2**31 - 1, dtype=i32, device=dev)
         self.pos = torch.empty(hkv, self.m_max, dtype=i32, device=dev)
+        if self.bound:  # Y and tile maxima at the smallest score.BLOCK_M, so bind() may change it
+            self.y = torch.empty(hq, self.m_max, dtype=f32, device=dev)
+            self.tile_max = torch.empty(hq, triton.cdiv(self.m_max, 16), dtype=f32, device=dev)
+            self.bound_count = torch.empty(hq, dtype=i32, device=dev)
+            self.bound_keys = torch.empty(hq, self.bound, dtype=torch.int64, device=dev)
         self.m_part = torch.empty(hq, self.splits, dtype=f32, device=dev)
         self.l_part = torch.empty_like(self.m_part)
         self.acc = torch.empty(hq, self.splits, d, dtype=f32, device=dev)
@@ -215,8 +232,44 @@ class SantaDecode:
             BLOCK_S=max(2, triton.next_power_of_2(self.splits)), HEAD_D=self.d, PDL=self.pdl,
             num_warps=c["reduce"]["num_warps"], **dep,
         )
-        self._launches = (self.launch_score, self.launch_topk, self.launch_merge, self.launch_attend,
-                          self.launch_reduce)
+        names = ("score", "topk", "merge", "attend", "reduce")
+        if self.bound:
+            self._bind_bound()
+            names = ("score", "merge", "attend", "reduce")
+            self.kernel_names = ("santa_score_bound", "santa_merge_bound", *KERNEL_NAMES[3:])
+        self.launch_names = names
+        self._launches = tuple(getattr(self, f"launch_{name}") for name in names)
+
+    def _bind_bound(self) -> None:
+        """Launches 1 and 3 in their ``topk.BOUND`` forms (``bound_select``); launch 2 goes."""
+        c, a, dep = self.cfg, self.arts, self._dependent
+        block_m = c["score"]["BLOCK_M"]
+        n_tiles = triton.cdiv(self.m_max, block_m)
+        self.launch_score = bound_launch(
+            santa_score_bound, (self.hkv, n_tiles),
+            self.q, a.rep_keys, self.scores, self.y, self.tile_max, a.team_len, a.num_teams, self.seed,
+            self.m_max, self.inv_sqrt_d,
+            self.q.stride(0), a.rep_keys.stride(0), a.rep_keys.stride(1), self.scores.stride(0),
+            a.team_len.stride(0), self.tile_max.stride(0),
+            GROUP=self.group, BLOCK_G=self.block_g, BLOCK_M=block_m, HEAD_D=self.d,
+            DOT_PRECISION=self.precision, NOISE=not self.all_teams, PDL=self.pdl,
+            num_warps=c["score"]["num_warps"], num_stages=c["score"]["num_stages"],
+        )
+        self.launch_merge = bound_launch(
+            santa_merge_bound, (self.hkv,),
+            self.y, self.tile_max, self.bound_count, self.bound_keys, self.scores, a.team_len, a.team_start,
+            self.sel_team, self.sel_logc, self.sel_key,
+            self.u_team, self.u_start, self.u_rowpre, self.u_count, self.u_mask, self.u_logc,
+            self.owner, self.pos, self.seed,
+            self.inv_sqrt_d, self.k, self.m_max, n_tiles,
+            self.scores.stride(0), self.tile_max.stride(0), self.bound_keys.stride(0), a.team_len.stride(0),
+            self.sel_team.stride(0), self.u_mask.stride(0), self.u_mask.stride(1),
+            GROUP=self.group, BLOCK_G=self.merge_g, NTP=max(self.kpad, triton.next_power_of_2(n_tiles)),
+            CAP=self.bound, CHUNK=c["merge"]["CHUNK"],
+            KPAD=self.kpad, UMAX=self.umax, FRESH=self.fresh, SELECT=c["merge"]["SELECT"],
+            RADIX_BITS=c["merge"]["RADIX_BITS"], GATHER=bool(c["merge"]["GATHER"]), PDL=self.pdl,
+            num_warps=c["merge"]["num_warps"], **dep,
+        )
 
     def stages(self):
         """The launches by name; each looks its bound launch up when called, so stages follow a

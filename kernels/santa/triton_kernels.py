@@ -291,10 +291,7 @@ def merge_union(
     GATHER: tl.constexpr,
 ):
     """Global top-K and tau of each head of KV head ``kvh`` from the blocks' candidates, then
-    corrections and the GQA union (``_correct_and_union``). SELECT 0-2 order the K+1 best keys
-    (sort, tl.topk, radix select) and union them in (head, rank) order; 3 selects by the 32-bit
-    score word (``_select_by_word``) and unions in (head, candidate) order. With FRESH, KV head
-    0's merge advances the noise seed: this call's noise was drawn by the launch before."""
+    corrections and the GQA union (``select_and_union``)."""
     offs_g = tl.arange(0, BLOCK_G)
     heads = kvh * GROUP + offs_g
     g_mask = offs_g < GROUP
@@ -304,6 +301,30 @@ def merge_union(
     cand = tl.load(Cand + heads[:, None] * stride_ch + offs_c[None, :],
                    mask=g_mask[:, None] & (offs_c[None, :] < NCAND), other=0)
     cand = tl.where(g_mask[:, None] & (offs_c[None, :] < NCAND), cand, pad)
+    select_and_union(cand, kvh, Scores, Lengths, Starts, SelTeam, SelLogC, SelKey,
+                     UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos, SeedPtr,
+                     inv_sqrt_d, k_sel, m_max, stride_sh, stride_lh, stride_selh, stride_uh, stride_um,
+                     GROUP, BLOCK_G, NCP, KPAD, UMAX, FRESH, SELECT, RADIX_BITS, GATHER)
+
+
+@triton.jit
+def select_and_union(
+    cand, kvh, Scores, Lengths, Starts, SelTeam, SelLogC, SelKey,
+    UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos, SeedPtr,
+    inv_sqrt_d, k_sel, m_max,
+    stride_sh, stride_lh, stride_selh, stride_uh, stride_um,
+    GROUP: tl.constexpr, BLOCK_G: tl.constexpr, NCP: tl.constexpr, KPAD: tl.constexpr,
+    UMAX: tl.constexpr, FRESH: tl.constexpr, SELECT: tl.constexpr, RADIX_BITS: tl.constexpr,
+    GATHER: tl.constexpr,
+):
+    """The K best of each head's candidate keys ``cand`` [BLOCK_G, NCP] (padding below every real
+    key), tau, corrections and the GQA union (``_correct_and_union``). SELECT 0-2 order the K+1
+    best keys (sort, tl.topk, radix select) and union them in (head, rank) order; 3 selects by the
+    32-bit score word (``_select_by_word``) and unions in (head, candidate) order. With FRESH, KV
+    head 0 advances the noise seed: this call's noise was drawn by a launch before."""
+    offs_g = tl.arange(0, BLOCK_G)
+    heads = kvh * GROUP + offs_g
+    g_mask = offs_g < GROUP
     offs_k = tl.arange(0, KPAD)
     if SELECT == 3:
         chosen, tau = _select_by_word(cand, g_mask, k_sel, KPAD)

@@ -1,0 +1,170 @@
+"""SANTA++ in four launches: the block top-k launch replaced by a bound (``topk.BOUND``).
+
+The (K+1)-th largest of a head's tile maxima is a lower bound on its (K+1)-th largest perturbed
+logit: those K+1 maxima are K+1 distinct teams at or above it. So the score launch, which already
+sees every team, also adds log n and the Gumbel noise and stores each tile's maximum
+(``santa_score_bound``); the merge takes that bound, keeps the teams at or above it (a few more
+than K+1, compacted by per-element atomics, with no block-wide scan) and runs the usual selection,
+corrections and union on them (``santa_merge_bound``). The selection is the same set as the
+five launches': every key of the K+1 best is at or above the bound.
+
+When more than ``CAP`` teams of a head clear the bound (ties, or a head whose best teams crowd a
+few tiles), the merge bisects the int64 keys between the bound and the head's maximum until at most
+CAP remain at or above, then compacts again: slower, never wrong (keys are unique, so the count
+can always be brought to K+1).
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from kprof.kernels.common.dependent_launch import release_dependents, wait_for_predecessor
+from kprof.kernels.santa.triton_kernels import _to_key, reset_union_tables, score_tile, select_and_union
+
+_NO_KEY = tl.constexpr(-9223372036854775807)  # below every real key
+
+
+@triton.jit
+def gumbel_rows(seed, rows, t0, BLOCK_G: tl.constexpr, N: tl.constexpr, m_max):
+    """``triton_kernels._gumbel`` for several query heads ``rows`` at once: [BLOCK_G, N], the
+    same draw for the same (seed, head, team)."""
+    counters = rows[:, None] * ((m_max + 3) // 4) + t0 // 4 + tl.arange(0, N // 4)[None, :]
+    r0, r1, r2, r3 = tl.rand4x(seed, counters)
+    u = tl.reshape(tl.join(tl.join(r0, r1), tl.join(r2, r3)), (BLOCK_G, N))
+    u = tl.minimum(tl.maximum(u, 1e-7), 1.0 - 6e-8)
+    return -tl.log(-tl.log(u))
+
+
+@triton.jit
+def santa_score_bound(
+    Q, Rep, Scores, Y, TileMax, Lengths, NumTeams, SeedPtr,
+    m_max, inv_sqrt_d,
+    stride_qh, stride_rh, stride_rm, stride_sh, stride_lh, stride_th,
+    GROUP: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_M: tl.constexpr, HEAD_D: tl.constexpr,
+    DOT_PRECISION: tl.constexpr, NOISE: tl.constexpr, PDL: tl.constexpr = False,
+):
+    """Launch 1 of 4, grid (Hkv, cdiv(M_max, BLOCK_M)): q . l_g for every head of the group (as
+    ``santa_score``), the perturbed logit Y = q . l_g / sqrt(d) + log n + Gumbel of every team, and
+    each head's maximum Y over this tile (-inf past the KV head's teams)."""
+    kvh = tl.program_id(0)
+    tile = tl.program_id(1)
+    offs_m = tile * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_g = tl.arange(0, BLOCK_G)
+    heads = kvh * GROUP + offs_g
+    g_mask = offs_g < GROUP
+    valid = offs_m < tl.load(NumTeams + kvh)
+    log_n = tl.log(tl.load(Lengths + kvh * stride_lh + offs_m, mask=valid, other=1).to(tl.float32))
+    wait_for_predecessor(PDL)
+    release_dependents(PDL)  # the chain's first launch: the merge may be scheduled now
+    q = tl.load(Q + heads[:, None] * stride_qh + tl.arange(0, HEAD_D)[None, :], mask=g_mask[:, None], other=0.0)
+    s = score_tile(q, Rep, kvh, offs_m, m_max, stride_rh, stride_rm, HEAD_D, DOT_PRECISION)
+    in_row = g_mask[:, None] & (offs_m < m_max)[None, :]
+    tl.store(Scores + heads[:, None] * stride_sh + offs_m[None, :], s, mask=in_row)
+    y = s * inv_sqrt_d + log_n[None, :]
+    if NOISE:
+        y = y + gumbel_rows(tl.load(SeedPtr), heads, tile * BLOCK_M, BLOCK_G, BLOCK_M, m_max)
+    y = tl.where(valid[None, :], y, float("-inf"))
+    tl.store(Y + heads[:, None] * stride_sh + offs_m[None, :], y, mask=in_row)
+    tl.store(TileMax + heads * stride_th + tile, tl.max(y, axis=1), mask=g_mask)
+
+
+@triton.jit
+def _chunk_keys(Y, heads, g_mask, c0, m_max, stride_yh, CHUNK: tl.constexpr):
+    """Keys of teams [c0, c0 + CHUNK) of each head and which of them are real teams."""
+    offs = c0 + tl.arange(0, CHUNK)
+    ok = g_mask[:, None] & (offs < m_max)[None, :]
+    y = tl.load(Y + heads[:, None] * stride_yh + offs[None, :], mask=ok, other=float("-inf"), cache_modifier=".cg")
+    return _to_key(y, offs[None, :]), ok & (y > float("-inf"))
+
+
+@triton.jit
+def _count_at_or_above(Y, heads, g_mask, thr, m_max, stride_yh, BLOCK_G: tl.constexpr, CHUNK: tl.constexpr):
+    n = tl.zeros([BLOCK_G], dtype=tl.int32)
+    for c0 in range(0, m_max, CHUNK):
+        key, real = _chunk_keys(Y, heads, g_mask, c0, m_max, stride_yh, CHUNK)
+        n += tl.sum((real & (key >= thr[:, None])).to(tl.int32), axis=1)
+    return n
+
+
+@triton.jit
+def _compact_at_or_above(Y, Count, Keys, heads, g_mask, thr, m_max, stride_yh, stride_kh,
+                         CHUNK: tl.constexpr, CAP: tl.constexpr):
+    """Append each head's keys at or above ``thr`` to its row of ``Keys`` (at most CAP stored) and
+    return how many there were. Count must be zero on entry."""
+    for c0 in range(0, m_max, CHUNK):
+        key, real = _chunk_keys(Y, heads, g_mask, c0, m_max, stride_yh, CHUNK)
+        keep = real & (key >= thr[:, None])
+        slot = tl.atomic_add(Count + heads[:, None] + 0 * key.to(tl.int32), 1, mask=keep, sem="relaxed", scope="cta")
+        tl.store(Keys + heads[:, None] * stride_kh + slot, key, mask=keep & (slot < CAP))
+    tl.debug_barrier()  # every append is in memory before any thread reads the rows back
+    return tl.load(Count + heads, mask=g_mask, other=0, cache_modifier=".cg")
+
+
+@triton.jit
+def bound_candidates(
+    Y, TileMax, Count, Keys, heads, g_mask, k_sel, m_max, n_tiles, stride_yh, stride_th, stride_kh,
+    BLOCK_G: tl.constexpr, NTP: tl.constexpr, KPAD: tl.constexpr, CAP: tl.constexpr, CHUNK: tl.constexpr,
+):
+    """[BLOCK_G, CAP] candidate keys per head holding its K+1 best (padding below every key)."""
+    offs_t = tl.arange(0, NTP)
+    tmax = tl.load(TileMax + heads[:, None] * stride_th + offs_t[None, :],
+                   mask=g_mask[:, None] & (offs_t < n_tiles)[None, :], other=float("-inf"), cache_modifier=".cg")
+    bits = tmax.to(tl.int32, bitcast=True)
+    word = tl.where(bits < 0, bits ^ 0x7FFFFFFF, bits)  # the keys' high word: same order as Y
+    top = tl.topk(word, KPAD, dim=1)
+    kth = tl.sum(tl.where(tl.arange(0, KPAD)[None, :] == k_sel, top, 0), axis=1)
+    lo = kth.to(tl.int64) << 32  # key >= lo  <=>  its Y word >= the (K+1)-th tile maximum's
+    count = _compact_at_or_above(Y, Count, Keys, heads, g_mask, lo, m_max, stride_yh, stride_kh, CHUNK, CAP)
+    if tl.max(count, axis=0) > CAP:
+        # bisect the keys: count(>= lo) > CAP >= K+1 > count(>= hi) until at most CAP are kept
+        hi = (tl.max(top, axis=1).to(tl.int64) + 1) << 32
+        steps = 0
+        while (tl.max(count, axis=0) > CAP) & (steps < 70):
+            mid = (lo >> 1) + (hi >> 1) + (lo & hi & 1)
+            n = _count_at_or_above(Y, heads, g_mask, mid, m_max, stride_yh, BLOCK_G, CHUNK)
+            busy = count > CAP
+            up = busy & (n >= k_sel + 1)
+            lo = tl.where(up, mid, lo)
+            count = tl.where(up, n, count)
+            hi = tl.where(busy & (n < k_sel + 1), mid, hi)
+            steps += 1
+        tl.store(Count + heads, 0, mask=g_mask)
+        tl.debug_barrier()
+        count = _compact_at_or_above(Y, Count, Keys, heads, g_mask, lo, m_max, stride_yh, stride_kh,
+                                     CHUNK, CAP)
+    offs_c = tl.arange(0, CAP)
+    stored = g_mask[:, None] & (offs_c[None, :] < count[:, None])
+    cand = tl.load(Keys + heads[:, None] * stride_kh + offs_c[None, :], mask=stored, other=0, cache_modifier=".cg")
+    return tl.where(stored, cand, tl.full([BLOCK_G, CAP], _NO_KEY, tl.int64) + offs_c[None, :])
+
+
+@triton.jit
+def santa_merge_bound(
+    Y, TileMax, Count, Keys, Scores, Lengths, Starts, SelTeam, SelLogC, SelKey,
+    UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos, SeedPtr,
+    inv_sqrt_d, k_sel, m_max, n_tiles,
+    stride_sh, stride_th, stride_kh, stride_lh, stride_selh, stride_uh, stride_um,
+    GROUP: tl.constexpr, BLOCK_G: tl.constexpr, NTP: tl.constexpr, CAP: tl.constexpr, CHUNK: tl.constexpr,
+    KPAD: tl.constexpr, UMAX: tl.constexpr, FRESH: tl.constexpr, SELECT: tl.constexpr,
+    RADIX_BITS: tl.constexpr, GATHER: tl.constexpr = False, PDL: tl.constexpr = False,
+):
+    """Launch 2 of 4, grid (Hkv,): the candidates above the bound (``bound_candidates``), then
+    the global top-K, tau, corrections and union as the five-launch merge does."""
+    kvh = tl.program_id(0)
+    offs_g = tl.arange(0, BLOCK_G)
+    heads = kvh * GROUP + offs_g
+    g_mask = offs_g < GROUP
+    # prologue (overlaps launch 1 under PDL): tables and counts only this launch writes
+    reset_union_tables(UMask, ULogC, kvh, stride_uh, stride_um, BLOCK_G, UMAX)
+    tl.store(Count + heads, 0, mask=g_mask)
+    wait_for_predecessor(PDL)
+    release_dependents(PDL)
+    tl.debug_barrier()  # the counts are zero before any append
+    cand = bound_candidates(Y, TileMax, Count, Keys, heads, g_mask, k_sel, m_max, n_tiles, stride_sh, stride_th,
+                            stride_kh, BLOCK_G, NTP, KPAD, CAP, CHUNK)
+    select_and_union(cand, kvh, Scores, Lengths, Starts, SelTeam, SelLogC, SelKey,
+                     UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos, SeedPtr,
+                     inv_sqrt_d, k_sel, m_max, stride_sh, stride_lh, stride_selh, stride_uh, stride_um,
+                     GROUP, BLOCK_G, CAP, KPAD, UMAX, FRESH, SELECT, RADIX_BITS, GATHER)
+
