@@ -1,17 +1,19 @@
-"""SANTA++ in four launches: the block top-k launch replaced by a bound (``topk.BOUND``).
+"""SANTA++'s top-k by a bound (``topk.BOUND``): a filter in place of the block top-k.
 
-The (K+1)-th largest of a head's tile maxima is a lower bound on its (K+1)-th largest perturbed
-logit: those K+1 maxima are K+1 distinct teams at or above it. So the score launch, which already
-sees every team, also adds log n and the Gumbel noise and stores each tile's maximum
-(``santa_score_bound``); the merge takes that bound, keeps the teams at or above it (a few more
-than K+1, compacted by per-element atomics, with no block-wide scan) and runs the usual selection,
-corrections and union on them (``santa_merge_bound``). The selection is the same set as the
-five launches': every key of the K+1 best is at or above the bound.
+Cut a head's teams into parts of SUB consecutive teams. The (K+1)-th largest of the parts' maxima
+is a lower bound on the head's (K+1)-th largest perturbed logit: those K+1 maxima are K+1 distinct
+teams at or above it. So the score launch, which already sees every team, also adds log n and the
+Gumbel noise and stores each part's maximum (``santa_score_bound``); launch 2 finds the bound and
+appends the teams at or above it, a few more than K+1, to the head's candidate row by atomic
+counts, with no sort and no block-wide scan (``santa_filter_bound``); the merge runs the usual
+selection, corrections and union on those (``santa_merge_bound``). The selection is the block
+top-k's set: every key of the K+1 best is at or above the bound. The host picks SUB so that a
+head has at least 2(K+1) parts (:func:`part_size`): with fewer than K+1 the bound says nothing.
 
 When more than ``CAP`` teams of a head clear the bound (ties, or a head whose best teams crowd a
-few tiles), the merge bisects the int64 keys between the bound and the head's maximum until at most
-CAP remain at or above, then compacts again: slower, never wrong (keys are unique, so the count
-can always be brought to K+1).
+few parts), the merge bisects the int64 keys between the bound and the head's maximum until at
+most CAP remain at or above, then compacts again: slower, never wrong (keys are unique, so the
+count can always be brought to K+1).
 """
 
 from __future__ import annotations
@@ -20,9 +22,19 @@ import triton
 import triton.language as tl
 
 from kprof.kernels.common.dependent_launch import release_dependents, wait_for_predecessor
-from kprof.kernels.santa.triton_kernels import _to_key, reset_union_tables, score_tile, select_and_union
+from kprof.kernels.common.matmul import dot
+from kprof.kernels.santa.triton_kernels import _to_key, reset_union_tables, select_and_union
 
 _NO_KEY = tl.constexpr(-9223372036854775807)  # below every real key
+
+
+def part_size(block_m: int, min_teams: int, kpad: int) -> int:
+    """Teams per part: the largest power of two up to ``block_m`` that leaves the KV head with the
+    fewest teams at least 2 x KPAD parts (1 when even single teams are too few)."""
+    sub = block_m
+    while sub > 1 and min_teams // sub < 2 * kpad:
+        sub //= 2
+    return sub
 
 
 @triton.jit
@@ -42,31 +54,46 @@ def santa_score_bound(
     m_max, inv_sqrt_d,
     stride_qh, stride_rh, stride_rm, stride_sh, stride_lh, stride_th,
     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_M: tl.constexpr, HEAD_D: tl.constexpr,
-    DOT_PRECISION: tl.constexpr, NOISE: tl.constexpr, PDL: tl.constexpr = False,
+    DOT_PRECISION: tl.constexpr, NOISE: tl.constexpr, SUB: tl.constexpr, PDL: tl.constexpr = False,
 ):
-    """Launch 1 of 4, grid (Hkv, cdiv(M_max, BLOCK_M)): q . l_g for every head of the group (as
+    """Launch 1, grid (Hkv, cdiv(M_max, BLOCK_M)): q . l_g for every head of the group (as
     ``santa_score``), the perturbed logit Y = q . l_g / sqrt(d) + log n + Gumbel of every team, and
-    each head's maximum Y over this tile (-inf past the KV head's teams)."""
+    each head's maximum Y over every SUB teams of this tile (-inf past the KV head's teams)."""
     kvh = tl.program_id(0)
     tile = tl.program_id(1)
     offs_m = tile * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_g = tl.arange(0, BLOCK_G)
+    offs_d = tl.arange(0, HEAD_D)
     heads = kvh * GROUP + offs_g
     g_mask = offs_g < GROUP
-    valid = offs_m < tl.load(NumTeams + kvh)
-    log_n = tl.log(tl.load(Lengths + kvh * stride_lh + offs_m, mask=valid, other=1).to(tl.float32))
-    wait_for_predecessor(PDL)
-    release_dependents(PDL)  # the chain's first launch: the merge may be scheduled now
-    q = tl.load(Q + heads[:, None] * stride_qh + tl.arange(0, HEAD_D)[None, :], mask=g_mask[:, None], other=0.0)
-    s = score_tile(q, Rep, kvh, offs_m, m_max, stride_rh, stride_rm, HEAD_D, DOT_PRECISION)
     in_row = g_mask[:, None] & (offs_m < m_max)[None, :]
+    valid = offs_m < tl.load(NumTeams + kvh)
+    seed = tl.load(SeedPtr)
+    n = tl.load(Lengths + kvh * stride_lh + offs_m, mask=valid, other=1)
+    wait_for_predecessor(PDL)
+    release_dependents(PDL)  # the chain's first launch: launch 2 may be scheduled now
+    q = tl.load(Q + heads[:, None] * stride_qh + offs_d[None, :], mask=g_mask[:, None], other=0.0)
+    rep = tl.load(Rep + kvh * stride_rh + offs_m[:, None] * stride_rm + offs_d[None, :],
+                  mask=(offs_m < m_max)[:, None], other=0.0)
+    # the noise and log n are arithmetic on nothing in flight: written before the product so that
+    # they fill the wait for the representative keys (after the eviction, a DRAM round trip)
+    # (y sums in the block top-k's order, so both paths round alike)
+    log_n = tl.log(n.to(tl.float32))
+    if NOISE:
+        noise = gumbel_rows(seed, heads, tile * BLOCK_M, BLOCK_G, BLOCK_M, m_max)
+    s = dot(q, tl.trans(rep), DOT_PRECISION)
     tl.store(Scores + heads[:, None] * stride_sh + offs_m[None, :], s, mask=in_row)
     y = s * inv_sqrt_d + log_n[None, :]
     if NOISE:
-        y = y + gumbel_rows(tl.load(SeedPtr), heads, tile * BLOCK_M, BLOCK_G, BLOCK_M, m_max)
+        y = y + noise
     y = tl.where(valid[None, :], y, float("-inf"))
     tl.store(Y + heads[:, None] * stride_sh + offs_m[None, :], y, mask=in_row)
-    tl.store(TileMax + heads * stride_th + tile, tl.max(y, axis=1), mask=g_mask)
+    if SUB == BLOCK_M:  # one part per tile: a plain row maximum (the reshape costs a layout change)
+        tl.store(TileMax + heads * stride_th + tile, tl.max(y, axis=1), mask=g_mask)
+    else:
+        part_max = tl.max(tl.reshape(y, (BLOCK_G, BLOCK_M // SUB, SUB)), axis=2)
+        offs_p = tile * (BLOCK_M // SUB) + tl.arange(0, BLOCK_M // SUB)
+        tl.store(TileMax + heads[:, None] * stride_th + offs_p[None, :], part_max, mask=g_mask[:, None])
 
 
 @triton.jit
@@ -102,23 +129,55 @@ def _compact_at_or_above(Y, Count, Keys, heads, g_mask, thr, m_max, stride_yh, s
 
 
 @triton.jit
-def bound_candidates(
-    Y, TileMax, Count, Keys, heads, g_mask, k_sel, m_max, n_tiles, stride_yh, stride_th, stride_kh,
-    BLOCK_G: tl.constexpr, NTP: tl.constexpr, KPAD: tl.constexpr, CAP: tl.constexpr, CHUNK: tl.constexpr,
-):
-    """[BLOCK_G, CAP] candidate keys per head holding its K+1 best (padding below every key)."""
+def _bound_key(TileMax, h, k_sel, n_parts, stride_th, NTP: tl.constexpr, KPAD: tl.constexpr):
+    """Per head in ``h``: the key at or above which every one of its K+1 best keys lies (the
+    (K+1)-th largest part maximum's word, in the high half), and the key above all of them."""
     offs_t = tl.arange(0, NTP)
-    tmax = tl.load(TileMax + heads[:, None] * stride_th + offs_t[None, :],
-                   mask=g_mask[:, None] & (offs_t < n_tiles)[None, :], other=float("-inf"), cache_modifier=".cg")
+    tmax = tl.load(TileMax + h[:, None] * stride_th + offs_t[None, :], mask=(offs_t < n_parts)[None, :],
+                   other=float("-inf"), cache_modifier=".cg")
     bits = tmax.to(tl.int32, bitcast=True)
     word = tl.where(bits < 0, bits ^ 0x7FFFFFFF, bits)  # the keys' high word: same order as Y
     top = tl.topk(word, KPAD, dim=1)
     kth = tl.sum(tl.where(tl.arange(0, KPAD)[None, :] == k_sel, top, 0), axis=1)
-    lo = kth.to(tl.int64) << 32  # key >= lo  <=>  its Y word >= the (K+1)-th tile maximum's
-    count = _compact_at_or_above(Y, Count, Keys, heads, g_mask, lo, m_max, stride_yh, stride_kh, CHUNK, CAP)
+    return kth.to(tl.int64) << 32, (tl.max(top, axis=1).to(tl.int64) + 1) << 32
+
+
+@triton.jit
+def santa_filter_bound(
+    Y, TileMax, Count, Keys, k_sel, m_max, n_parts, stride_yh, stride_th, stride_kh,
+    BLOCK_T: tl.constexpr, NTP: tl.constexpr, KPAD: tl.constexpr, CAP: tl.constexpr, PDL: tl.constexpr = False,
+):
+    """Launch 2, grid (Hq, cdiv(M_max, BLOCK_T)): append the block's teams at or above the head's
+    bound to its row of ``Keys`` (at most CAP stored; ``Count`` holds how many cleared it)."""
+    h = tl.program_id(0)
+    offs = tl.program_id(1) * BLOCK_T + tl.arange(0, BLOCK_T)
+    wait_for_predecessor(PDL)
+    release_dependents(PDL)
+    lo, _ = _bound_key(TileMax, tl.full([1], 0, tl.int32) + h, k_sel, n_parts, stride_th, NTP, KPAD)
+    ok = offs < m_max
+    y = tl.load(Y + h * stride_yh + offs, mask=ok, other=float("-inf"))
+    key = _to_key(y, offs)
+    keep = ok & (y > float("-inf")) & (key >= tl.sum(lo, axis=0))
+    slot = tl.atomic_add(Count + h + 0 * offs, 1, mask=keep, sem="relaxed")
+    tl.store(Keys + h * stride_kh + slot, key, mask=keep & (slot < CAP))
+
+
+@triton.jit
+def bound_candidates(
+    Y, TileMax, Count, Keys, heads, g_mask, k_sel, m_max, n_parts, stride_yh, stride_th, stride_kh,
+    BLOCK_G: tl.constexpr, NTP: tl.constexpr, KPAD: tl.constexpr, CAP: tl.constexpr, CHUNK: tl.constexpr,
+):
+    """[BLOCK_G, CAP] candidate keys per head holding its K+1 best (padding below every key), from
+    launch 2's rows; leaves Count at zero for the next call."""
+    offs_c = tl.arange(0, CAP)
+    rows = Keys + heads[:, None] * stride_kh + offs_c[None, :]
+    count = tl.load(Count + heads, mask=g_mask, other=0, cache_modifier=".cg")
+    # the whole rows, read beside the counts rather than after them (one L2 round trip, not two);
+    # the slots past a head's count hold an earlier call's keys and are masked below
+    cand = tl.load(rows, mask=g_mask[:, None], other=0, cache_modifier=".cg")
     if tl.max(count, axis=0) > CAP:
         # bisect the keys: count(>= lo) > CAP >= K+1 > count(>= hi) until at most CAP are kept
-        hi = (tl.max(top, axis=1).to(tl.int64) + 1) << 32
+        lo, hi = _bound_key(TileMax, heads, k_sel, n_parts, stride_th, NTP, KPAD)
         steps = 0
         while (tl.max(count, axis=0) > CAP) & (steps < 70):
             mid = (lo >> 1) + (hi >> 1) + (lo & hi & 1)
@@ -129,13 +188,14 @@ def bound_candidates(
             count = tl.where(up, n, count)
             hi = tl.where(busy & (n < k_sel + 1), mid, hi)
             steps += 1
+        tl.debug_barrier()  # every thread has read the count before it is cleared
         tl.store(Count + heads, 0, mask=g_mask)
         tl.debug_barrier()
-        count = _compact_at_or_above(Y, Count, Keys, heads, g_mask, lo, m_max, stride_yh, stride_kh,
-                                     CHUNK, CAP)
-    offs_c = tl.arange(0, CAP)
+        count = _compact_at_or_above(Y, Count, Keys, heads, g_mask, lo, m_max, stride_yh, stride_kh, CHUNK, CAP)
+        cand = tl.load(rows, mask=g_mask[:, None], other=0, cache_modifier=".cg")
     stored = g_mask[:, None] & (offs_c[None, :] < count[:, None])
-    cand = tl.load(Keys + heads[:, None] * stride_kh + offs_c[None, :], mask=stored, other=0, cache_modifier=".cg")
+    tl.debug_barrier()  # every thread has read the count before it is cleared
+    tl.store(Count + heads, 0, mask=g_mask)
     return tl.where(stored, cand, tl.full([BLOCK_G, CAP], _NO_KEY, tl.int64) + offs_c[None, :])
 
 
@@ -143,28 +203,25 @@ def bound_candidates(
 def santa_merge_bound(
     Y, TileMax, Count, Keys, Scores, Lengths, Starts, SelTeam, SelLogC, SelKey,
     UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos, SeedPtr,
-    inv_sqrt_d, k_sel, m_max, n_tiles,
+    inv_sqrt_d, k_sel, m_max, n_parts,
     stride_sh, stride_th, stride_kh, stride_lh, stride_selh, stride_uh, stride_um,
     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, NTP: tl.constexpr, CAP: tl.constexpr, CHUNK: tl.constexpr,
     KPAD: tl.constexpr, UMAX: tl.constexpr, FRESH: tl.constexpr, SELECT: tl.constexpr,
     RADIX_BITS: tl.constexpr, GATHER: tl.constexpr = False, PDL: tl.constexpr = False,
 ):
-    """Launch 2 of 4, grid (Hkv,): the candidates above the bound (``bound_candidates``), then
-    the global top-K, tau, corrections and union as the five-launch merge does."""
+    """Launch 3, grid (Hkv,): the candidates launch 2 kept (``bound_candidates``), then the
+    global top-K, tau, corrections and union as the block top-k's merge does."""
     kvh = tl.program_id(0)
     offs_g = tl.arange(0, BLOCK_G)
     heads = kvh * GROUP + offs_g
     g_mask = offs_g < GROUP
-    # prologue (overlaps launch 1 under PDL): tables and counts only this launch writes
+    # prologue (overlaps launch 2 under PDL): tables only this launch writes
     reset_union_tables(UMask, ULogC, kvh, stride_uh, stride_um, BLOCK_G, UMAX)
-    tl.store(Count + heads, 0, mask=g_mask)
     wait_for_predecessor(PDL)
     release_dependents(PDL)
-    tl.debug_barrier()  # the counts are zero before any append
-    cand = bound_candidates(Y, TileMax, Count, Keys, heads, g_mask, k_sel, m_max, n_tiles, stride_sh, stride_th,
+    cand = bound_candidates(Y, TileMax, Count, Keys, heads, g_mask, k_sel, m_max, n_parts, stride_sh, stride_th,
                             stride_kh, BLOCK_G, NTP, KPAD, CAP, CHUNK)
     select_and_union(cand, kvh, Scores, Lengths, Starts, SelTeam, SelLogC, SelKey,
                      UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos, SeedPtr,
                      inv_sqrt_d, k_sel, m_max, stride_sh, stride_lh, stride_selh, stride_uh, stride_um,
                      GROUP, BLOCK_G, CAP, KPAD, UMAX, FRESH, SELECT, RADIX_BITS, GATHER)
-

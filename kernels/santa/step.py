@@ -18,7 +18,7 @@ from kprof.kernels.common.bound_launch import bound_launch
 from kprof.kernels.common.dependent_launch import resolve_pdl
 from kprof.kernels.common.split_kv_combine import split_kv_combine
 from kprof.kernels.santa import triton_kernels
-from kprof.kernels.santa.bound_select import santa_merge_bound, santa_score_bound
+from kprof.kernels.santa.bound_select import part_size, santa_filter_bound, santa_merge_bound, santa_score_bound
 from kprof.kernels.santa.preparation import SantaArtifacts
 from kprof.kernels.santa.triton_kernels import (
     LOG2E,
@@ -38,11 +38,17 @@ _TOPK_AVAILABLE = Constraint("SELECT=1 and 3 need tl.topk, which this Triton lac
 
 _GATHER_AVAILABLE = Constraint("merge.GATHER=1 needs tl.gather (Triton 3.2+)",
                                lambda c, s: not c.get("GATHER") or triton_kernels.HAS_GATHER)
+_BOUND_AVAILABLE = Constraint("topk.BOUND needs tl.topk, which this Triton lacks: use topk.BOUND=0",
+                              lambda c, s: not c["BOUND"] or triton_kernels.HAS_TOPK)
 
-# Selection defaults are the fastest choices at the 32K workload: merge uses tl.topk where Triton
-# has it, else the full sort; topk the 32-bit-word threshold (SELECT=3) over BLOCK_T 2048, 16 warps.
+# Selection defaults are the fastest choices measured at 8K, 32K and 128K: the bound filter (topk.BOUND)
+# where Triton has tl.topk, the merge by tl.topk with union positions gathered in registers; without
+# tl.topk, the block top-k and merge by full sorts. Under BOUND=0 the block top-k's fastest is the
+# 32-bit-word threshold (SELECT=3) over BLOCK_T 2048, 16 warps.
 _BEST_SELECT = 1 if triton_kernels.HAS_TOPK else 0
 _BEST_TOPK_SELECT = 3 if triton_kernels.HAS_TOPK else 0
+_BEST_BOUND = 128 if triton_kernels.HAS_TOPK else 0
+_BEST_GATHER = 1 if triton_kernels.HAS_GATHER else 0
 LAUNCH_SPACES = {
     "score": LaunchSpace("score", (
         Param("BLOCK_M", (16, 32, 64, 128, 256), 64, "representatives per program"),
@@ -54,19 +60,21 @@ LAUNCH_SPACES = {
         Param("SELECT", (0, 1, 2, 3), _BEST_TOPK_SELECT, TOPK_SELECT_HELP),
         Param("RADIX_BITS", (1, 2, 4), 2, RADIX_HELP),
         Param("num_warps", (1, 2, 4, 8, 16), 16),
-        Param("BOUND", (0, 8, 16, 32, 64, 128, 256), 0,
-              "0: this launch; else no top-k launch: the score launch adds the noise and keeps each tile's "
-              "maximum, and the merge takes the teams at or above the (K+1)-th largest tile maximum, up to "
-              "this many per head (more: it bisects down to them), four launches in all"),
-    ), (_TOPK_AVAILABLE,)),
+        Param("BOUND", (0, 8, 16, 32, 64, 128, 256), _BEST_BOUND,
+              "0: a top-k per block; else a filter: the score launch adds the noise and keeps the maximum "
+              "of every few teams, this launch keeps the teams at or above the (K+1)-th largest of those, "
+              "up to max(this, K+1 rounded up to a power of two) per head (more: the merge bisects down to "
+              "them), and the merge selects from those"),
+    ), (_TOPK_AVAILABLE, _BOUND_AVAILABLE)),
     "merge": LaunchSpace("merge", (
         Param("SELECT", (0, 1, 2, 3), _BEST_SELECT, MERGE_SELECT_HELP),
         Param("RADIX_BITS", (1, 2, 4), 2, RADIX_HELP),
-        Param("GATHER", (0, 1), 0,
-              "union position of a repeated team: 0 reads it back from a table in memory (measured as "
-              "fast or faster on the H200), 1 gathers it from registers (tl.gather, Triton 3.2+)"),
+        Param("GATHER", (0, 1), _BEST_GATHER,
+              "union position of a repeated team: 0 reads it back from a table in memory, 1 gathers it "
+              "from registers (tl.gather, Triton 3.2+; 0.3-0.5 us faster with topk.BOUND on the H200)"),
         Param("num_warps", (1, 2, 4, 8, 16), 8),
-        Param("CHUNK", (256, 512, 1024, 2048), 512, "with topk.BOUND: teams per head read per step"),
+        Param("CHUNK", (256, 512, 1024, 2048), 512,
+              "with topk.BOUND, when more than BOUND teams cleared the bound: teams per head read per step"),
     ), (_TOPK_AVAILABLE, _GATHER_AVAILABLE)),
     "attend": LaunchSpace("attend", (
         # 64 rows per tile: one tile per split at the 32K workload instead of two dependent ones
@@ -81,7 +89,7 @@ LAUNCH_SPACES = {
     "reduce": LaunchSpace("reduce", (Param("num_warps", (1, 2, 4, 8), 2),)),
 }
 
-LAUNCH_KERNELS = {"score": (santa_score, santa_score_bound), "topk": (santa_block_topk,),
+LAUNCH_KERNELS = {"score": (santa_score, santa_score_bound), "topk": (santa_block_topk, santa_filter_bound),
                   "merge": (santa_merge_union, santa_merge_bound),
                   "attend": (santa_attend,), "reduce": (split_kv_combine,)}
 KERNEL_NAMES = ("santa_score", "santa_block_topk", "santa_merge_union", "santa_attend", "split_kv_combine")
@@ -91,7 +99,7 @@ class SantaDecode:
     """One SANTA++ decode operator bound to a prepared workload."""
 
     block_t_name = "topk.BLOCK_T"  # the launch parameter that sets candidates per block
-    launch_names = ("score", "topk", "merge", "attend", "reduce")  # topk.BOUND drops topk
+    launch_names = ("score", "topk", "merge", "attend", "reduce")
     kernel_names = KERNEL_NAMES
 
     def __init__(self, q: torch.Tensor, arts: SantaArtifacts, k_teams: int, config: dict[str, LaunchConfig],
@@ -120,10 +128,8 @@ class SantaDecode:
                               "use K < min teams or K >= max teams (dense path)")
         self.cfg = {name: dict(c) for name, c in config.items()}
         self.kpad = max(2, triton.next_power_of_2(self.k + 1))
-        self.bound = int(self.cfg["topk"].get("BOUND", 0))
-        if self.bound and self.bound < self.kpad:
-            raise ConfigError(f"topk.BOUND={self.bound} cannot hold the K+1={self.k + 1} best teams of a head: "
-                              f"use topk.BOUND >= {self.kpad}, or 0")
+        bound = int(self.cfg["topk"].get("BOUND", 0))
+        self.bound = max(bound, self.kpad) if bound else 0  # candidates kept per head
         if not self.bound and self.cfg["topk"]["BLOCK_T"] < self.kpad:
             raise ConfigError(f"{self.block_t_name}={self.cfg['topk']['BLOCK_T']} cannot hold the K+1={self.k + 1} "
                               f"working set: use BLOCK_T >= {self.kpad}")
@@ -154,10 +160,10 @@ class SantaDecode:
         # union bookkeeping per team slot; Owner must hold INT_MAX between calls (merge restores it)
         self.owner = torch.full((hkv, self.m_max), 2**31 - 1, dtype=i32, device=dev)
         self.pos = torch.empty(hkv, self.m_max, dtype=i32, device=dev)
-        if self.bound:  # Y and tile maxima at the smallest score.BLOCK_M, so bind() may change it
+        if self.bound:  # part maxima for parts of one team and BLOCK_M up to 256: bind() may change either
             self.y = torch.empty(hq, self.m_max, dtype=f32, device=dev)
-            self.tile_max = torch.empty(hq, triton.cdiv(self.m_max, 16), dtype=f32, device=dev)
-            self.bound_count = torch.empty(hq, dtype=i32, device=dev)
+            self.part_max = torch.empty(hq, self.m_max + 256, dtype=f32, device=dev)
+            self.bound_count = torch.zeros(hq, dtype=i32, device=dev)  # zero between calls (merge clears it)
             self.bound_keys = torch.empty(hq, self.bound, dtype=torch.int64, device=dev)
         self.m_part = torch.empty(hq, self.splits, dtype=f32, device=dev)
         self.l_part = torch.empty_like(self.m_part)
@@ -232,39 +238,47 @@ class SantaDecode:
             BLOCK_S=max(2, triton.next_power_of_2(self.splits)), HEAD_D=self.d, PDL=self.pdl,
             num_warps=c["reduce"]["num_warps"], **dep,
         )
-        names = ("score", "topk", "merge", "attend", "reduce")
         if self.bound:
             self._bind_bound()
-            names = ("score", "merge", "attend", "reduce")
-            self.kernel_names = ("santa_score_bound", "santa_merge_bound", *KERNEL_NAMES[3:])
-        self.launch_names = names
-        self._launches = tuple(getattr(self, f"launch_{name}") for name in names)
+            self.kernel_names = ("santa_score_bound", "santa_filter_bound", "santa_merge_bound", *KERNEL_NAMES[3:])
+        self._launches = (self.launch_score, self.launch_topk, self.launch_merge, self.launch_attend,
+                          self.launch_reduce)
 
     def _bind_bound(self) -> None:
-        """Launches 1 and 3 in their ``topk.BOUND`` forms (``bound_select``); launch 2 goes."""
+        """Launches 1-3 in their ``topk.BOUND`` forms (``bound_select``)."""
         c, a, dep = self.cfg, self.arts, self._dependent
         block_m = c["score"]["BLOCK_M"]
         n_tiles = triton.cdiv(self.m_max, block_m)
+        self.part = part_size(block_m, self.m_min, self.kpad)
+        self.n_parts = n_tiles * (block_m // self.part)
         self.launch_score = bound_launch(
             santa_score_bound, (self.hkv, n_tiles),
-            self.q, a.rep_keys, self.scores, self.y, self.tile_max, a.team_len, a.num_teams, self.seed,
+            self.q, a.rep_keys, self.scores, self.y, self.part_max, a.team_len, a.num_teams, self.seed,
             self.m_max, self.inv_sqrt_d,
             self.q.stride(0), a.rep_keys.stride(0), a.rep_keys.stride(1), self.scores.stride(0),
-            a.team_len.stride(0), self.tile_max.stride(0),
+            a.team_len.stride(0), self.part_max.stride(0),
             GROUP=self.group, BLOCK_G=self.block_g, BLOCK_M=block_m, HEAD_D=self.d,
-            DOT_PRECISION=self.precision, NOISE=not self.all_teams, PDL=self.pdl,
+            DOT_PRECISION=self.precision, NOISE=not self.all_teams, SUB=self.part, PDL=self.pdl,
             num_warps=c["score"]["num_warps"], num_stages=c["score"]["num_stages"],
+        )
+        ntp = max(self.kpad, triton.next_power_of_2(self.n_parts))
+        self.launch_topk = bound_launch(
+            santa_filter_bound, (self.hq, triton.cdiv(self.m_max, c["topk"]["BLOCK_T"])),
+            self.y, self.part_max, self.bound_count, self.bound_keys, self.k, self.m_max, self.n_parts,
+            self.y.stride(0), self.part_max.stride(0), self.bound_keys.stride(0),
+            BLOCK_T=c["topk"]["BLOCK_T"], NTP=ntp, KPAD=self.kpad, CAP=self.bound, PDL=self.pdl,
+            num_warps=c["topk"]["num_warps"], **dep,
         )
         self.launch_merge = bound_launch(
             santa_merge_bound, (self.hkv,),
-            self.y, self.tile_max, self.bound_count, self.bound_keys, self.scores, a.team_len, a.team_start,
+            self.y, self.part_max, self.bound_count, self.bound_keys, self.scores, a.team_len, a.team_start,
             self.sel_team, self.sel_logc, self.sel_key,
             self.u_team, self.u_start, self.u_rowpre, self.u_count, self.u_mask, self.u_logc,
             self.owner, self.pos, self.seed,
-            self.inv_sqrt_d, self.k, self.m_max, n_tiles,
-            self.scores.stride(0), self.tile_max.stride(0), self.bound_keys.stride(0), a.team_len.stride(0),
+            self.inv_sqrt_d, self.k, self.m_max, self.n_parts,
+            self.scores.stride(0), self.part_max.stride(0), self.bound_keys.stride(0), a.team_len.stride(0),
             self.sel_team.stride(0), self.u_mask.stride(0), self.u_mask.stride(1),
-            GROUP=self.group, BLOCK_G=self.merge_g, NTP=max(self.kpad, triton.next_power_of_2(n_tiles)),
+            GROUP=self.group, BLOCK_G=self.merge_g, NTP=ntp,
             CAP=self.bound, CHUNK=c["merge"]["CHUNK"],
             KPAD=self.kpad, UMAX=self.umax, FRESH=self.fresh, SELECT=c["merge"]["SELECT"],
             RADIX_BITS=c["merge"]["RADIX_BITS"], GATHER=bool(c["merge"]["GATHER"]), PDL=self.pdl,

@@ -15,9 +15,10 @@ import pytest
 _METHODS = {
     "triton-dense": (2, ("_split_kv_partial(", "_combine_columns("), set()),
     "triton-decode": (2, ("_dense_decode(",), {"_dense_decode"}),
-    "santa": (5, ("santa_score(", "santa_block_topk(", "santa_merge_union(", "santa_attend(", "split_kv_combine("),
-              set()),
-    "santa:topk.SELECT=2,merge.SELECT=2,topk.RADIX_BITS=4": (5, ("santa_block_topk(",), set()),
+    "santa": (5, ("santa_score_bound(", "santa_filter_bound(", "santa_merge_bound(", "santa_attend(",
+                  "split_kv_combine("), set()),
+    "santa:topk.BOUND=0": (5, ("santa_score(", "santa_block_topk(", "santa_merge_union("), set()),
+    "santa:topk.BOUND=0,topk.SELECT=2,merge.SELECT=2,topk.RADIX_BITS=4": (5, ("santa_block_topk(",), set()),
     "santa-fused": (3, ("santa_select_scored_once(", "santa_merge_attend_reduce("), {"santa_merge_attend_reduce"}),
     "fathom:k=64": (7, ("fathom_topk(", "fathom_scan(", "fathom_attend("), set()),
     "fathom:k=64,topk.UNION=0,pieces=1": (7, ("fathom_topk(", "fathom_union("), set()),

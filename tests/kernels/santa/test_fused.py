@@ -18,7 +18,7 @@ from kprof.methods import get_method
 from kprof.methods.dense_reference import dense_attention_fp64
 from kprof.methods.validation import compare_outputs
 
-FIVE = {"score": {"BLOCK_M": 16}, "topk": {"BLOCK_T": 32}, "attend": {"BLOCK_R": 16, "NUM_SPLITS": 4}}
+FIVE = {"score": {"BLOCK_M": 16}, "topk": {"BLOCK_T": 32, "BOUND": 0}, "attend": {"BLOCK_R": 16, "NUM_SPLITS": 4}}
 TWO = {"select": {"BLOCK_T": 32, "BLOCK_M": 16}, "attend": {"BLOCK_R": 16, "NUM_SPLITS": 8}}
 
 

@@ -17,7 +17,7 @@ from kprof.kernels.santa.reference import (
 from kprof.kernels.santa.step import LAUNCH_SPACES, SantaDecode
 from kprof.methods.dense_reference import dense_attention_fp64
 
-SMALL = {"score": {"BLOCK_M": 16}, "topk": {"BLOCK_T": 16}, "attend": {"BLOCK_R": 16, "NUM_SPLITS": 4}}
+SMALL = {"score": {"BLOCK_M": 16}, "topk": {"BLOCK_T": 16, "BOUND": 0}, "attend": {"BLOCK_R": 16, "NUM_SPLITS": 4}}
 
 
 def _setup(make_workload, target, hq=4, hkv=2, n=160, d=16, k=5, dtype=torch.float32, seed=0, fresh=False,
@@ -27,7 +27,9 @@ def _setup(make_workload, target, hq=4, hkv=2, n=160, d=16, k=5, dtype=torch.flo
     layout = build_layout(prompt_k, SantaSettings(p=p, r=r, s=8, parents=parents))
     arts = pack(prompt_k.to(target.device), prompt_v.to(target.device), layout)
     block_t = max(16, 1 << k.bit_length()) if k < 10_000 else 16  # must hold K+1 candidates
-    cfg = resolve_method_config(LAUNCH_SPACES, SMALL | {"topk": {"BLOCK_T": block_t}} | (overrides or {}), w.shape)
+    # the block top-k (topk.BOUND=0); test_bound_select.py has the bound filter
+    cfg = resolve_method_config(LAUNCH_SPACES, SMALL | {"topk": {"BLOCK_T": block_t, "BOUND": 0}} | (overrides or {}),
+                                w.shape)
     op = SantaDecode(w.q.to(target.device), arts, k, cfg, seed=seed, fresh=fresh,
                      suffix_k=w.k[:, n:].to(target.device) if suffix else None,
                      suffix_v=w.v[:, n:].to(target.device) if suffix else None, pdl=pdl)
