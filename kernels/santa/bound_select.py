@@ -23,7 +23,14 @@ import triton.language as tl
 
 from kprof.kernels.common.dependent_launch import release_dependents, wait_for_predecessor
 from kprof.kernels.common.matmul import dot
-from kprof.kernels.santa.triton_kernels import _to_key, reset_union_tables, select_and_union
+from kprof.kernels.santa.triton_kernels import (
+    _key_index,
+    _to_key,
+    correct_and_union,
+    reset_union_tables,
+    select_keys,
+    team_values,
+)
 
 _NO_KEY = tl.constexpr(-9223372036854775807)  # below every real key
 
@@ -144,11 +151,15 @@ def _bound_key(TileMax, h, k_sel, n_parts, stride_th, NTP: tl.constexpr, KPAD: t
 
 @triton.jit
 def santa_filter_bound(
-    Y, TileMax, Count, Keys, k_sel, m_max, n_parts, stride_yh, stride_th, stride_kh,
-    BLOCK_T: tl.constexpr, NTP: tl.constexpr, KPAD: tl.constexpr, CAP: tl.constexpr, PDL: tl.constexpr = False,
+    Y, TileMax, Count, Keys, Scores, Lengths, Starts, Phi, Len, Start,
+    k_sel, m_max, n_parts, inv_sqrt_d, stride_yh, stride_th, stride_kh, stride_sh, stride_lh,
+    GROUP: tl.constexpr, BLOCK_T: tl.constexpr, NTP: tl.constexpr, KPAD: tl.constexpr, CAP: tl.constexpr,
+    CARRY: tl.constexpr = False, PDL: tl.constexpr = False,
 ):
     """Launch 2, grid (Hq, cdiv(M_max, BLOCK_T)): append the block's teams at or above the head's
-    bound to its row of ``Keys`` (at most CAP stored; ``Count`` holds how many cleared it)."""
+    bound to its row of ``Keys`` (at most CAP stored; ``Count`` holds how many cleared it). With
+    CARRY, each kept team's ``team_values`` go beside its key (rows of Phi, Len, Start), read while
+    the append's atomic is in flight, so the merge finds them with the keys."""
     h = tl.program_id(0)
     offs = tl.program_id(1) * BLOCK_T + tl.arange(0, BLOCK_T)
     wait_for_predecessor(PDL)
@@ -159,7 +170,16 @@ def santa_filter_bound(
     key = _to_key(y, offs)
     keep = ok & (y > float("-inf")) & (key >= tl.sum(lo, axis=0))
     slot = tl.atomic_add(Count + h + 0 * offs, 1, mask=keep, sem="relaxed")
-    tl.store(Keys + h * stride_kh + slot, key, mask=keep & (slot < CAP))
+    stored = keep & (slot < CAP)
+    tl.store(Keys + h * stride_kh + slot, key, mask=stored)
+    if CARRY:
+        one = tl.full([1], 0, tl.int32) + h
+        phi, n, start = team_values(Scores, Lengths, Starts, one, h // GROUP, offs[None, :], keep[None, :],
+                                    inv_sqrt_d, stride_sh, stride_lh)
+        row = h * stride_kh + slot[None, :]
+        tl.store(Phi + row, phi, mask=stored[None, :])
+        tl.store(Len + row, n, mask=stored[None, :])
+        tl.store(Start + row, start, mask=stored[None, :])
 
 
 @triton.jit
@@ -168,14 +188,16 @@ def bound_candidates(
     BLOCK_G: tl.constexpr, NTP: tl.constexpr, KPAD: tl.constexpr, CAP: tl.constexpr, CHUNK: tl.constexpr,
 ):
     """[BLOCK_G, CAP] candidate keys per head holding its K+1 best (padding below every key), from
-    launch 2's rows; leaves Count at zero for the next call."""
+    launch 2's rows, which of them are real, and whether a bisection rewrote the rows; leaves Count
+    at zero for the next call."""
     offs_c = tl.arange(0, CAP)
     rows = Keys + heads[:, None] * stride_kh + offs_c[None, :]
     count = tl.load(Count + heads, mask=g_mask, other=0, cache_modifier=".cg")
     # the whole rows, read beside the counts rather than after them (one L2 round trip, not two);
     # the slots past a head's count hold an earlier call's keys and are masked below
     cand = tl.load(rows, mask=g_mask[:, None], other=0, cache_modifier=".cg")
-    if tl.max(count, axis=0) > CAP:
+    bisected = tl.max(count, axis=0) > CAP
+    if bisected:
         # bisect the keys: count(>= lo) > CAP >= K+1 > count(>= hi) until at most CAP are kept
         lo, hi = _bound_key(TileMax, heads, k_sel, n_parts, stride_th, NTP, KPAD)
         steps = 0
@@ -196,21 +218,26 @@ def bound_candidates(
     stored = g_mask[:, None] & (offs_c[None, :] < count[:, None])
     tl.debug_barrier()  # every thread has read the count before it is cleared
     tl.store(Count + heads, 0, mask=g_mask)
-    return tl.where(stored, cand, tl.full([BLOCK_G, CAP], _NO_KEY, tl.int64) + offs_c[None, :])
+    return tl.where(stored, cand, tl.full([BLOCK_G, CAP], _NO_KEY, tl.int64) + offs_c[None, :]), stored, bisected
 
 
 @triton.jit
 def santa_merge_bound(
-    Y, TileMax, Count, Keys, Scores, Lengths, Starts, SelTeam, SelLogC, SelKey,
+    Y, TileMax, Count, Keys, Phi, Len, Start, Scores, Lengths, Starts, SelTeam, SelLogC, SelKey,
     UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos, SeedPtr,
     inv_sqrt_d, k_sel, m_max, n_parts,
     stride_sh, stride_th, stride_kh, stride_lh, stride_selh, stride_uh, stride_um,
     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, NTP: tl.constexpr, CAP: tl.constexpr, CHUNK: tl.constexpr,
     KPAD: tl.constexpr, UMAX: tl.constexpr, FRESH: tl.constexpr, SELECT: tl.constexpr,
-    RADIX_BITS: tl.constexpr, GATHER: tl.constexpr = False, PDL: tl.constexpr = False,
+    RADIX_BITS: tl.constexpr, GATHER: tl.constexpr = False, CARRY: tl.constexpr = False, PDL: tl.constexpr = False,
 ):
     """Launch 3, grid (Hkv,): the candidates launch 2 kept (``bound_candidates``), then the
-    global top-K, tau, corrections and union as the block top-k's merge does."""
+    global top-K, tau, corrections and union as the block top-k's merge does.
+
+    With CARRY the corrections' inputs come from launch 2's rows, read with the keys, instead of
+    from the tables after the selection (a dependent round trip fewer). To find a ranked key's
+    column, the key's low word becomes team * CAP + column for the selection: the order is
+    unchanged (teams are unique in a row). After a bisection, the rows are read the usual way."""
     kvh = tl.program_id(0)
     offs_g = tl.arange(0, BLOCK_G)
     heads = kvh * GROUP + offs_g
@@ -219,9 +246,35 @@ def santa_merge_bound(
     reset_union_tables(UMask, ULogC, kvh, stride_uh, stride_um, BLOCK_G, UMAX)
     wait_for_predecessor(PDL)
     release_dependents(PDL)
-    cand = bound_candidates(Y, TileMax, Count, Keys, heads, g_mask, k_sel, m_max, n_parts, stride_sh, stride_th,
-                            stride_kh, BLOCK_G, NTP, KPAD, CAP, CHUNK)
-    select_and_union(cand, kvh, Scores, Lengths, Starts, SelTeam, SelLogC, SelKey,
-                     UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos, SeedPtr,
-                     inv_sqrt_d, k_sel, m_max, stride_sh, stride_lh, stride_selh, stride_uh, stride_um,
-                     GROUP, BLOCK_G, CAP, KPAD, UMAX, FRESH, SELECT, RADIX_BITS, GATHER)
+    offs_c = tl.arange(0, CAP)
+    if CARRY:
+        row = heads[:, None] * stride_kh + offs_c[None, :]
+        phi_c = tl.load(Phi + row, mask=g_mask[:, None], other=0.0, cache_modifier=".cg")
+        n_c = tl.load(Len + row, mask=g_mask[:, None], other=0, cache_modifier=".cg")
+        start_c = tl.load(Start + row, mask=g_mask[:, None], other=0, cache_modifier=".cg")
+    cand, stored, bisected = bound_candidates(Y, TileMax, Count, Keys, heads, g_mask, k_sel, m_max, n_parts,
+                                              stride_sh, stride_th, stride_kh, BLOCK_G, NTP, KPAD, CAP, CHUNK)
+    if CARRY:
+        if bisected:  # the bisection rewrote the rows: their values from the tables
+            phi_c, n_c, start_c = team_values(Scores, Lengths, Starts, heads, kvh, _key_index(cand), stored,
+                                              inv_sqrt_d, stride_sh, stride_lh)
+        if SELECT != 3:  # ranked selections lose the column: carry it in the key
+            cand = (cand & -4294967296) | ((_key_index(cand).to(tl.int64) & 0xFFFFFFFF) * CAP + offs_c[None, :])
+    team, chosen, tau, sel_slot = select_keys(cand, heads, g_mask, SelKey, k_sel, BLOCK_G, CAP, KPAD,
+                                              SELECT, RADIX_BITS)
+    if CARRY:
+        if SELECT == 3:  # the selection is in candidate order: the rows line up with it
+            phi, n, start = phi_c, n_c, start_c
+        else:
+            col = team % CAP
+            team = team // CAP
+            phi = tl.gather(phi_c, col, 1)
+            n = tl.gather(n_c, col, 1)
+            start = tl.gather(start_c, col, 1)
+    else:
+        phi, n, start = team_values(Scores, Lengths, Starts, heads, kvh, team, chosen, inv_sqrt_d,
+                                    stride_sh, stride_lh)
+    correct_and_union(team, chosen, tau, sel_slot, phi, n, start, kvh, heads, offs_g, SelTeam, SelLogC,
+                      UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos, SeedPtr,
+                      m_max, stride_selh, stride_uh, stride_um, BLOCK_G=BLOCK_G,
+                      WIDTH=CAP if SELECT == 3 else KPAD, UMAX=UMAX, FRESH=FRESH, GATHER=GATHER)

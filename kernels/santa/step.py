@@ -38,6 +38,8 @@ _TOPK_AVAILABLE = Constraint("SELECT=1 and 3 need tl.topk, which this Triton lac
 
 _GATHER_AVAILABLE = Constraint("merge.GATHER=1 needs tl.gather (Triton 3.2+)",
                                lambda c, s: not c.get("GATHER") or triton_kernels.HAS_GATHER)
+_CARRY_NEEDS = Constraint("topk.CARRY=1 needs topk.BOUND and tl.gather (Triton 3.2+)",
+                          lambda c, s: not c.get("CARRY") or (c["BOUND"] and triton_kernels.HAS_GATHER))
 _BOUND_AVAILABLE = Constraint("topk.BOUND needs tl.topk, which this Triton lacks: use topk.BOUND=0",
                               lambda c, s: not c["BOUND"] or triton_kernels.HAS_TOPK)
 
@@ -65,7 +67,10 @@ LAUNCH_SPACES = {
               "of every few teams, this launch keeps the teams at or above the (K+1)-th largest of those, "
               "up to max(this, K+1 rounded up to a power of two) per head (more: the merge bisects down to "
               "them), and the merge selects from those"),
-    ), (_TOPK_AVAILABLE, _BOUND_AVAILABLE)),
+        Param("CARRY", (0, 1), 0,
+              "with BOUND: 1 stores each kept team's phi, length and first row beside its key, so the merge "
+              "reads them with the keys rather than after its selection (merge.SELECT 1 or 3)"),
+    ), (_TOPK_AVAILABLE, _BOUND_AVAILABLE, _CARRY_NEEDS)),
     "merge": LaunchSpace("merge", (
         Param("SELECT", (0, 1, 2, 3), _BEST_SELECT, MERGE_SELECT_HELP),
         Param("RADIX_BITS", (1, 2, 4), 2, RADIX_HELP),
@@ -130,6 +135,13 @@ class SantaDecode:
         self.kpad = max(2, triton.next_power_of_2(self.k + 1))
         bound = int(self.cfg["topk"].get("BOUND", 0))
         self.bound = max(bound, self.kpad) if bound else 0  # candidates kept per head
+        self.carry = bool(self.bound and self.cfg["topk"].get("CARRY"))
+        if self.carry and self.cfg["merge"]["SELECT"] not in (1, 3):
+            raise ConfigError(f"topk.CARRY=1 needs merge.SELECT=1 or 3 (got {self.cfg['merge']['SELECT']}): "
+                              "use topk.CARRY=0")
+        if self.carry and self.m_max * self.bound >= 2**31:
+            raise ConfigError(f"topk.CARRY=1 keys team x CAP in 31 bits: {self.m_max} teams x {self.bound} do not "
+                              "fit; use topk.CARRY=0 or a smaller topk.BOUND")
         if not self.bound and self.cfg["topk"]["BLOCK_T"] < self.kpad:
             raise ConfigError(f"{self.block_t_name}={self.cfg['topk']['BLOCK_T']} cannot hold the K+1={self.k + 1} "
                               f"working set: use BLOCK_T >= {self.kpad}")
@@ -165,6 +177,10 @@ class SantaDecode:
             self.part_max = torch.empty(hq, self.m_max + 256, dtype=f32, device=dev)
             self.bound_count = torch.zeros(hq, dtype=i32, device=dev)  # zero between calls (merge clears it)
             self.bound_keys = torch.empty(hq, self.bound, dtype=torch.int64, device=dev)
+            # topk.CARRY: phi, length and first row of each kept team, beside its key
+            self.bound_phi = torch.empty(hq, self.bound, dtype=f32, device=dev)
+            self.bound_len = torch.empty(hq, self.bound, dtype=i32, device=dev)
+            self.bound_start = torch.empty(hq, self.bound, dtype=i32, device=dev)
         self.m_part = torch.empty(hq, self.splits, dtype=f32, device=dev)
         self.l_part = torch.empty_like(self.m_part)
         self.acc = torch.empty(hq, self.splits, d, dtype=f32, device=dev)
@@ -264,15 +280,17 @@ class SantaDecode:
         ntp = max(self.kpad, triton.next_power_of_2(self.n_parts))
         self.launch_topk = bound_launch(
             santa_filter_bound, (self.hq, triton.cdiv(self.m_max, c["topk"]["BLOCK_T"])),
-            self.y, self.part_max, self.bound_count, self.bound_keys, self.k, self.m_max, self.n_parts,
-            self.y.stride(0), self.part_max.stride(0), self.bound_keys.stride(0),
-            BLOCK_T=c["topk"]["BLOCK_T"], NTP=ntp, KPAD=self.kpad, CAP=self.bound, PDL=self.pdl,
+            self.y, self.part_max, self.bound_count, self.bound_keys, self.scores, a.team_len, a.team_start,
+            self.bound_phi, self.bound_len, self.bound_start, self.k, self.m_max, self.n_parts, self.inv_sqrt_d,
+            self.y.stride(0), self.part_max.stride(0), self.bound_keys.stride(0), self.scores.stride(0),
+            a.team_len.stride(0), GROUP=self.group,
+            BLOCK_T=c["topk"]["BLOCK_T"], NTP=ntp, KPAD=self.kpad, CAP=self.bound, CARRY=self.carry, PDL=self.pdl,
             num_warps=c["topk"]["num_warps"], **dep,
         )
         self.launch_merge = bound_launch(
             santa_merge_bound, (self.hkv,),
-            self.y, self.part_max, self.bound_count, self.bound_keys, self.scores, a.team_len, a.team_start,
-            self.sel_team, self.sel_logc, self.sel_key,
+            self.y, self.part_max, self.bound_count, self.bound_keys, self.bound_phi, self.bound_len,
+            self.bound_start, self.scores, a.team_len, a.team_start, self.sel_team, self.sel_logc, self.sel_key,
             self.u_team, self.u_start, self.u_rowpre, self.u_count, self.u_mask, self.u_logc,
             self.owner, self.pos, self.seed,
             self.inv_sqrt_d, self.k, self.m_max, self.n_parts,
@@ -281,8 +299,8 @@ class SantaDecode:
             GROUP=self.group, BLOCK_G=self.merge_g, NTP=ntp,
             CAP=self.bound, CHUNK=c["merge"]["CHUNK"],
             KPAD=self.kpad, UMAX=self.umax, FRESH=self.fresh, SELECT=c["merge"]["SELECT"],
-            RADIX_BITS=c["merge"]["RADIX_BITS"], GATHER=bool(c["merge"]["GATHER"]), PDL=self.pdl,
-            num_warps=c["merge"]["num_warps"], **dep,
+            RADIX_BITS=c["merge"]["RADIX_BITS"], GATHER=bool(c["merge"]["GATHER"]), CARRY=self.carry,
+            PDL=self.pdl, num_warps=c["merge"]["num_warps"], **dep,
         )
 
     def stages(self):

@@ -216,12 +216,22 @@ def _select_by_word(cand, g_mask, k_sel, KPAD: tl.constexpr):
 
 
 @triton.jit
-def _correct_and_union(team, chosen, tau, sel_slot, kvh, heads, offs_g,
-                       Scores, Lengths, Starts, SelTeam, SelLogC,
-                       UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos,
-                       inv_sqrt_d, m_max, stride_sh, stride_lh, stride_selh, stride_uh, stride_um,
+def team_values(Scores, Lengths, Starts, heads, kvh, team, chosen, inv_sqrt_d, stride_sh, stride_lh):
+    """phi = q . l_g / sqrt(d) + log n, n and the first row of each chosen team (the corrections'
+    inputs; the bound filter's CARRY stores the same three beside its keys)."""
+    s = tl.load(Scores + heads[:, None] * stride_sh + team, mask=chosen, other=0.0)
+    n = tl.load(Lengths + kvh * stride_lh + team, mask=chosen, other=0)
+    start = tl.load(Starts + kvh * stride_lh + team, mask=chosen, other=0)
+    return s * inv_sqrt_d + tl.log(tl.maximum(n, 1).to(tl.float32)), n, start
+
+
+@triton.jit
+def _correct_and_union(team, chosen, tau, sel_slot, phi, n, start, kvh, heads, offs_g,
+                       SelTeam, SelLogC, UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos,
+                       m_max, stride_selh, stride_uh, stride_um,
                        BLOCK_G: tl.constexpr, WIDTH: tl.constexpr, UMAX: tl.constexpr, GATHER: tl.constexpr):
-    """Corrections and GQA union of the selection ``chosen`` [G, WIDTH] (team ids ``team``).
+    """Corrections and GQA union of the selection ``chosen`` [G, WIDTH] (team ids ``team``, their
+    ``team_values``).
 
     The union is found without sorting: each chosen (head, column) entry bids for its team's
     slot in ``Owner`` with an atomic min; the lowest bid is the team's first occurrence and gets
@@ -230,10 +240,6 @@ def _correct_and_union(team, chosen, tau, sel_slot, kvh, heads, offs_g,
     gather of the positions, else through the ``Pos`` table (one more L2 round trip).
     """
     offs_u = tl.arange(0, UMAX)
-    s = tl.load(Scores + heads[:, None] * stride_sh + team, mask=chosen, other=0.0)
-    n = tl.load(Lengths + kvh * stride_lh + team, mask=chosen, other=0)
-    start = tl.load(Starts + kvh * stride_lh + team, mask=chosen, other=0)
-    phi = s * inv_sqrt_d + tl.log(tl.maximum(n, 1).to(tl.float32))
     logc = _log_inclusion(phi - tau[:, None])
     tl.store(SelTeam + heads[:, None] * stride_selh + sel_slot, team, mask=chosen)
     tl.store(SelLogC + heads[:, None] * stride_selh + sel_slot, logc, mask=chosen)
@@ -290,8 +296,8 @@ def merge_union(
     UMAX: tl.constexpr, FRESH: tl.constexpr, SELECT: tl.constexpr, RADIX_BITS: tl.constexpr,
     GATHER: tl.constexpr,
 ):
-    """Global top-K and tau of each head of KV head ``kvh`` from the blocks' candidates, then
-    corrections and the GQA union (``select_and_union``)."""
+    """Global top-K and tau of each head of KV head ``kvh`` from the blocks' candidates
+    (``select_keys``), then corrections and the GQA union (``correct_and_union``)."""
     offs_g = tl.arange(0, BLOCK_G)
     heads = kvh * GROUP + offs_g
     g_mask = offs_g < GROUP
@@ -301,30 +307,24 @@ def merge_union(
     cand = tl.load(Cand + heads[:, None] * stride_ch + offs_c[None, :],
                    mask=g_mask[:, None] & (offs_c[None, :] < NCAND), other=0)
     cand = tl.where(g_mask[:, None] & (offs_c[None, :] < NCAND), cand, pad)
-    select_and_union(cand, kvh, Scores, Lengths, Starts, SelTeam, SelLogC, SelKey,
-                     UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos, SeedPtr,
-                     inv_sqrt_d, k_sel, m_max, stride_sh, stride_lh, stride_selh, stride_uh, stride_um,
-                     GROUP, BLOCK_G, NCP, KPAD, UMAX, FRESH, SELECT, RADIX_BITS, GATHER)
+    team, chosen, tau, sel_slot = select_keys(cand, heads, g_mask, SelKey, k_sel,
+                                              BLOCK_G, NCP, KPAD, SELECT, RADIX_BITS)
+    phi, n, start = team_values(Scores, Lengths, Starts, heads, kvh, team, chosen, inv_sqrt_d, stride_sh, stride_lh)
+    correct_and_union(team, chosen, tau, sel_slot, phi, n, start, kvh, heads, offs_g, SelTeam, SelLogC,
+                      UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos, SeedPtr,
+                      m_max, stride_selh, stride_uh, stride_um, BLOCK_G=BLOCK_G,
+                      WIDTH=NCP if SELECT == 3 else KPAD, UMAX=UMAX, FRESH=FRESH, GATHER=GATHER)
 
 
 @triton.jit
-def select_and_union(
-    cand, kvh, Scores, Lengths, Starts, SelTeam, SelLogC, SelKey,
-    UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos, SeedPtr,
-    inv_sqrt_d, k_sel, m_max,
-    stride_sh, stride_lh, stride_selh, stride_uh, stride_um,
-    GROUP: tl.constexpr, BLOCK_G: tl.constexpr, NCP: tl.constexpr, KPAD: tl.constexpr,
-    UMAX: tl.constexpr, FRESH: tl.constexpr, SELECT: tl.constexpr, RADIX_BITS: tl.constexpr,
-    GATHER: tl.constexpr,
-):
+def select_keys(cand, heads, g_mask, SelKey, k_sel, BLOCK_G: tl.constexpr, NCP: tl.constexpr, KPAD: tl.constexpr,
+                SELECT: tl.constexpr, RADIX_BITS: tl.constexpr):
     """The K best of each head's candidate keys ``cand`` [BLOCK_G, NCP] (padding below every real
-    key), tau, corrections and the GQA union (``_correct_and_union``). SELECT 0-2 order the K+1
-    best keys (sort, tl.topk, radix select) and union them in (head, rank) order; 3 selects by the
-    32-bit score word (``_select_by_word``) and unions in (head, candidate) order. With FRESH, KV
-    head 0 advances the noise seed: this call's noise was drawn by a launch before."""
-    offs_g = tl.arange(0, BLOCK_G)
-    heads = kvh * GROUP + offs_g
-    g_mask = offs_g < GROUP
+    key) and tau, the (K+1)-th key's score. Returns the low words of the keys the selection is
+    drawn from (``team``), ``chosen``, tau and each chosen key's slot in the head's selection.
+    SELECT 0-2 order the K+1 best keys (sort, tl.topk, radix select): team and chosen are
+    [BLOCK_G, KPAD] in rank order; 3 selects by the 32-bit score word (``_select_by_word``):
+    [BLOCK_G, NCP] in candidate order. SELECT is a constexpr, so the width is fixed per kernel."""
     offs_k = tl.arange(0, KPAD)
     if SELECT == 3:
         chosen, tau = _select_by_word(cand, g_mask, k_sel, KPAD)
@@ -352,11 +352,19 @@ def select_and_union(
         chosen = g_mask[:, None] & (offs_k[None, :] < k_sel)
         team = _key_index(top)
         sel_slot = offs_k[None, :] + 0 * team
-    # SELECT is a constexpr, so the selection's width (NCP or KPAD) is fixed per compiled kernel
-    _correct_and_union(team, chosen, tau, sel_slot, kvh, heads, offs_g, Scores, Lengths, Starts, SelTeam,
-                       SelLogC, UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos,
-                       inv_sqrt_d, m_max, stride_sh, stride_lh, stride_selh, stride_uh, stride_um,
-                       BLOCK_G=BLOCK_G, WIDTH=NCP if SELECT == 3 else KPAD, UMAX=UMAX, GATHER=GATHER)
+    return team, chosen, tau, sel_slot
+
+
+@triton.jit
+def correct_and_union(team, chosen, tau, sel_slot, phi, n, start, kvh, heads, offs_g, SelTeam, SelLogC,
+                      UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos, SeedPtr,
+                      m_max, stride_selh, stride_uh, stride_um, BLOCK_G: tl.constexpr, WIDTH: tl.constexpr,
+                      UMAX: tl.constexpr, FRESH: tl.constexpr, GATHER: tl.constexpr):
+    """``_correct_and_union``, then with FRESH KV head 0 advances the noise seed: this call's
+    noise was drawn by a launch before."""
+    _correct_and_union(team, chosen, tau, sel_slot, phi, n, start, kvh, heads, offs_g, SelTeam, SelLogC,
+                       UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos, m_max, stride_selh,
+                       stride_uh, stride_um, BLOCK_G=BLOCK_G, WIDTH=WIDTH, UMAX=UMAX, GATHER=GATHER)
     if FRESH:
         if kvh == 0:
             tl.store(SeedPtr, tl.load(SeedPtr) + 1)

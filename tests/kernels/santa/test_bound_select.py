@@ -17,19 +17,38 @@ pytestmark = pytest.mark.skipif(not triton_kernels.HAS_TOPK, reason="topk.BOUND 
 SMALL = {"score": {"BLOCK_M": 16}, "topk": {"BLOCK_T": 32}, "attend": {"BLOCK_R": 16, "NUM_SPLITS": 4}}
 
 
-def _pair(make_workload, target, hq=4, hkv=2, n=300, d=16, k=5, bound=64, dtype=torch.float32, seed=0,
-          fresh=False, pdl=None):
-    """The block top-k's launches and those of ``topk.BOUND=bound`` on one workload, same noise seed."""
+def _ops(make_workload, target, overs, hq=4, hkv=2, n=300, d=16, k=5, dtype=torch.float32, seed=0, fresh=False,
+         pdl=None):
+    """One SantaDecode per launch-parameter override in ``overs`` on one workload, same noise seed."""
     w = make_workload(hq, hkv, n, d, dtype, seed=seed, scale=2.0)
     layout = build_layout(w.k, SantaSettings(p=8, r=2, s=8, parents="contiguous"))
     arts = pack(w.k.to(target.device), w.v.to(target.device), layout)
     q = w.q.to(target.device)
     ops = []
-    for cap in (0, bound):
-        over = SMALL | {"topk": {"BLOCK_T": 32, "BOUND": cap}}
-        cfg = resolve_method_config(LAUNCH_SPACES, over, w.shape)
+    for over in overs:
+        cfg = resolve_method_config(LAUNCH_SPACES, SMALL | over, w.shape)
         ops.append(SantaDecode(q, arts, k, cfg, seed=seed, fresh=fresh, pdl=pdl))
+    return w, layout, ops
+
+
+def _pair(make_workload, target, bound=64, **kw):
+    """The block top-k's launches and those of ``topk.BOUND=bound`` on one workload, same noise seed."""
+    w, layout, ops = _ops(make_workload, target, [{"topk": {"BLOCK_T": 32, "BOUND": cap}} for cap in (0, bound)], **kw)
     return w, layout, *ops
+
+
+def _assert_same_selection(by_topk, by_bound):
+    """Selections, corrections and GQA unions of two runs agree (union order included)."""
+    for h in range(by_bound.hq):
+        assert by_bound.sel_team[h, : by_bound.k].tolist() == by_topk.sel_team[h, : by_topk.k].tolist(), f"head {h}"
+        got, want = by_bound.sel_logc[h, : by_bound.k], by_topk.sel_logc[h, : by_topk.k]
+        assert torch.allclose(got, want, rtol=1e-6, atol=1e-7)
+    for kvh in range(by_bound.hkv):
+        c = int(by_topk.u_count[kvh])
+        assert int(by_bound.u_count[kvh]) == c
+        for table in ("u_team", "u_start"):
+            assert torch.equal(getattr(by_bound, table)[kvh, :c], getattr(by_topk, table)[kvh, :c]), table
+        assert torch.equal(by_bound.u_rowpre[kvh, : c + 1], by_topk.u_rowpre[kvh, : c + 1])
 
 
 def _kept_at_first(op) -> torch.Tensor:
@@ -58,15 +77,7 @@ def test_bound_selects_what_the_block_topk_selects(make_workload, target, hq, hk
     by_topk.run()
     _poison(by_bound)
     by_bound.run()
-    for h in range(by_bound.hq):
-        assert by_bound.sel_team[h, : by_bound.k].tolist() == by_topk.sel_team[h, : by_topk.k].tolist(), f"head {h}"
-        got, want = by_bound.sel_logc[h, : by_bound.k], by_topk.sel_logc[h, : by_topk.k]
-        assert torch.allclose(got, want, rtol=1e-6, atol=1e-7)
-    for kvh in range(by_bound.hkv):
-        c = int(by_topk.u_count[kvh])
-        assert int(by_bound.u_count[kvh]) == c
-        assert torch.equal(by_bound.u_team[kvh, :c], by_topk.u_team[kvh, :c])
-        assert torch.equal(by_bound.u_rowpre[kvh, : c + 1], by_topk.u_rowpre[kvh, : c + 1])
+    _assert_same_selection(by_topk, by_bound)
     # the perturbed logits the score launch stored are those the top-k launch would have used,
     # and the part maxima their maxima over every SUB teams
     noise = by_bound.gumbel_noise().cpu()
@@ -90,6 +101,39 @@ def test_bound_selects_what_the_block_topk_selects(make_workload, target, hq, hk
         assert int(kept.max()) < layout.num_teams.max() // 2, "the bound keeps too many to be tested"
     assert torch.all(by_bound.bound_count == 0), "the merge leaves the counts at zero for the next call"
     assert torch.all(by_bound.owner == 2**31 - 1)
+    out = by_bound.out.cpu().double()
+    teams, corr = by_bound.selections()
+    ref = attention_with_selection(w.q, w.k, w.v, layout.teams(), [Selection(t, c) for t, c in zip(teams, corr)])
+    assert (out - ref).abs().max() < 1e-5
+
+
+@pytest.mark.skipif(not triton_kernels.HAS_GATHER, reason="topk.CARRY needs tl.gather")
+@pytest.mark.parametrize("select", [1, 3])
+@pytest.mark.parametrize("hq, hkv, n, k, bound", [
+    (7, 1, 1201, 6, 32),
+    (6, 2, 1200, 7, 8),   # the bisection rewrites the rows: the merge reads the tables instead
+])
+def test_carried_values_give_the_tables_corrections(make_workload, target, hq, hkv, n, k, bound, select):
+    """``topk.CARRY``: phi, lengths and first rows carried beside the keys (and the column carried
+    in the key for a ranked selection) give the selection, corrections and union of the tables."""
+    overs = [{"topk": {"BLOCK_T": 32, "BOUND": bound, "CARRY": carry}, "merge": {"SELECT": select}} for carry in (0, 1)]
+    w, layout, (by_tables, by_bound) = _ops(make_workload, target, overs, hq=hq, hkv=hkv, n=n, k=k, seed=n + 1)
+    assert by_bound.carry and not by_tables.carry
+    by_tables.run()
+    _poison(by_bound)
+    for t in (by_bound.bound_phi, by_bound.bound_len, by_bound.bound_start):
+        t.fill_(-7)
+    by_bound.run()
+    _assert_same_selection(by_tables, by_bound)
+    if bound == 8:
+        assert int(_kept_at_first(by_bound).max()) > bound, "the bisection path was not exercised"
+    else:  # the filter's rows hold what the tables hold for every kept team
+        for h in range(by_bound.hq):
+            c = int(min(_kept_at_first(by_bound)[h], by_bound.bound))
+            team = (by_bound.bound_keys[h, :c] & 0xFFFFFFFF).long().cpu()
+            kvh = h // by_bound.group
+            assert torch.equal(by_bound.bound_len[h, :c].cpu(), by_bound.arts.team_len[kvh].cpu()[team])
+            assert torch.equal(by_bound.bound_start[h, :c].cpu(), by_bound.arts.team_start[kvh].cpu()[team])
     out = by_bound.out.cpu().double()
     teams, corr = by_bound.selections()
     ref = attention_with_selection(w.q, w.k, w.v, layout.teams(), [Selection(t, c) for t, c in zip(teams, corr)])
@@ -136,12 +180,14 @@ def test_part_size_leaves_twice_the_working_set_of_parts():
 
 
 @pytest.mark.gpu
-def test_gpu_bound_matches_the_block_topk_eager_and_replayed(make_workload, target):
+@pytest.mark.parametrize("carry", [0, 1])
+def test_gpu_bound_matches_the_block_topk_eager_and_replayed(make_workload, target, carry):
     """At the 32K workload's shape family (G = 7, K = 31, d = 128) with fresh noise: the same
     selection as the block top-k call after call, with and without PDL, and from a CUDA graph."""
-    kw = dict(hq=28, hkv=4, n=8192, d=128, k=31, bound=128, dtype=torch.float16, seed=5, fresh=True)
+    kw = dict(hq=28, hkv=4, n=8192, d=128, k=31, dtype=torch.float16, seed=5, fresh=True)
     for pdl in (False, True):
-        w, layout, by_topk, by_bound = _pair(make_workload, target, pdl=pdl, **kw)
+        overs = [{"topk": {"BLOCK_T": 32, "BOUND": 0}}, {"topk": {"BLOCK_T": 32, "BOUND": 128, "CARRY": carry}}]
+        w, layout, (by_topk, by_bound) = _ops(make_workload, target, overs, pdl=pdl, **kw)
         for _ in range(3):
             by_bound.out.fill_(float("nan"))
             a, b = by_topk.run().clone(), by_bound.run().clone()
