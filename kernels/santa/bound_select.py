@@ -45,12 +45,22 @@ def part_size(block_m: int, min_teams: int, kpad: int) -> int:
 
 
 @triton.jit
-def gumbel_rows(seed, rows, t0, BLOCK_G: tl.constexpr, N: tl.constexpr, m_max):
+def gumbel_rows(seed, rows, t0, BLOCK_G: tl.constexpr, N: tl.constexpr, m_max, PHILOX: tl.constexpr = 4):
     """``triton_kernels._gumbel`` for several query heads ``rows`` at once: [BLOCK_G, N], the
-    same draw for the same (seed, head, team)."""
-    counters = rows[:, None] * ((m_max + 3) // 4) + t0 // 4 + tl.arange(0, N // 4)[None, :]
-    r0, r1, r2, r3 = tl.rand4x(seed, counters)
-    u = tl.reshape(tl.join(tl.join(r0, r1), tl.join(r2, r3)), (BLOCK_G, N))
+    same draw for the same (seed, head, team). PHILOX teams per Philox call: 4 draws four teams'
+    uniforms at once and interleaves them (joins and a reshape, which move data through shared
+    memory); 1 draws for every team and keeps its own output of the four (four times the Philox
+    arithmetic, no data movement)."""
+    if PHILOX == 4:
+        counters = rows[:, None] * ((m_max + 3) // 4) + t0 // 4 + tl.arange(0, N // 4)[None, :]
+        r0, r1, r2, r3 = tl.rand4x(seed, counters)
+        u = tl.reshape(tl.join(tl.join(r0, r1), tl.join(r2, r3)), (BLOCK_G, N))
+    else:
+        offs = tl.arange(0, N)[None, :]
+        counters = rows[:, None] * ((m_max + 3) // 4) + (t0 + offs) // 4
+        r0, r1, r2, r3 = tl.rand4x(seed, counters)
+        lane = offs % 4  # the interleaving of the joins above: (r0, r2, r1, r3)[t % 4]
+        u = tl.where(lane == 0, r0, tl.where(lane == 1, r2, tl.where(lane == 2, r1, r3)))
     u = tl.minimum(tl.maximum(u, 1e-7), 1.0 - 6e-8)
     return -tl.log(-tl.log(u))
 
@@ -61,7 +71,8 @@ def santa_score_bound(
     m_max, inv_sqrt_d,
     stride_qh, stride_rh, stride_rm, stride_sh, stride_lh, stride_th,
     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_M: tl.constexpr, HEAD_D: tl.constexpr,
-    DOT_PRECISION: tl.constexpr, NOISE: tl.constexpr, SUB: tl.constexpr, PDL: tl.constexpr = False,
+    DOT_PRECISION: tl.constexpr, NOISE: tl.constexpr, SUB: tl.constexpr, PHILOX: tl.constexpr = 4,
+    PDL: tl.constexpr = False,
 ):
     """Launch 1, grid (Hkv, cdiv(M_max, BLOCK_M)): q . l_g for every head of the group (as
     ``santa_score``), the perturbed logit Y = q . l_g / sqrt(d) + log n + Gumbel of every team, and
@@ -87,7 +98,7 @@ def santa_score_bound(
     # (y sums in the block top-k's order, so both paths round alike)
     log_n = tl.log(n.to(tl.float32))
     if NOISE:
-        noise = gumbel_rows(seed, heads, tile * BLOCK_M, BLOCK_G, BLOCK_M, m_max)
+        noise = gumbel_rows(seed, heads, tile * BLOCK_M, BLOCK_G, BLOCK_M, m_max, PHILOX)
     s = dot(q, tl.trans(rep), DOT_PRECISION)
     tl.store(Scores + heads[:, None] * stride_sh + offs_m[None, :], s, mask=in_row)
     y = s * inv_sqrt_d + log_n[None, :]

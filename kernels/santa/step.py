@@ -56,6 +56,9 @@ LAUNCH_SPACES = {
         Param("BLOCK_M", (16, 32, 64, 128, 256), 64, "representatives per program"),
         Param("num_warps", (1, 2, 4, 8), 4),
         Param("num_stages", (1, 2, 3), 2),
+        Param("PHILOX", (1, 4), 4, "with topk.BOUND, teams per Philox call of the noise: 4 interleaves four "
+              "teams' draws through shared memory, 1 computes each team's own (4x the arithmetic, no "
+              "data movement); the same draws either way"),
     )),
     "topk": LaunchSpace("topk", (
         Param("BLOCK_T", (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192), 2048, "teams per block (>= K+1)"),
@@ -274,7 +277,8 @@ class SantaDecode:
             self.q.stride(0), a.rep_keys.stride(0), a.rep_keys.stride(1), self.scores.stride(0),
             a.team_len.stride(0), self.part_max.stride(0),
             GROUP=self.group, BLOCK_G=self.block_g, BLOCK_M=block_m, HEAD_D=self.d,
-            DOT_PRECISION=self.precision, NOISE=not self.all_teams, SUB=self.part, PDL=self.pdl,
+            DOT_PRECISION=self.precision, NOISE=not self.all_teams, SUB=self.part, PHILOX=c["score"]["PHILOX"],
+            PDL=self.pdl,
             num_warps=c["score"]["num_warps"], num_stages=c["score"]["num_stages"],
         )
         ntp = max(self.kpad, triton.next_power_of_2(self.n_parts))

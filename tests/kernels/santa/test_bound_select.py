@@ -140,6 +140,18 @@ def test_carried_values_give_the_tables_corrections(make_workload, target, hq, h
     assert (out - ref).abs().max() < 1e-5
 
 
+def test_one_philox_call_per_team_draws_the_same_noise(make_workload, target):
+    """``score.PHILOX=1`` (each team its own Philox call) stores the perturbed logits of PHILOX=4."""
+    overs = [{"topk": {"BLOCK_T": 32, "BOUND": 32}, "score": {"BLOCK_M": 16, "PHILOX": p}} for p in (4, 1)]
+    _, _, (joined, own) = _ops(make_workload, target, overs, hq=7, hkv=1, n=1201, k=6, seed=4)
+    for op in (joined, own):
+        op.y.fill_(float("nan"))
+        op.launch_score()
+    assert torch.isfinite(own.y[:, : int(own.arts.num_teams.max())]).all()
+    assert torch.equal(own.y, joined.y)
+    assert torch.equal(own.part_max[:, : own.n_parts], joined.part_max[:, : joined.n_parts])
+
+
 def test_fresh_noise_advances_the_same_way(make_workload, target):
     _, _, by_topk, by_bound = _pair(make_workload, target, hq=6, hkv=2, n=300, seed=3, fresh=True)
     firsts = []
