@@ -67,7 +67,7 @@ def gumbel_rows(seed, rows, t0, BLOCK_G: tl.constexpr, N: tl.constexpr, m_max, P
 
 @triton.jit
 def santa_score_bound(
-    Q, Rep, Scores, Y, TileMax, Lengths, NumTeams, SeedPtr,
+    Q, Rep, Scores, Y, TileMax, Lengths, NumTeams, SeedPtr, Count,
     m_max, inv_sqrt_d,
     stride_qh, stride_rh, stride_rm, stride_sh, stride_lh, stride_th,
     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_M: tl.constexpr, HEAD_D: tl.constexpr,
@@ -76,7 +76,8 @@ def santa_score_bound(
 ):
     """Launch 1, grid (Hkv, cdiv(M_max, BLOCK_M)): q . l_g for every head of the group (as
     ``santa_score``), the perturbed logit Y = q . l_g / sqrt(d) + log n + Gumbel of every team, and
-    each head's maximum Y over every SUB teams of this tile (-inf past the KV head's teams)."""
+    each head's maximum Y over every SUB teams of this tile (-inf past the KV head's teams). It also
+    zeroes the filter's counts: launches run alone (stage timings) then start from zero too."""
     kvh = tl.program_id(0)
     tile = tl.program_id(1)
     offs_m = tile * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -90,6 +91,8 @@ def santa_score_bound(
     n = tl.load(Lengths + kvh * stride_lh + offs_m, mask=valid, other=1)
     wait_for_predecessor(PDL)
     release_dependents(PDL)  # the chain's first launch: launch 2 may be scheduled now
+    if tile == 0:  # after the wait: the last call's merge has read them
+        tl.store(Count + heads, 0, mask=g_mask)
     q = tl.load(Q + heads[:, None] * stride_qh + offs_d[None, :], mask=g_mask[:, None], other=0.0)
     rep = tl.load(Rep + kvh * stride_rh + offs_m[:, None] * stride_rm + offs_d[None, :],
                   mask=(offs_m < m_max)[:, None], other=0.0)
@@ -147,12 +150,12 @@ def _compact_at_or_above(Y, Count, Keys, heads, g_mask, thr, m_max, stride_yh, s
 
 
 @triton.jit
-def _bound_key(TileMax, h, k_sel, n_parts, stride_th, NTP: tl.constexpr, KPAD: tl.constexpr):
-    """Per head in ``h``: the key at or above which every one of its K+1 best keys lies (the
+def _bound_key(TileMax, h, h_mask, k_sel, n_parts, stride_th, NTP: tl.constexpr, KPAD: tl.constexpr):
+    """Per head in ``h`` (where ``h_mask``): the key at or above which every one of its K+1 best keys lies (the
     (K+1)-th largest part maximum's word, in the high half), and the key above all of them."""
     offs_t = tl.arange(0, NTP)
-    tmax = tl.load(TileMax + h[:, None] * stride_th + offs_t[None, :], mask=(offs_t < n_parts)[None, :],
-                   other=float("-inf"), cache_modifier=".cg")
+    tmax = tl.load(TileMax + h[:, None] * stride_th + offs_t[None, :],
+                   mask=h_mask[:, None] & (offs_t < n_parts)[None, :], other=float("-inf"), cache_modifier=".cg")
     bits = tmax.to(tl.int32, bitcast=True)
     word = tl.where(bits < 0, bits ^ 0x7FFFFFFF, bits)  # the keys' high word: same order as Y
     top = tl.topk(word, KPAD, dim=1)
@@ -175,7 +178,8 @@ def santa_filter_bound(
     offs = tl.program_id(1) * BLOCK_T + tl.arange(0, BLOCK_T)
     wait_for_predecessor(PDL)
     release_dependents(PDL)
-    lo, _ = _bound_key(TileMax, tl.full([1], 0, tl.int32) + h, k_sel, n_parts, stride_th, NTP, KPAD)
+    one = tl.full([1], 0, tl.int32) + h
+    lo, _ = _bound_key(TileMax, one, one >= 0, k_sel, n_parts, stride_th, NTP, KPAD)
     ok = offs < m_max
     y = tl.load(Y + h * stride_yh + offs, mask=ok, other=float("-inf"))
     key = _to_key(y, offs)
@@ -184,7 +188,6 @@ def santa_filter_bound(
     stored = keep & (slot < CAP)
     tl.store(Keys + h * stride_kh + slot, key, mask=stored)
     if CARRY:
-        one = tl.full([1], 0, tl.int32) + h
         phi, n, start = team_values(Scores, Lengths, Starts, one, h // GROUP, offs[None, :], keep[None, :],
                                     inv_sqrt_d, stride_sh, stride_lh)
         row = h * stride_kh + slot[None, :]
@@ -199,8 +202,7 @@ def bound_candidates(
     BLOCK_G: tl.constexpr, NTP: tl.constexpr, KPAD: tl.constexpr, CAP: tl.constexpr, CHUNK: tl.constexpr,
 ):
     """[BLOCK_G, CAP] candidate keys per head holding its K+1 best (padding below every key), from
-    launch 2's rows, which of them are real, and whether a bisection rewrote the rows; leaves Count
-    at zero for the next call."""
+    launch 2's rows, which of them are real, and whether a bisection rewrote the rows."""
     offs_c = tl.arange(0, CAP)
     rows = Keys + heads[:, None] * stride_kh + offs_c[None, :]
     count = tl.load(Count + heads, mask=g_mask, other=0, cache_modifier=".cg")
@@ -210,7 +212,7 @@ def bound_candidates(
     bisected = tl.max(count, axis=0) > CAP
     if bisected:
         # bisect the keys: count(>= lo) > CAP >= K+1 > count(>= hi) until at most CAP are kept
-        lo, hi = _bound_key(TileMax, heads, k_sel, n_parts, stride_th, NTP, KPAD)
+        lo, hi = _bound_key(TileMax, heads, g_mask, k_sel, n_parts, stride_th, NTP, KPAD)
         steps = 0
         while (tl.max(count, axis=0) > CAP) & (steps < 70):
             mid = (lo >> 1) + (hi >> 1) + (lo & hi & 1)
@@ -227,8 +229,6 @@ def bound_candidates(
         count = _compact_at_or_above(Y, Count, Keys, heads, g_mask, lo, m_max, stride_yh, stride_kh, CHUNK, CAP)
         cand = tl.load(rows, mask=g_mask[:, None], other=0, cache_modifier=".cg")
     stored = g_mask[:, None] & (offs_c[None, :] < count[:, None])
-    tl.debug_barrier()  # every thread has read the count before it is cleared
-    tl.store(Count + heads, 0, mask=g_mask)
     return tl.where(stored, cand, tl.full([BLOCK_G, CAP], _NO_KEY, tl.int64) + offs_c[None, :]), stored, bisected
 
 
@@ -248,7 +248,8 @@ def santa_merge_bound(
     With CARRY the corrections' inputs come from launch 2's rows, read with the keys, instead of
     from the tables after the selection (a dependent round trip fewer). To find a ranked key's
     column, the key's low word becomes team * CAP + column for the selection: the order is
-    unchanged (teams are unique in a row). After a bisection, the rows are read the usual way."""
+    unchanged (teams are unique in a row). After a bisection, the rows are read the usual way.
+    SELECT=3 (candidate order) is refused on the host: launch 2's atomic appends fix no order."""
     kvh = tl.program_id(0)
     offs_g = tl.arange(0, BLOCK_G)
     heads = kvh * GROUP + offs_g
@@ -269,19 +270,16 @@ def santa_merge_bound(
         if bisected:  # the bisection rewrote the rows: their values from the tables
             phi_c, n_c, start_c = team_values(Scores, Lengths, Starts, heads, kvh, _key_index(cand), stored,
                                               inv_sqrt_d, stride_sh, stride_lh)
-        if SELECT != 3:  # ranked selections lose the column: carry it in the key
-            cand = (cand & -4294967296) | ((_key_index(cand).to(tl.int64) & 0xFFFFFFFF) * CAP + offs_c[None, :])
+        # a ranked selection loses the column: carry it in the key
+        cand = (cand & -4294967296) | ((_key_index(cand).to(tl.int64) & 0xFFFFFFFF) * CAP + offs_c[None, :])
     team, chosen, tau, sel_slot = select_keys(cand, heads, g_mask, SelKey, k_sel, BLOCK_G, CAP, KPAD,
                                               SELECT, RADIX_BITS)
     if CARRY:
-        if SELECT == 3:  # the selection is in candidate order: the rows line up with it
-            phi, n, start = phi_c, n_c, start_c
-        else:
-            col = team % CAP
-            team = team // CAP
-            phi = tl.gather(phi_c, col, 1)
-            n = tl.gather(n_c, col, 1)
-            start = tl.gather(start_c, col, 1)
+        col = team % CAP
+        team = team // CAP
+        phi = tl.gather(phi_c, col, 1)
+        n = tl.gather(n_c, col, 1)
+        start = tl.gather(start_c, col, 1)
     else:
         phi, n, start = team_values(Scores, Lengths, Starts, heads, kvh, team, chosen, inv_sqrt_d,
                                     stride_sh, stride_lh)

@@ -72,7 +72,7 @@ LAUNCH_SPACES = {
               "them), and the merge selects from those"),
         Param("CARRY", (0, 1), 0,
               "with BOUND: 1 stores each kept team's phi, length and first row beside its key, so the merge "
-              "reads them with the keys rather than after its selection (merge.SELECT 1 or 3)"),
+              "reads them with the keys rather than after its selection"),
     ), (_TOPK_AVAILABLE, _BOUND_AVAILABLE, _CARRY_NEEDS)),
     "merge": LaunchSpace("merge", (
         Param("SELECT", (0, 1, 2, 3), _BEST_SELECT, MERGE_SELECT_HELP),
@@ -139,9 +139,13 @@ class SantaDecode:
         bound = int(self.cfg["topk"].get("BOUND", 0))
         self.bound = max(bound, self.kpad) if bound else 0  # candidates kept per head
         self.carry = bool(self.bound and self.cfg["topk"].get("CARRY"))
-        if self.carry and self.cfg["merge"]["SELECT"] not in (1, 3):
-            raise ConfigError(f"topk.CARRY=1 needs merge.SELECT=1 or 3 (got {self.cfg['merge']['SELECT']}): "
-                              "use topk.CARRY=0")
+        if self.bound and self.cfg["merge"]["SELECT"] == 3:
+            # candidate order is the filter's atomic append order: the union's order would vary
+            raise ConfigError("merge.SELECT=3 selects in candidate order, which topk.BOUND's atomic appends leave "
+                              "unfixed: use merge.SELECT=1 (or topk.BOUND=0)")
+        if not self.bound and self.cfg.get("score", {}).get("PHILOX", 4) != 4:
+            raise ConfigError("score.PHILOX draws the noise in the score launch, which only topk.BOUND does: "
+                              "drop score.PHILOX or set topk.BOUND")
         if self.carry and self.m_max * self.bound >= 2**31:
             raise ConfigError(f"topk.CARRY=1 keys team x CAP in 31 bits: {self.m_max} teams x {self.bound} do not "
                               "fit; use topk.CARRY=0 or a smaller topk.BOUND")
@@ -178,7 +182,7 @@ class SantaDecode:
         if self.bound:  # part maxima for parts of one team and BLOCK_M up to 256: bind() may change either
             self.y = torch.empty(hq, self.m_max, dtype=f32, device=dev)
             self.part_max = torch.empty(hq, self.m_max + 256, dtype=f32, device=dev)
-            self.bound_count = torch.zeros(hq, dtype=i32, device=dev)  # zero between calls (merge clears it)
+            self.bound_count = torch.zeros(hq, dtype=i32, device=dev)  # the score launch zeroes it
             self.bound_keys = torch.empty(hq, self.bound, dtype=torch.int64, device=dev)
             # topk.CARRY: phi, length and first row of each kept team, beside its key
             self.bound_phi = torch.empty(hq, self.bound, dtype=f32, device=dev)
@@ -273,7 +277,7 @@ class SantaDecode:
         self.launch_score = bound_launch(
             santa_score_bound, (self.hkv, n_tiles),
             self.q, a.rep_keys, self.scores, self.y, self.part_max, a.team_len, a.num_teams, self.seed,
-            self.m_max, self.inv_sqrt_d,
+            self.bound_count, self.m_max, self.inv_sqrt_d,
             self.q.stride(0), a.rep_keys.stride(0), a.rep_keys.stride(1), self.scores.stride(0),
             a.team_len.stride(0), self.part_max.stride(0),
             GROUP=self.group, BLOCK_G=self.block_g, BLOCK_M=block_m, HEAD_D=self.d,

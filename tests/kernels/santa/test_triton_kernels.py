@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from kprof.core.config_space import resolve_method_config
+from kprof.kernels.santa import triton_kernels
 from kprof.kernels.santa.preparation import SantaSettings, build_layout, pack
 from kprof.kernels.santa.reference import (
     Selection,
@@ -17,19 +18,20 @@ from kprof.kernels.santa.reference import (
 from kprof.kernels.santa.step import LAUNCH_SPACES, SantaDecode
 from kprof.methods.dense_reference import dense_attention_fp64
 
+needs_topk = pytest.mark.skipif(not triton_kernels.HAS_TOPK, reason="topk.BOUND needs tl.topk")
 SMALL = {"score": {"BLOCK_M": 16}, "topk": {"BLOCK_T": 16, "BOUND": 0}, "attend": {"BLOCK_R": 16, "NUM_SPLITS": 4}}
 
 
 def _setup(make_workload, target, hq=4, hkv=2, n=160, d=16, k=5, dtype=torch.float32, seed=0, fresh=False,
-           parents="contiguous", suffix=0, pdl=None, overrides=None, p=8, r=2):
+           parents="contiguous", suffix=0, pdl=None, overrides=None, p=8, r=2, bound=0):
     w = make_workload(hq, hkv, n + suffix, d, dtype, seed=seed, scale=2.0)
     prompt_k, prompt_v = w.k[:, :n].contiguous(), w.v[:, :n].contiguous()
     layout = build_layout(prompt_k, SantaSettings(p=p, r=r, s=8, parents=parents))
     arts = pack(prompt_k.to(target.device), prompt_v.to(target.device), layout)
     block_t = max(16, 1 << k.bit_length()) if k < 10_000 else 16  # must hold K+1 candidates
-    # the block top-k (topk.BOUND=0); test_bound_select.py has the bound filter
-    cfg = resolve_method_config(LAUNCH_SPACES, SMALL | {"topk": {"BLOCK_T": block_t, "BOUND": 0}} | (overrides or {}),
-                                w.shape)
+    # the block top-k (topk.BOUND=0) unless ``bound``; test_bound_select.py has the bound filter's own tests
+    over = SMALL | {"topk": {"BLOCK_T": block_t, "BOUND": bound}} | (overrides or {})
+    cfg = resolve_method_config(LAUNCH_SPACES, over, w.shape)
     op = SantaDecode(w.q.to(target.device), arts, k, cfg, seed=seed, fresh=fresh,
                      suffix_k=w.k[:, n:].to(target.device) if suffix else None,
                      suffix_v=w.v[:, n:].to(target.device) if suffix else None, pdl=pdl)
@@ -110,9 +112,10 @@ def _error_against_own_selection(w, layout, op, suffix=0):
     return float((out.double() - ref).abs().max()), teams
 
 
+@pytest.mark.parametrize("bound", [0, pytest.param(32, marks=needs_topk)])
 @pytest.mark.parametrize("suffix", [0, 7])
-def test_whole_operator_matches_reference_with_its_own_selection(make_workload, target, suffix):
-    w, layout, op = _setup(make_workload, target, seed=7, suffix=suffix)
+def test_whole_operator_matches_reference_with_its_own_selection(make_workload, target, suffix, bound):
+    w, layout, op = _setup(make_workload, target, seed=7, suffix=suffix, bound=bound)
     err, teams = _error_against_own_selection(w, layout, op, suffix)
     assert err < 1e-5
     # and that selection is the reference sampler's under the same noise
@@ -137,8 +140,9 @@ def test_attend_row_to_entry_search_both_ways(make_workload, target, search, suf
         assert int(rows.min()) > 2 * 16 and torch.equal(rows, op.u_count.cpu())
 
 
-def test_k_equal_m_is_dense_attention(make_workload, target):
-    w, layout, op = _setup(make_workload, target, k=10_000)
+@pytest.mark.parametrize("bound", [0, pytest.param(32, marks=needs_topk)])
+def test_k_equal_m_is_dense_attention(make_workload, target, bound):
+    w, layout, op = _setup(make_workload, target, k=10_000, bound=bound)
     assert op.all_teams
     op.out.fill_(float("nan"))
     out = op.run().cpu().double()
@@ -244,8 +248,6 @@ def test_union_bookkeeping_is_restored_between_calls(make_workload, target):
 def test_topk_and_sort_paths_select_identically(make_workload, target, select):
     """Every selection path (full tl.sort, tl.topk where Triton has it, radix select, 32-bit word
     threshold) must agree with the reference."""
-    from kprof.kernels.santa import triton_kernels
-
     if select in (1, 3) and not triton_kernels.HAS_TOPK:
         pytest.skip("this Triton has no tl.topk")
     w, layout, op = _setup(make_workload, target, seed=21)
@@ -281,7 +283,6 @@ def test_fp32_output_isolates_the_accumulation_error(make_workload, target, dtyp
 def test_block_topk_keeps_the_int64_key_order_on_tied_scores(target, select):
     """Scores drawn from four values (heavy ties, no noise): the block's KPAD best keys are the
     best (score, team index) pairs, exactly as the int64 sort orders them."""
-    from kprof.kernels.santa import triton_kernels
     from kprof.kernels.santa.triton_kernels import santa_block_topk
 
     if select == 3 and not triton_kernels.HAS_TOPK:
@@ -322,8 +323,6 @@ def test_merge_by_score_word_equals_the_ordered_merge(make_workload, target, tie
     from memory: the same K teams per head, the same tau and corrections, the same union (teams,
     member rows, per-head masks and log c) up to the order of union entries. With ``ties`` every candidate's
     score word is one of three values, so the (K+1)-th word is tied and the int64 keys decide."""
-    from kprof.kernels.santa import triton_kernels
-
     if not triton_kernels.HAS_TOPK:
         pytest.skip("this Triton has no tl.topk")
     _, _, op = _setup(make_workload, target, hq=6, hkv=2, n=400, seed=17)
