@@ -51,6 +51,13 @@ _BEST_SELECT = 1 if triton_kernels.HAS_TOPK else 0
 _BEST_TOPK_SELECT = 3 if triton_kernels.HAS_TOPK else 0
 _BEST_BOUND = 128 if triton_kernels.HAS_TOPK else 0
 _BEST_GATHER = 1 if triton_kernels.HAS_GATHER else 0
+# with the filter the block top-k's selection does not run: only its defaults, so a tune does not
+# time one configuration once per unused value
+_BLOCK_TOPK_ONLY = Constraint(
+    "topk.SELECT and topk.RADIX_BITS choose the block top-k's selection, which topk.BOUND replaces: drop them or "
+    "set topk.BOUND=0",
+    lambda c, s: not c["BOUND"] or (c["SELECT"] == _BEST_TOPK_SELECT and c["RADIX_BITS"] == 2))
+
 LAUNCH_SPACES = {
     "score": LaunchSpace("score", (
         Param("BLOCK_M", (16, 32, 64, 128, 256), 64, "representatives per program"),
@@ -73,7 +80,7 @@ LAUNCH_SPACES = {
         Param("CARRY", (0, 1), 0,
               "with BOUND: 1 stores each kept team's phi, length and first row beside its key, so the merge "
               "reads them with the keys rather than after its selection"),
-    ), (_TOPK_AVAILABLE, _BOUND_AVAILABLE, _CARRY_NEEDS)),
+    ), (_TOPK_AVAILABLE, _BOUND_AVAILABLE, _CARRY_NEEDS, _BLOCK_TOPK_ONLY)),
     "merge": LaunchSpace("merge", (
         Param("SELECT", (0, 1, 2, 3), _BEST_SELECT, MERGE_SELECT_HELP),
         Param("RADIX_BITS", (1, 2, 4), 2, RADIX_HELP),

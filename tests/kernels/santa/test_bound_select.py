@@ -173,10 +173,12 @@ def test_a_filter_run_without_its_merge_leaves_the_next_call_exact(make_workload
 @pytest.mark.parametrize("over, fix", [
     ({"merge": {"SELECT": 3}}, "merge.SELECT=1"),
     ({"score": {"BLOCK_M": 16, "PHILOX": 1}, "topk": {"BLOCK_T": 32, "BOUND": 0}}, "set topk.BOUND"),
+    ({"topk": {"BLOCK_T": 32, "BOUND": 64, "SELECT": 2}}, "set topk.BOUND=0"),
 ])
 def test_forms_the_filter_cannot_run_are_refused(make_workload, target, over, fix):
     """merge.SELECT=3 would union in the filter's atomic append order (not fixed from call to call);
-    score.PHILOX has no noise to draw without the filter."""
+    score.PHILOX has no noise to draw without the filter; the block top-k's selection does not run
+    with it (a tune would time one form once per unused value)."""
     with pytest.raises(ConfigError, match=fix):
         _ops(make_workload, target, [{"topk": {"BLOCK_T": 32, "BOUND": 64}} | over])
 
