@@ -33,7 +33,8 @@ _INT_OPTIONS = ("p", "r", "s", "k", "seed", "noise_seed", "fresh", "pdl")
 @register
 class Santa(Method):
     name = "santa"
-    summary = "SANTA++: score representatives, Gumbel top-(K+1), merge + GQA union, selected attention, reduce"
+    summary = ("SANTA++: score representatives, Gumbel top-(K+1) through a bound filter, merge + GQA union, "
+               "selected attention, reduce")
     dtypes = (torch.float16, torch.bfloat16, torch.float32)
     sampled = True
     selection_dependent = True
