@@ -4,8 +4,8 @@
 the (K+1)-th largest maximum of its parts (every few consecutive teams), and bisects when more
 than CAP clear it (slow). This probe runs it with fresh noise on every call and reports, over all
 heads and calls, how many cleared the bound (the K+1 best always do) and how often the bisection
-was needed, with each call's selection checked against the block top-k's (``santa``) for the
-same noise.
+was needed, with each call's selection checked against the block top-k's
+(``santa:topk.BOUND=0``) for the same noise.
 
     python scripts/probe_santa_bound.py [--workload NAME] [--cap 128] [--calls 50] [--json FILE]
         [--device cpu --workload cpu-smoke]   (a smoke run through the interpreter)
@@ -35,7 +35,7 @@ def main() -> None:
     args = ap.parse_args()
     session = open_probe_session(args)
     by_bound = session.prepare(f"santa:fresh=1,topk.BOUND={args.cap}", "by_bound", "subject").prepared.handle
-    by_topk = session.prepare("santa:fresh=1", "by_topk", "subject").prepared.handle
+    by_topk = session.prepare("santa:fresh=1,topk.BOUND=0", "by_topk", "subject").prepared.handle
     counts, same = [], 0
     for _ in range(args.calls):
         by_bound.run()
