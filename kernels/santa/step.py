@@ -86,7 +86,7 @@ LAUNCH_SPACES = {
         Param("RADIX_BITS", (1, 2, 4), 2, RADIX_HELP),
         Param("GATHER", (0, 1), _BEST_GATHER,
               "union position of a repeated team: 0 reads it back from a table in memory, 1 gathers it "
-              "from registers (tl.gather, Triton 3.2+; 0.3-0.5 us faster with topk.BOUND on the H200)"),
+              "from registers (tl.gather, Triton 3.2+)"),
         Param("num_warps", (1, 2, 4, 8, 16), 8),
         Param("CHUNK", (256, 512, 1024, 2048), 512,
               "with topk.BOUND, when more than BOUND teams cleared the bound: teams per head read per step"),
@@ -146,6 +146,8 @@ class SantaDecode:
         bound = int(self.cfg["topk"].get("BOUND", 0))
         self.bound = max(bound, self.kpad) if bound else 0  # candidates kept per head
         self.carry = bool(self.bound and self.cfg["topk"].get("CARRY"))
+        if self.bound:
+            self.kernel_names = ("santa_score_bound", "santa_filter_bound", "santa_merge_bound", *KERNEL_NAMES[3:])
         if self.bound and self.cfg["merge"]["SELECT"] == 3:
             # candidate order is the filter's atomic append order: the union's order would vary
             raise ConfigError("merge.SELECT=3 selects in candidate order, which topk.BOUND's atomic appends leave "
@@ -217,6 +219,37 @@ class SantaDecode:
         if (c["topk"]["BLOCK_T"], c["attend"]["NUM_SPLITS"]) != self._sized_by:
             raise ValueError("topk.BLOCK_T and attend.NUM_SPLITS size this step's buffers: build a new SantaDecode "
                              "to change them")
+        if self.bound:
+            self._bind_bound()
+        else:
+            self._bind_block_topk()
+        self.launch_attend = bound_launch(
+            santa_attend, (self.hkv, self.splits),
+            self.q, a.packed_k, a.packed_v, self.suffix_k, self.suffix_v,
+            self.u_start, self.u_rowpre, self.u_logc,
+            self.m_part, self.l_part, self.acc,
+            self.n, self.n_suffix, self.inv_sqrt_d * LOG2E,
+            self.q.stride(0), a.packed_k.stride(0), a.packed_k.stride(1),
+            self.suffix_k.stride(0), self.suffix_k.stride(1), self.u_mask.stride(0), self.u_mask.stride(1),
+            self.m_part.stride(0), self.acc.stride(0), self.acc.stride(1),
+            GROUP=self.group, BLOCK_G=self.block_g, BLOCK_R=c["attend"]["BLOCK_R"], HEAD_D=self.d, UMAX=self.umax,
+            NUM_SPLITS=self.splits, ALL_TEAMS=self.all_teams, DOT_PRECISION=self.precision, PV_FP32=self.pv_fp32,
+            SEARCH=c["attend"]["SEARCH"], LOG2_UMAX=self.umax.bit_length() - 1, SUFFIX=self.n_suffix > 0,
+            PDL=self.pdl, num_warps=c["attend"]["num_warps"], num_stages=c["attend"]["num_stages"], **dep,
+        )
+        self.launch_reduce = bound_launch(
+            split_kv_combine, (self.hq,),
+            self.m_part, self.l_part, self.acc, self.out, self.splits,
+            self.m_part.stride(0), self.acc.stride(0), self.acc.stride(1), self.out.stride(0),
+            BLOCK_S=max(2, triton.next_power_of_2(self.splits)), HEAD_D=self.d, PDL=self.pdl,
+            num_warps=c["reduce"]["num_warps"], **dep,
+        )
+        self._launches = (self.launch_score, self.launch_topk, self.launch_merge, self.launch_attend,
+                          self.launch_reduce)
+
+    def _bind_block_topk(self) -> None:
+        """Launches 1-3 with the block top-k (``topk.BOUND=0``)."""
+        c, a, dep = self.cfg, self.arts, self._dependent
         self.launch_score = bound_launch(
             santa_score, (self.hkv, triton.cdiv(self.m_max, c["score"]["BLOCK_M"])),
             self.q, a.rep_keys, self.scores, self.m_max,
@@ -247,32 +280,6 @@ class SantaDecode:
             RADIX_BITS=c["merge"]["RADIX_BITS"], GATHER=bool(c["merge"]["GATHER"]), PDL=self.pdl,
             num_warps=c["merge"]["num_warps"], **dep,
         )
-        self.launch_attend = bound_launch(
-            santa_attend, (self.hkv, self.splits),
-            self.q, a.packed_k, a.packed_v, self.suffix_k, self.suffix_v,
-            self.u_start, self.u_rowpre, self.u_logc,
-            self.m_part, self.l_part, self.acc,
-            self.n, self.n_suffix, self.inv_sqrt_d * LOG2E,
-            self.q.stride(0), a.packed_k.stride(0), a.packed_k.stride(1),
-            self.suffix_k.stride(0), self.suffix_k.stride(1), self.u_mask.stride(0), self.u_mask.stride(1),
-            self.m_part.stride(0), self.acc.stride(0), self.acc.stride(1),
-            GROUP=self.group, BLOCK_G=self.block_g, BLOCK_R=c["attend"]["BLOCK_R"], HEAD_D=self.d, UMAX=self.umax,
-            NUM_SPLITS=self.splits, ALL_TEAMS=self.all_teams, DOT_PRECISION=self.precision, PV_FP32=self.pv_fp32,
-            SEARCH=c["attend"]["SEARCH"], LOG2_UMAX=self.umax.bit_length() - 1, SUFFIX=self.n_suffix > 0,
-            PDL=self.pdl, num_warps=c["attend"]["num_warps"], num_stages=c["attend"]["num_stages"], **dep,
-        )
-        self.launch_reduce = bound_launch(
-            split_kv_combine, (self.hq,),
-            self.m_part, self.l_part, self.acc, self.out, self.splits,
-            self.m_part.stride(0), self.acc.stride(0), self.acc.stride(1), self.out.stride(0),
-            BLOCK_S=max(2, triton.next_power_of_2(self.splits)), HEAD_D=self.d, PDL=self.pdl,
-            num_warps=c["reduce"]["num_warps"], **dep,
-        )
-        if self.bound:
-            self._bind_bound()
-            self.kernel_names = ("santa_score_bound", "santa_filter_bound", "santa_merge_bound", *KERNEL_NAMES[3:])
-        self._launches = (self.launch_score, self.launch_topk, self.launch_merge, self.launch_attend,
-                          self.launch_reduce)
 
     def _bind_bound(self) -> None:
         """Launches 1-3 in their ``topk.BOUND`` forms (``bound_select``)."""

@@ -226,12 +226,13 @@ def team_values(Scores, Lengths, Starts, heads, kvh, team, chosen, inv_sqrt_d, s
 
 
 @triton.jit
-def _correct_and_union(team, chosen, tau, sel_slot, phi, n, start, kvh, heads, offs_g,
-                       SelTeam, SelLogC, UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos,
-                       m_max, stride_selh, stride_uh, stride_um,
-                       BLOCK_G: tl.constexpr, WIDTH: tl.constexpr, UMAX: tl.constexpr, GATHER: tl.constexpr):
+def correct_and_union(team, chosen, tau, sel_slot, phi, n, start, kvh, heads, offs_g,
+                      SelTeam, SelLogC, UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos, SeedPtr,
+                      m_max, stride_selh, stride_uh, stride_um, BLOCK_G: tl.constexpr, WIDTH: tl.constexpr,
+                      UMAX: tl.constexpr, FRESH: tl.constexpr, GATHER: tl.constexpr):
     """Corrections and GQA union of the selection ``chosen`` [G, WIDTH] (team ids ``team``, their
-    ``team_values``).
+    ``team_values``); with FRESH, KV head 0 then advances the noise seed (this call's noise was
+    drawn by a launch before).
 
     The union is found without sorting: each chosen (head, column) entry bids for its team's
     slot in ``Owner`` with an atomic min; the lowest bid is the team's first occurrence and gets
@@ -274,6 +275,9 @@ def _correct_and_union(team, chosen, tau, sel_slot, phi, n, start, kvh, heads, o
     tl.store(UMask + kvh * stride_uh + my_pos * stride_um + offs_g[:, None], 1, mask=chosen)
     tl.store(ULogC + kvh * stride_uh + my_pos * stride_um + offs_g[:, None], logc, mask=chosen)
     tl.store(Owner + slot, 2147483647, mask=first)  # every bid was read before the barrier above
+    if FRESH:
+        if kvh == 0:
+            tl.store(SeedPtr, tl.load(SeedPtr) + 1)
 
 
 @triton.jit
@@ -356,21 +360,6 @@ def select_keys(cand, heads, g_mask, SelKey, k_sel, BLOCK_G: tl.constexpr, NCP: 
 
 
 @triton.jit
-def correct_and_union(team, chosen, tau, sel_slot, phi, n, start, kvh, heads, offs_g, SelTeam, SelLogC,
-                      UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos, SeedPtr,
-                      m_max, stride_selh, stride_uh, stride_um, BLOCK_G: tl.constexpr, WIDTH: tl.constexpr,
-                      UMAX: tl.constexpr, FRESH: tl.constexpr, GATHER: tl.constexpr):
-    """``_correct_and_union``, then with FRESH KV head 0 advances the noise seed: this call's
-    noise was drawn by a launch before."""
-    _correct_and_union(team, chosen, tau, sel_slot, phi, n, start, kvh, heads, offs_g, SelTeam, SelLogC,
-                       UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos, m_max, stride_selh,
-                       stride_uh, stride_um, BLOCK_G=BLOCK_G, WIDTH=WIDTH, UMAX=UMAX, GATHER=GATHER)
-    if FRESH:
-        if kvh == 0:
-            tl.store(SeedPtr, tl.load(SeedPtr) + 1)
-
-
-@triton.jit
 def santa_merge_union(
     Cand, Scores, Lengths, Starts, SelTeam, SelLogC, SelKey,
     UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos, SeedPtr,
@@ -384,7 +373,7 @@ def santa_merge_union(
 
     Writes per head the selected team ids and log c_g (for validation), and per KV head the
     union of teams selected by its G heads (each once) with member range, row prefix sums,
-    a per-head selection mask and per-head log c_g (``_correct_and_union``).
+    a per-head selection mask and per-head log c_g (``correct_and_union``).
     """
     kvh = tl.program_id(0)
     # prologue (overlaps launch 2 under PDL): reset the mask and log c_g tables, which only this
