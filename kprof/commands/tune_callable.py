@@ -29,7 +29,8 @@ from kprof.results.schema import Result
 from kprof.tuning.search import FINALIST_FLOOR, choose
 
 SCREEN_GPU = TimingProtocol(rounds=3, warmup_pairs=10, observations=50)
-SCREEN_CPU = TimingProtocol(rounds=2, warmup_pairs=0, observations=2, evict_mib=8)
+# five calls a round, so that a round's fenced mean can drop a call the host preempted
+SCREEN_CPU = TimingProtocol(rounds=2, warmup_pairs=0, observations=5, evict_mib=8)
 
 
 @dataclass
