@@ -11,6 +11,7 @@ workloads) is the working tree's, so the revision's adapter must still fit today
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import os
 import re
@@ -132,7 +133,7 @@ def materialise(sha: str, adapter_rel: str, repo: Path) -> Path:
     """The revision's kernel tree (built once, atomically) and the adapter file, rewritten, in the
     cache folder of that revision."""
     pkg = package_name(sha)
-    root = cache_root() / f"{pkg}.rewrite{REWRITE}"  # a new rewrite rule never reuses old copies
+    root = cache_root() / f"rewrite{REWRITE}" / pkg  # a new rewrite rule never reuses old copies
     if not (root / ".complete").exists():
         names = [n for n in _git(repo, "ls-tree", "-r", "--name-only", sha, "--", KERNELS_DIR).split()
                  if n.endswith(".py")]
@@ -149,6 +150,15 @@ def materialise(sha: str, adapter_rel: str, repo: Path) -> Path:
             _write_atomic(folder / "__init__.py", "")
         folder = folder.parent
     return root
+
+
+def _importable(package_root: Path) -> None:
+    """Put the folder holding an isolated package on ``sys.path`` (last, so it shadows nothing):
+    processes the revision's code spawns (santa builds its layout in a spawn pool) inherit the
+    path and import the package by name, as the functions they unpickle name it."""
+    folder = str(package_root.parent)
+    if folder not in sys.path:
+        sys.path.append(folder)
 
 
 def _copy_once(root: Path, sha: str, files: dict[str, str]) -> None:
@@ -216,6 +226,7 @@ def load_method_class(name: str, cls: type, rev: str, capturing, repo: Path | No
     root = materialise(sha, adapter_rel, repo)
     pkg = package_name(sha)
     module_name = f"{pkg}.{_dest_rel(adapter_rel).removesuffix('.py').replace('/', '.')}"
+    _importable(root)
     if pkg not in sys.modules:
         root_module = types.ModuleType(pkg, f"kprof kernels at {sha}")
         root_module.__path__ = [str(root)]
@@ -289,7 +300,8 @@ def load_user_object(module_name: str, attr: str, rev: str) -> tuple[object, str
     sha = resolve(rev, repo)
     rel = top_path.relative_to(repo).as_posix()
     iso = f"{top}_at_{sha[:12]}"
-    root = cache_root() / "user" / f"{iso}-{abs(hash(str(repo))) % 10**8}"
+    # one folder per repository (two may hold a package of the same name at the same commit id)
+    root = cache_root() / "user" / hashlib.sha256(str(repo).encode()).hexdigest()[:12] / iso
     if not (root / ".complete").exists():
         names = [n for n in _git(repo, "ls-tree", "-r", "--name-only", sha, "--", rel).split() if n.endswith(".py")]
         if not names:
@@ -299,6 +311,7 @@ def load_user_object(module_name: str, attr: str, rev: str) -> tuple[object, str
             (Path(name).relative_to(rel).as_posix() if top_path.is_dir() else "__init__.py"):
                 _user_rewrite(_git(repo, "show", f"{sha}:{name}", binary=True).decode(), top, iso)
             for name in names})
+    _importable(root)
     if iso not in sys.modules:
         package = types.ModuleType(iso, f"{top} at {sha}")
         package.__path__ = [str(root)]

@@ -1,8 +1,11 @@
 """NAME@REV: a method loaded from the git objects of a revision, beside today's, without touching
 the checkout."""
 
+import importlib
+import multiprocessing
 import subprocess
 import textwrap
+from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 import torch
@@ -62,7 +65,9 @@ def repo(tmp_path, monkeypatch):
     root = tmp_path / "repo"
     root.mkdir()
     _git(root, "init", "-q")
-    base = {"kernels/__init__.py": "", "kernels/toy/__init__.py": "", "kprof/methods/toy.py": ADAPTER}
+    base = {"kernels/__init__.py": "", "kernels/toy/__init__.py": "", "kprof/methods/toy.py": ADAPTER,
+            "kernels/toy/work.py": "from kprof.kernels.toy.scale import FACTOR\n\n\ndef times(x):\n"
+                                   "    return x * FACTOR\n"}
     one = _commit(root, base | {"kernels/toy/scale.py": "FACTOR = 1.0\n"}, "factor 1")
     two = _commit(root, {"kernels/toy/scale.py": "FACTOR = 2.0\n"}, "factor 2")
     broken = _commit(root,
@@ -86,6 +91,16 @@ def test_two_revisions_load_side_by_side_and_compute_their_own_function(repo, ma
     assert torch.equal(out_one, q) and torch.equal(out_two, 2 * q)
     after = subprocess.run(["git", "-C", str(root), "status", "--porcelain"], capture_output=True, text=True).stdout
     assert after == status and (root / "kernels/toy/scale.py").read_text() == "FACTOR = 2.0\n", "checkout untouched"
+
+
+def test_a_revisions_function_runs_in_a_spawned_process(repo):
+    """santa builds its layout in a spawn pool: the child unpickles a function of the revision's
+    package by name, so it must import that package too (it failed with ModuleNotFoundError)."""
+    root, one, _, _ = repo
+    at_one = load_method_class("toy", Toy, one, capturing, root)
+    times = importlib.import_module(f"{at_one.__module__.split('.')[0]}.kernels.toy.work").times
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        assert pool.submit(times, 3.0).result(timeout=120) == 3.0
 
 
 # Today's toy as a sparse method that declares its bytes (same class name, found in the revision).

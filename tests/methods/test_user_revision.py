@@ -2,11 +2,14 @@
 revision of the git repository that holds it, siblings included."""
 
 import json
+import multiprocessing
 import subprocess
 import sys
 import textwrap
+from concurrent.futures import ProcessPoolExecutor
 
 import pytest
+import torch
 from click.testing import CliRunner
 
 from kprof.cli.main import cli
@@ -58,6 +61,14 @@ def test_a_user_function_at_a_revision_reads_its_siblings_from_that_revision(use
     now = get_method("mypkg.attn:attend")
     assert then.name.startswith("mypkg.attn:attend@") and then.revision and now.name == "mypkg.attn:attend"
     assert sys.modules[type(then).fn.__module__].FACTOR == 1.0 and sys.modules["mypkg.scale"].FACTOR == 2.0
+
+
+def test_a_users_function_at_a_revision_runs_in_a_spawned_process(user_repo):
+    """A spawned worker unpickles the function by its isolated package's name and imports it."""
+    fn = type(get_method("mypkg.attn:attend@HEAD~1")).fn
+    q, kv = torch.ones(4, 8), torch.ones(2, 3, 8)
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        assert torch.allclose(pool.submit(fn, q, kv, kv).result(timeout=120), q)
 
 
 def test_compare_and_gate_against_a_revision_take_a_users_function(user_repo, tmp_path):
