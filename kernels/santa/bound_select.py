@@ -241,9 +241,12 @@ def santa_merge_bound(
     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, NTP: tl.constexpr, CAP: tl.constexpr, CHUNK: tl.constexpr,
     KPAD: tl.constexpr, UMAX: tl.constexpr, FRESH: tl.constexpr, SELECT: tl.constexpr,
     RADIX_BITS: tl.constexpr, GATHER: tl.constexpr = False, CARRY: tl.constexpr = False, PDL: tl.constexpr = False,
+    PHASES: tl.constexpr = 4,
 ):
     """Launch 3, grid (Hkv,): the candidates launch 2 kept (``bound_candidates``), then the
-    global top-K, tau, corrections and union as the block top-k's merge does.
+    global top-K, tau, corrections and union as the block top-k's merge does. PHASES below 4 stop
+    after the candidates (1), the selection (2) or the corrections' inputs (3), storing what they
+    have so none of it is dropped: ``scripts/probe_merge_phases.py`` times each cut.
 
     With CARRY the corrections' inputs come from launch 2's rows, read with the keys, instead of
     from the tables after the selection (a dependent round trip fewer). To find a ranked key's
@@ -266,24 +269,35 @@ def santa_merge_bound(
         start_c = tl.load(Start + row, mask=g_mask[:, None], other=0, cache_modifier=".cg")
     cand, stored, bisected = bound_candidates(Y, TileMax, Count, Keys, heads, g_mask, k_sel, m_max, n_parts,
                                               stride_sh, stride_th, stride_kh, BLOCK_G, NTP, KPAD, CAP, CHUNK)
-    if CARRY:
-        if bisected:  # the bisection rewrote the rows: their values from the tables
-            phi_c, n_c, start_c = team_values(Scores, Lengths, Starts, heads, kvh, _key_index(cand), stored,
-                                              inv_sqrt_d, stride_sh, stride_lh)
-        # a ranked selection loses the column: carry it in the key
-        cand = (cand & -4294967296) | ((_key_index(cand).to(tl.int64) & 0xFFFFFFFF) * CAP + offs_c[None, :])
-    team, chosen, tau, sel_slot = select_keys(cand, heads, g_mask, SelKey, k_sel, BLOCK_G, CAP, KPAD,
-                                              SELECT, RADIX_BITS)
-    if CARRY:
-        col = team % CAP
-        team = team // CAP
-        phi = tl.gather(phi_c, col, 1)
-        n = tl.gather(n_c, col, 1)
-        start = tl.gather(start_c, col, 1)
-    else:
-        phi, n, start = team_values(Scores, Lengths, Starts, heads, kvh, team, chosen, inv_sqrt_d,
-                                    stride_sh, stride_lh)
-    correct_and_union(team, chosen, tau, sel_slot, phi, n, start, kvh, heads, offs_g, SelTeam, SelLogC,
-                      UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos, SeedPtr,
-                      m_max, stride_selh, stride_uh, stride_um, BLOCK_G=BLOCK_G,
-                      WIDTH=CAP if SELECT == 3 else KPAD, UMAX=UMAX, FRESH=FRESH, GATHER=GATHER)
+    if PHASES == 1:
+        tl.store(SelTeam + heads * stride_selh, tl.max(_key_index(cand), axis=1), mask=g_mask)
+    if PHASES >= 2:
+        if CARRY:
+            if bisected:  # the bisection rewrote the rows: their values from the tables
+                phi_c, n_c, start_c = team_values(Scores, Lengths, Starts, heads, kvh, _key_index(cand), stored,
+                                                  inv_sqrt_d, stride_sh, stride_lh)
+            # a ranked selection loses the column: carry it in the key
+            cand = (cand & -4294967296) | ((_key_index(cand).to(tl.int64) & 0xFFFFFFFF) * CAP + offs_c[None, :])
+        team, chosen, tau, sel_slot = select_keys(cand, heads, g_mask, SelKey, k_sel, BLOCK_G, CAP, KPAD,
+                                                  SELECT, RADIX_BITS)
+    if PHASES == 2:
+        tl.store(SelTeam + heads[:, None] * stride_selh + sel_slot, team, mask=chosen)
+        tl.store(SelLogC + heads * stride_selh, tau, mask=g_mask)
+    if PHASES >= 3:
+        if CARRY:
+            col = team % CAP
+            team = team // CAP
+            phi = tl.gather(phi_c, col, 1)
+            n = tl.gather(n_c, col, 1)
+            start = tl.gather(start_c, col, 1)
+        else:
+            phi, n, start = team_values(Scores, Lengths, Starts, heads, kvh, team, chosen, inv_sqrt_d,
+                                        stride_sh, stride_lh)
+    if PHASES == 3:
+        tl.store(SelTeam + heads[:, None] * stride_selh + sel_slot, team + n + start, mask=chosen)
+        tl.store(SelLogC + heads[:, None] * stride_selh + sel_slot, phi - tau[:, None], mask=chosen)
+    if PHASES >= 4:
+        correct_and_union(team, chosen, tau, sel_slot, phi, n, start, kvh, heads, offs_g, SelTeam, SelLogC,
+                          UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos, SeedPtr,
+                          m_max, stride_selh, stride_uh, stride_um, BLOCK_G=BLOCK_G,
+                          WIDTH=CAP if SELECT == 3 else KPAD, UMAX=UMAX, FRESH=FRESH, GATHER=GATHER)

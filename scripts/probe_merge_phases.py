@@ -1,0 +1,74 @@
+"""Where ``santa``'s merge launch (the bound filter's launch 3) spends its time, by phases.
+
+The merge runs on one program per KV head and is several microseconds above its skeleton at 32K.
+This probe times, in the same paired rounds (eviction before every call, host gate, CUDA events),
+the score and filter launches followed by the merge stopped after each of its phases:
+
+- ``candidates``: the wait, the union tables' reset and each head's kept keys (count and rows);
+- ``+ select``: and the exact top-(K+1) of those keys and tau;
+- ``+ inputs``: and the chosen teams' score, length and first row (the corrections' inputs);
+- ``+ union``: and the corrections and the GQA union (the real launch);
+
+beside the two launches alone and the complete operator. Differences between consecutive rows are
+each phase's cost on the chain's critical path, as the chain runs it (inputs in L2, dependent
+launches); a cut merge leaves wrong selections, so the complete operator is timed separately.
+
+    python scripts/probe_merge_phases.py [--workload NAME] [--method SPEC] [--rounds 20] [--json FILE]
+        [--device cpu --workload cpu-smoke]   (a smoke run through the interpreter: not GPU numbers)
+"""
+
+from __future__ import annotations
+
+import json
+
+import torch
+from probe_session import open_probe_session, probe_arguments
+
+import kprof.kernels  # noqa: F401  (decides on the interpreter before triton is imported)
+from kprof.measure.fingerprint import git_revision
+from kprof.measure.harness import TimedOp
+from kprof.measure.stats import latency
+
+PHASES = ((1, "candidates"), (2, "+ select"), (3, "+ inputs"), (4, "+ union"))
+
+
+def main() -> None:
+    ap = probe_arguments(__doc__.split("\n")[0], rounds=20, observations=300, warmup_pairs=30)
+    ap.add_argument("--method", default="santa", help="a santa spec whose merge is the bound filter's (the default)")
+    args = ap.parse_args()
+
+    session = open_probe_session(args)
+    prepared = session.prepare(args.method, args.method, "subject").prepared
+    chain = prepared.handle
+    if not chain.bound:
+        raise SystemExit(f"{args.method} runs the block top-k's merge: drop topk.BOUND=0")
+
+    def upstream():
+        chain.launch_score()
+        chain.launch_topk()
+
+    ops = [TimedOp(args.method, prepared.run), TimedOp("score + filter", upstream)]
+    for phases, label in PHASES:
+        merge = chain.launch_merge.replaced(PHASES=phases)
+        ops.append(TimedOp(f"merge {label}", lambda merge=merge: (upstream(), merge())))
+    for op in ops:  # compile every variant before timing
+        op.invoke()
+    prepared.run()  # the last cut left the tables as a cut merge leaves them; the real one resets them
+    if session.target.is_gpu:
+        torch.cuda.synchronize()
+    medians = {o.label: latency(x).estimate for o, x in zip(ops, session.harness().paired(ops).observations)}
+    width = max(len(label) for label in medians)
+    print(f"{'row':>{width}s} {'median us':>10s}")
+    for label, m in medians.items():
+        print(f"{label:>{width}s} {m:10.2f}")
+    rows = [medians["score + filter"]] + [medians[f"merge {label}"] for _, label in PHASES]
+    print("merge on the chain: " + ", ".join(f"{label} {b - a:+.2f}" for (_, label), a, b in
+                                              zip(PHASES, rows, rows[1:])) + " us")
+    if args.json:
+        run = {"workload": args.workload, "method": args.method, "rounds": args.rounds,
+               "observations": args.observations, "warmup_pairs": args.warmup_pairs, "git_revision": git_revision()}
+        args.json.write_text(json.dumps({"medians_us": medians, **run}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
