@@ -51,6 +51,8 @@ _BEST_SELECT = 1 if triton_kernels.HAS_TOPK else 0
 _BEST_TOPK_SELECT = 3 if triton_kernels.HAS_TOPK else 0
 _BEST_BOUND = 128 if triton_kernels.HAS_TOPK else 0
 _BEST_GATHER = 1 if triton_kernels.HAS_GATHER else 0
+# the bound filter's merge at 16 warps (its default form); the block top-k's merge keeps 8
+_BEST_MERGE_WARPS = 16 if triton_kernels.HAS_TOPK else 8
 # with the filter the block top-k's selection does not run: only its defaults, so a tune does not
 # time one configuration once per unused value
 _BLOCK_TOPK_ONLY = Constraint(
@@ -87,7 +89,7 @@ LAUNCH_SPACES = {
         Param("GATHER", (0, 1), _BEST_GATHER,
               "union position of a repeated team: 0 reads it back from a table in memory, 1 gathers it "
               "from registers (tl.gather, Triton 3.2+)"),
-        Param("num_warps", (1, 2, 4, 8, 16), 8),
+        Param("num_warps", (1, 2, 4, 8, 16), _BEST_MERGE_WARPS),
         Param("CHUNK", (256, 512, 1024, 2048), 512,
               "with topk.BOUND, when more than BOUND teams cleared the bound: teams per head read per step"),
     ), (_TOPK_AVAILABLE, _GATHER_AVAILABLE)),
