@@ -19,15 +19,10 @@ launches); a cut merge leaves wrong selections, so the complete operator is time
 
 from __future__ import annotations
 
-import json
-
-import torch
-from probe_session import open_probe_session, probe_arguments
+from probe_session import open_probe_session, paired_medians, probe_arguments, write_medians
 
 import kprof.kernels  # noqa: F401  (decides on the interpreter before triton is imported)
-from kprof.measure.fingerprint import git_revision
 from kprof.measure.harness import TimedOp
-from kprof.measure.stats import latency
 
 PHASES = ((1, "candidates"), (2, "+ select"), (3, "+ inputs"), (4, "+ union"))
 
@@ -51,23 +46,11 @@ def main() -> None:
     for phases, label in PHASES:
         merge = chain.launch_merge.replaced(PHASES=phases)
         ops.append(TimedOp(f"merge {label}", lambda merge=merge: (upstream(), merge())))
-    for op in ops:  # compile every variant before timing
-        op.invoke()
-    prepared.run()  # the last cut left the tables as a cut merge leaves them; the real one resets them
-    if session.target.is_gpu:
-        torch.cuda.synchronize()
-    medians = {o.label: latency(x).estimate for o, x in zip(ops, session.harness().paired(ops).observations)}
-    width = max(len(label) for label in medians)
-    print(f"{'row':>{width}s} {'median us':>10s}")
-    for label, m in medians.items():
-        print(f"{label:>{width}s} {m:10.2f}")
+    medians = paired_medians(session, ops)
     rows = [medians["score + filter"]] + [medians[f"merge {label}"] for _, label in PHASES]
     print("merge on the chain: " + ", ".join(f"{label} {b - a:+.2f}" for (_, label), a, b in
                                               zip(PHASES, rows, rows[1:])) + " us")
-    if args.json:
-        run = {"workload": args.workload, "method": args.method, "rounds": args.rounds,
-               "observations": args.observations, "warmup_pairs": args.warmup_pairs, "git_revision": git_revision()}
-        args.json.write_text(json.dumps({"medians_us": medians, **run}, indent=1))
+    write_medians(args, medians, method=args.method)
 
 
 if __name__ == "__main__":

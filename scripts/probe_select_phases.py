@@ -20,15 +20,10 @@ path; each row is timed alone, so they are not additive with the attend launch.
 
 from __future__ import annotations
 
-import json
-
-import torch
-from probe_session import open_probe_session, probe_arguments
+from probe_session import open_probe_session, paired_medians, probe_arguments, write_medians
 
 import kprof.kernels  # noqa: F401  (decides on the interpreter before triton is imported)
-from kprof.measure.fingerprint import git_revision
 from kprof.measure.harness import TimedOp
-from kprof.measure.stats import latency
 
 PHASES = ((1, "scores"), (2, "+ block top"), (3, "+ fold"))
 
@@ -52,24 +47,13 @@ def main() -> None:
         select = fused.handle.launch_select
         for phases, label in PHASES:
             ops.append(TimedOp(f"select {variant} {label}", select.replaced(PHASES=phases)))
-    for op in ops:  # compile every variant before timing
-        op.invoke()
-    if session.target.is_gpu:
-        torch.cuda.synchronize()
-    medians = {o.label: latency(x).estimate for o, x in zip(ops, session.harness().paired(ops).observations)}
-    width = max(len(label) for label in medians)
-    print(f"{'row':>{width}s} {'median us':>10s}")
-    for label, m in medians.items():
-        print(f"{label:>{width}s} {m:10.2f}")
+    medians = paired_medians(session, ops)
     for variant in args.select:
         rows = [medians[f"select {variant} {label}"] for _, label in PHASES]
         print(f"{variant}: scores {rows[0]:.2f} us, block top {rows[1] - rows[0]:+.2f}, "
               f"fold {rows[2] - rows[1]:+.2f}; the attend launch after it "
               f"{medians[f'santa-fused {variant}'] - rows[2]:+.2f}")
-    if args.json:
-        run = {"workload": args.workload, "rounds": args.rounds, "observations": args.observations,
-               "warmup_pairs": args.warmup_pairs, "select": args.select, "git_revision": git_revision()}
-        args.json.write_text(json.dumps({"medians_us": medians, **run}, indent=1))
+    write_medians(args, medians, select=args.select)
 
 
 if __name__ == "__main__":

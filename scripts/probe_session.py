@@ -31,3 +31,34 @@ def open_probe_session(args):
                                     "warmup_pairs": args.warmup_pairs},
                                    config_mode="default")
 
+
+def paired_medians(session, ops) -> dict[str, float]:
+    """Each op's median time per call (us) from one paired run of all of them, every op compiled
+    first; the table is printed."""
+    import torch
+
+    from kprof.measure.stats import latency
+
+    for op in ops:
+        op.invoke()
+    if session.target.is_gpu:
+        torch.cuda.synchronize()
+    medians = {o.label: latency(x).estimate for o, x in zip(ops, session.harness().paired(ops).observations)}
+    width = max(len(label) for label in medians)
+    print(f"{'row':>{width}s} {'median us':>10s}")
+    for label, m in medians.items():
+        print(f"{label:>{width}s} {m:10.2f}")
+    return medians
+
+
+def write_medians(args, medians: dict[str, float], **fields) -> None:
+    """``--json``: the medians with the run's sizes, the probe's own ``fields`` and the revision."""
+    if not args.json:
+        return
+    import json
+
+    from kprof.measure.fingerprint import git_revision
+
+    run = {"workload": args.workload, "rounds": args.rounds, "observations": args.observations,
+           "warmup_pairs": args.warmup_pairs, **fields, "git_revision": git_revision()}
+    args.json.write_text(json.dumps({"medians_us": medians, **run}, indent=1))

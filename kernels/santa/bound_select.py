@@ -253,6 +253,7 @@ def santa_merge_bound(
     column, the key's low word becomes team * CAP + column for the selection: the order is
     unchanged (teams are unique in a row). After a bisection, the rows are read the usual way.
     SELECT=3 (candidate order) is refused on the host: launch 2's atomic appends fix no order."""
+    tl.static_assert((PHASES >= 1) & (PHASES <= 4), "PHASES is 1 to 4")
     kvh = tl.program_id(0)
     offs_g = tl.arange(0, BLOCK_G)
     heads = kvh * GROUP + offs_g

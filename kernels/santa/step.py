@@ -51,7 +51,8 @@ _BEST_SELECT = 1 if triton_kernels.HAS_TOPK else 0
 _BEST_TOPK_SELECT = 3 if triton_kernels.HAS_TOPK else 0
 _BEST_BOUND = 128 if triton_kernels.HAS_TOPK else 0
 _BEST_GATHER = 1 if triton_kernels.HAS_GATHER else 0
-# the bound filter's merge at 16 warps (its default form); the block top-k's merge keeps 8
+# the merge at 16 warps where the bound filter is the default (measured with it at 8K and 32K; the
+# block top-k's merge at 16 warps, topk.BOUND=0, is not measured: its old default was 8)
 _BEST_MERGE_WARPS = 16 if triton_kernels.HAS_TOPK else 8
 # with the filter the block top-k's selection does not run: only its defaults, so a tune does not
 # time one configuration once per unused value

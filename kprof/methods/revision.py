@@ -154,9 +154,9 @@ def materialise(sha: str, adapter_rel: str, repo: Path) -> Path:
 
 def _importable(package_root: Path) -> None:
     """Put the folder holding an isolated package on ``sys.path`` (last, so it shadows nothing):
-    processes the revision's code spawns (santa builds its layout in a spawn pool) inherit the
-    path and import the package by name, as the functions they unpickle name it."""
-    folder = str(package_root.parent)
+    multiprocessing workers the revision's code starts (santa builds its layout in a spawn pool)
+    get the parent's path and import the package by the name the functions they unpickle carry."""
+    folder = str(package_root.parent.resolve())
     if folder not in sys.path:
         sys.path.append(folder)
 
@@ -300,7 +300,7 @@ def load_user_object(module_name: str, attr: str, rev: str) -> tuple[object, str
     sha = resolve(rev, repo)
     rel = top_path.relative_to(repo).as_posix()
     iso = f"{top}_at_{sha[:12]}"
-    # one folder per repository (two may hold a package of the same name at the same commit id)
+    # a folder per repository: two repositories may share a package name and a 12-digit sha prefix
     root = cache_root() / "user" / hashlib.sha256(str(repo).encode()).hexdigest()[:12] / iso
     if not (root / ".complete").exists():
         names = [n for n in _git(repo, "ls-tree", "-r", "--name-only", sha, "--", rel).split() if n.endswith(".py")]

@@ -4,6 +4,7 @@ the checkout."""
 import importlib
 import multiprocessing
 import subprocess
+import sys
 import textwrap
 from concurrent.futures import ProcessPoolExecutor
 
@@ -62,6 +63,7 @@ def _commit(repo, files: dict, message: str) -> str:
 @pytest.fixture
 def repo(tmp_path, monkeypatch):
     monkeypatch.setenv("KPROF_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(sys, "path", list(sys.path))  # loading adds the cache folder to it
     root = tmp_path / "repo"
     root.mkdir()
     _git(root, "init", "-q")

@@ -3,6 +3,7 @@ revision of the git repository that holds it, siblings included."""
 
 import json
 import multiprocessing
+import os
 import subprocess
 import sys
 import textwrap
@@ -49,6 +50,7 @@ def user_repo(tmp_path, monkeypatch, kprof_home):
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     _commit(repo, {"mypkg/__init__.py": "", "mypkg/attn.py": ATTN, "mypkg/scale.py": "FACTOR = 1.0\n"}, "first")
     _commit(repo, {"mypkg/scale.py": "FACTOR = 2.0\n", "mypkg/new.py": "X = 1\n"}, "second")
+    monkeypatch.setattr(sys, "path", list(sys.path))  # loading adds the cache folder to it
     monkeypatch.syspath_prepend(str(repo))
     monkeypatch.setenv("PYTHONPATH", str(repo))
     yield repo
@@ -69,6 +71,16 @@ def test_a_users_function_at_a_revision_runs_in_a_spawned_process(user_repo):
     q, kv = torch.ones(4, 8), torch.ones(2, 3, 8)
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
         assert torch.allclose(pool.submit(fn, q, kv, kv).result(timeout=120), q)
+
+
+def test_two_processes_share_one_copy_of_a_users_revision(user_repo, kprof_home):
+    """The copy's folder is named by a stable hash of the repository, not Python's per-process one."""
+    load = "from kprof.methods import get_method; get_method('mypkg.attn:attend@HEAD~1')"
+    for seed in ("1", "2"):
+        subprocess.run([sys.executable, "-c", load], check=True, capture_output=True,
+                       env={**os.environ, "PYTHONHASHSEED": seed})
+    copies = [p for p in (kprof_home / "revisions" / "user").rglob(".complete")]
+    assert len(copies) == 1, copies
 
 
 def test_compare_and_gate_against_a_revision_take_a_users_function(user_repo, tmp_path):

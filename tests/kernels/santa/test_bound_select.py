@@ -147,6 +147,20 @@ def test_carried_values_give_the_tables_corrections(make_workload, target, hq, h
     assert (out - ref).abs().max() < 1e-5
 
 
+def test_the_merge_cut_after_its_selection_selects_what_the_whole_merge_does(make_workload, target):
+    """``PHASES`` (scripts/probe_merge_phases.py): every cut compiles and runs, and the cut after
+    the selection stores the selection the whole merge stores."""
+    _, _, (op,) = _ops(make_workload, target, [{"topk": {"BLOCK_T": 32, "BOUND": 32}}], hq=7, hkv=1, n=1201, k=6)
+    op.run()
+    want = op.sel_team[:, : op.k].clone()
+    for phases in (1, 3, 2):
+        op.sel_team.fill_(-1)
+        op.launch_score()
+        op.launch_topk()
+        op.launch_merge.replaced(PHASES=phases)()
+    assert torch.equal(op.sel_team[:, : op.k], want)
+
+
 def test_one_philox_call_per_team_draws_the_same_noise(make_workload, target):
     """``score.PHILOX=1`` (each team its own Philox call) stores the perturbed logits of PHILOX=4."""
     overs = [{"topk": {"BLOCK_T": 32, "BOUND": 32}, "score": {"BLOCK_M": 16, "PHILOX": p}} for p in (4, 1)]
