@@ -66,18 +66,47 @@ def gumbel_rows(seed, rows, t0, BLOCK_G: tl.constexpr, N: tl.constexpr, m_max, P
 
 
 @triton.jit
+def draw_noise_ahead(seed, Noise, NoiseSeeds, kvh, tile, m_max, stride_nh,
+                     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, N: tl.constexpr, PHILOX: tl.constexpr):
+    """``score.AHEAD``'s table: the Gumbel noise of seed ``seed`` for KV head ``kvh``'s heads and
+    teams [tile * N, tile * N + N), the draws ``gumbel_rows`` gives the score launch bit for bit
+    (a team's draw depends on its head and index only); program (0, 0) of the draw records the
+    seed the table holds, which the score launch compares with the seed it runs."""
+    offs_g = tl.arange(0, BLOCK_G)
+    heads = kvh * GROUP + offs_g
+    offs = tile * N + tl.arange(0, N)
+    noise = gumbel_rows(seed, heads, tile * N, BLOCK_G, N, m_max, PHILOX)
+    tl.store(Noise + heads[:, None] * stride_nh + offs[None, :], noise,
+             mask=(offs_g < GROUP)[:, None] & (offs < m_max)[None, :])
+    if (kvh == 0) & (tile == 0):
+        tl.store(NoiseSeeds, seed)
+
+
+@triton.jit
+def santa_noise_table(SeedPtr, Noise, NoiseSeeds, m_max, stride_nh,
+                      GROUP: tl.constexpr, BLOCK_G: tl.constexpr, N: tl.constexpr, PHILOX: tl.constexpr):
+    """Grid (Hkv, cdiv(M_max, N)): the table for the current seed, when the operator is built."""
+    draw_noise_ahead(tl.load(SeedPtr), Noise, NoiseSeeds, tl.program_id(0), tl.program_id(1), m_max, stride_nh,
+                     GROUP, BLOCK_G, N, PHILOX)
+
+
+@triton.jit
 def santa_score_bound(
-    Q, Rep, Scores, Y, TileMax, Lengths, NumTeams, SeedPtr, Count,
+    Q, Rep, Scores, Y, TileMax, Lengths, NumTeams, SeedPtr, Count, Noise, NoiseSeeds,
     m_max, inv_sqrt_d,
-    stride_qh, stride_rh, stride_rm, stride_sh, stride_lh, stride_th,
+    stride_qh, stride_rh, stride_rm, stride_sh, stride_lh, stride_th, stride_nh,
     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_M: tl.constexpr, HEAD_D: tl.constexpr,
     DOT_PRECISION: tl.constexpr, NOISE: tl.constexpr, SUB: tl.constexpr, PHILOX: tl.constexpr = 4,
-    PDL: tl.constexpr = False,
+    AHEAD: tl.constexpr = False, PDL: tl.constexpr = False,
 ):
     """Launch 1, grid (Hkv, cdiv(M_max, BLOCK_M)): q . l_g for every head of the group (as
     ``santa_score``), the perturbed logit Y = q . l_g / sqrt(d) + log n + Gumbel of every team, and
     each head's maximum Y over every SUB teams of this tile (-inf past the KV head's teams). It also
-    zeroes the filter's counts: launches run alone (stage timings) then start from zero too."""
+    zeroes the filter's counts: launches run alone (stage timings) then start from zero too.
+
+    With AHEAD the noise comes from a table drawn ahead (``draw_noise_ahead``) when the table holds
+    this seed, else it is drawn here as without; the launch records seed + 1, the seed the merge's
+    extra programs draw the next call's table for when the noise is fresh."""
     kvh = tl.program_id(0)
     tile = tl.program_id(1)
     offs_m = tile * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -88,11 +117,16 @@ def santa_score_bound(
     in_row = g_mask[:, None] & (offs_m < m_max)[None, :]
     valid = offs_m < tl.load(NumTeams + kvh)
     seed = tl.load(SeedPtr)
+    if AHEAD:
+        drawn = tl.load(NoiseSeeds)
     n = tl.load(Lengths + kvh * stride_lh + offs_m, mask=valid, other=1)
     wait_for_predecessor(PDL)
     release_dependents(PDL)  # the chain's first launch: launch 2 may be scheduled now
     if tile == 0:  # after the wait: the last call's merge has read them
         tl.store(Count + heads, 0, mask=g_mask)
+        if AHEAD:
+            if kvh == 0:
+                tl.store(NoiseSeeds + 1, seed + 1)
     q = tl.load(Q + heads[:, None] * stride_qh + offs_d[None, :], mask=g_mask[:, None], other=0.0)
     rep = tl.load(Rep + kvh * stride_rh + offs_m[:, None] * stride_rm + offs_d[None, :],
                   mask=(offs_m < m_max)[:, None], other=0.0)
@@ -101,7 +135,13 @@ def santa_score_bound(
     # (y sums in the block top-k's order, so both paths round alike)
     log_n = tl.log(n.to(tl.float32))
     if NOISE:
-        noise = gumbel_rows(seed, heads, tile * BLOCK_M, BLOCK_G, BLOCK_M, m_max, PHILOX)
+        if AHEAD:
+            if drawn == seed:
+                noise = tl.load(Noise + heads[:, None] * stride_nh + offs_m[None, :], mask=in_row, other=0.0)
+            else:  # launches run alone (stage timings) left a table of another seed
+                noise = gumbel_rows(seed, heads, tile * BLOCK_M, BLOCK_G, BLOCK_M, m_max, PHILOX)
+        else:
+            noise = gumbel_rows(seed, heads, tile * BLOCK_M, BLOCK_G, BLOCK_M, m_max, PHILOX)
     s = dot(q, tl.trans(rep), DOT_PRECISION)
     tl.store(Scores + heads[:, None] * stride_sh + offs_m[None, :], s, mask=in_row)
     y = s * inv_sqrt_d + log_n[None, :]
@@ -235,18 +275,22 @@ def bound_candidates(
 @triton.jit
 def santa_merge_bound(
     Y, TileMax, Count, Keys, Phi, Len, Start, Scores, Lengths, Starts, SelTeam, SelLogC, SelKey,
-    UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos, SeedPtr,
+    UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos, SeedPtr, Noise, NoiseSeeds,
     inv_sqrt_d, k_sel, m_max, n_parts,
-    stride_sh, stride_th, stride_kh, stride_lh, stride_selh, stride_uh, stride_um,
+    stride_sh, stride_th, stride_kh, stride_lh, stride_selh, stride_uh, stride_um, stride_nh,
     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, NTP: tl.constexpr, CAP: tl.constexpr, CHUNK: tl.constexpr,
     KPAD: tl.constexpr, UMAX: tl.constexpr, FRESH: tl.constexpr, SELECT: tl.constexpr,
     RADIX_BITS: tl.constexpr, GATHER: tl.constexpr = False, CARRY: tl.constexpr = False, PDL: tl.constexpr = False,
-    PHASES: tl.constexpr = 4,
+    PHASES: tl.constexpr = 4, DRAW_N: tl.constexpr = 0, PHILOX: tl.constexpr = 4,
 ):
     """Launch 3, grid (Hkv,): the candidates launch 2 kept (``bound_candidates``), then the
     global top-K, tau, corrections and union as the block top-k's merge does. PHASES below 4 stop
     after the candidates (1), the selection (2) or the corrections' inputs (3), storing what they
     have so none of it is dropped: ``scripts/probe_merge_phases.py`` times each cut.
+
+    DRAW_N > 0 (``score.AHEAD`` with fresh noise): grid (Hkv, 1 + cdiv(M_max, DRAW_N)); the
+    programs past the first draw the next call's noise table, DRAW_N teams each, on SMs the merge's
+    Hkv programs leave idle (``draw_noise_ahead``).
 
     With CARRY the corrections' inputs come from launch 2's rows, read with the keys, instead of
     from the tables after the selection (a dependent round trip fewer). To find a ranked key's
@@ -254,51 +298,58 @@ def santa_merge_bound(
     unchanged (teams are unique in a row). After a bisection, the rows are read the usual way.
     SELECT=3 (candidate order) is refused on the host: launch 2's atomic appends fix no order."""
     tl.static_assert((PHASES >= 1) & (PHASES <= 4), "PHASES is 1 to 4")
-    kvh = tl.program_id(0)
-    offs_g = tl.arange(0, BLOCK_G)
-    heads = kvh * GROUP + offs_g
-    g_mask = offs_g < GROUP
-    # prologue (overlaps launch 2 under PDL): tables only this launch writes
-    reset_union_tables(UMask, ULogC, kvh, stride_uh, stride_um, BLOCK_G, UMAX)
-    wait_for_predecessor(PDL)
-    release_dependents(PDL)
-    offs_c = tl.arange(0, CAP)
-    if CARRY:
-        row = heads[:, None] * stride_kh + offs_c[None, :]
-        phi_c = tl.load(Phi + row, mask=g_mask[:, None], other=0.0, cache_modifier=".cg")
-        n_c = tl.load(Len + row, mask=g_mask[:, None], other=0, cache_modifier=".cg")
-        start_c = tl.load(Start + row, mask=g_mask[:, None], other=0, cache_modifier=".cg")
-    cand, stored, bisected = bound_candidates(Y, TileMax, Count, Keys, heads, g_mask, k_sel, m_max, n_parts,
-                                              stride_sh, stride_th, stride_kh, BLOCK_G, NTP, KPAD, CAP, CHUNK)
-    if PHASES == 1:
-        tl.store(SelTeam + heads * stride_selh, tl.max(_key_index(cand), axis=1), mask=g_mask)
-    if PHASES >= 2:
+    if tl.program_id(1) > 0:
+        if DRAW_N > 0:
+            wait_for_predecessor(PDL)
+            release_dependents(PDL)
+            draw_noise_ahead(tl.load(NoiseSeeds + 1), Noise, NoiseSeeds, tl.program_id(0), tl.program_id(1) - 1,
+                             m_max, stride_nh, GROUP, BLOCK_G, DRAW_N, PHILOX)
+    else:
+        kvh = tl.program_id(0)
+        offs_g = tl.arange(0, BLOCK_G)
+        heads = kvh * GROUP + offs_g
+        g_mask = offs_g < GROUP
+        # prologue (overlaps launch 2 under PDL): tables only this launch writes
+        reset_union_tables(UMask, ULogC, kvh, stride_uh, stride_um, BLOCK_G, UMAX)
+        wait_for_predecessor(PDL)
+        release_dependents(PDL)
+        offs_c = tl.arange(0, CAP)
         if CARRY:
-            if bisected:  # the bisection rewrote the rows: their values from the tables
-                phi_c, n_c, start_c = team_values(Scores, Lengths, Starts, heads, kvh, _key_index(cand), stored,
-                                                  inv_sqrt_d, stride_sh, stride_lh)
-            # a ranked selection loses the column: carry it in the key
-            cand = (cand & -4294967296) | ((_key_index(cand).to(tl.int64) & 0xFFFFFFFF) * CAP + offs_c[None, :])
-        team, chosen, tau, sel_slot = select_keys(cand, heads, g_mask, SelKey, k_sel, BLOCK_G, CAP, KPAD,
-                                                  SELECT, RADIX_BITS)
-    if PHASES == 2:
-        tl.store(SelTeam + heads[:, None] * stride_selh + sel_slot, team, mask=chosen)
-        tl.store(SelLogC + heads * stride_selh, tau, mask=g_mask)
-    if PHASES >= 3:
-        if CARRY:
-            col = team % CAP
-            team = team // CAP
-            phi = tl.gather(phi_c, col, 1)
-            n = tl.gather(n_c, col, 1)
-            start = tl.gather(start_c, col, 1)
-        else:
-            phi, n, start = team_values(Scores, Lengths, Starts, heads, kvh, team, chosen, inv_sqrt_d,
-                                        stride_sh, stride_lh)
-    if PHASES == 3:
-        tl.store(SelTeam + heads[:, None] * stride_selh + sel_slot, team + n + start, mask=chosen)
-        tl.store(SelLogC + heads[:, None] * stride_selh + sel_slot, phi - tau[:, None], mask=chosen)
-    if PHASES >= 4:
-        correct_and_union(team, chosen, tau, sel_slot, phi, n, start, kvh, heads, offs_g, SelTeam, SelLogC,
-                          UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos, SeedPtr,
-                          m_max, stride_selh, stride_uh, stride_um, BLOCK_G=BLOCK_G,
-                          WIDTH=CAP if SELECT == 3 else KPAD, UMAX=UMAX, FRESH=FRESH, GATHER=GATHER)
+            row = heads[:, None] * stride_kh + offs_c[None, :]
+            phi_c = tl.load(Phi + row, mask=g_mask[:, None], other=0.0, cache_modifier=".cg")
+            n_c = tl.load(Len + row, mask=g_mask[:, None], other=0, cache_modifier=".cg")
+            start_c = tl.load(Start + row, mask=g_mask[:, None], other=0, cache_modifier=".cg")
+        cand, stored, bisected = bound_candidates(Y, TileMax, Count, Keys, heads, g_mask, k_sel, m_max, n_parts,
+                                                  stride_sh, stride_th, stride_kh, BLOCK_G, NTP, KPAD, CAP, CHUNK)
+        if PHASES == 1:
+            tl.store(SelTeam + heads * stride_selh, tl.max(_key_index(cand), axis=1), mask=g_mask)
+        if PHASES >= 2:
+            if CARRY:
+                if bisected:  # the bisection rewrote the rows: their values from the tables
+                    phi_c, n_c, start_c = team_values(Scores, Lengths, Starts, heads, kvh, _key_index(cand), stored,
+                                                      inv_sqrt_d, stride_sh, stride_lh)
+                # a ranked selection loses the column: carry it in the key
+                cand = (cand & -4294967296) | ((_key_index(cand).to(tl.int64) & 0xFFFFFFFF) * CAP + offs_c[None, :])
+            team, chosen, tau, sel_slot = select_keys(cand, heads, g_mask, SelKey, k_sel, BLOCK_G, CAP, KPAD,
+                                                      SELECT, RADIX_BITS)
+        if PHASES == 2:
+            tl.store(SelTeam + heads[:, None] * stride_selh + sel_slot, team, mask=chosen)
+            tl.store(SelLogC + heads * stride_selh, tau, mask=g_mask)
+        if PHASES >= 3:
+            if CARRY:
+                col = team % CAP
+                team = team // CAP
+                phi = tl.gather(phi_c, col, 1)
+                n = tl.gather(n_c, col, 1)
+                start = tl.gather(start_c, col, 1)
+            else:
+                phi, n, start = team_values(Scores, Lengths, Starts, heads, kvh, team, chosen, inv_sqrt_d,
+                                            stride_sh, stride_lh)
+        if PHASES == 3:
+            tl.store(SelTeam + heads[:, None] * stride_selh + sel_slot, team + n + start, mask=chosen)
+            tl.store(SelLogC + heads[:, None] * stride_selh + sel_slot, phi - tau[:, None], mask=chosen)
+        if PHASES >= 4:
+            correct_and_union(team, chosen, tau, sel_slot, phi, n, start, kvh, heads, offs_g, SelTeam, SelLogC,
+                              UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos, SeedPtr,
+                              m_max, stride_selh, stride_uh, stride_um, BLOCK_G=BLOCK_G,
+                              WIDTH=CAP if SELECT == 3 else KPAD, UMAX=UMAX, FRESH=FRESH, GATHER=GATHER)

@@ -18,7 +18,13 @@ from kprof.kernels.common.bound_launch import bound_launch
 from kprof.kernels.common.dependent_launch import resolve_pdl
 from kprof.kernels.common.split_kv_combine import split_kv_combine
 from kprof.kernels.santa import triton_kernels
-from kprof.kernels.santa.bound_select import part_size, santa_filter_bound, santa_merge_bound, santa_score_bound
+from kprof.kernels.santa.bound_select import (
+    part_size,
+    santa_filter_bound,
+    santa_merge_bound,
+    santa_noise_table,
+    santa_score_bound,
+)
 from kprof.kernels.santa.preparation import SantaArtifacts
 from kprof.kernels.santa.triton_kernels import (
     LOG2E,
@@ -56,6 +62,7 @@ _BEST_GATHER = 1 if triton_kernels.HAS_GATHER else 0
 _BEST_MERGE_WARPS = 16 if triton_kernels.HAS_TOPK else 8
 # with the filter the block top-k's selection does not run: only its defaults, so a tune does not
 # time one configuration once per unused value
+_DRAW_TEAMS = 256  # teams per program of score.AHEAD's noise draws (the table, the merge's extra programs)
 _BLOCK_TOPK_ONLY = Constraint(
     "topk.SELECT and topk.RADIX_BITS choose the block top-k's selection, which topk.BOUND replaces: drop them or "
     "set topk.BOUND=0",
@@ -69,6 +76,9 @@ LAUNCH_SPACES = {
         Param("PHILOX", (1, 4), 4, "with topk.BOUND, teams per Philox call of the noise: 4 interleaves four "
               "teams' draws through shared memory, 1 computes each team's own (4x the arithmetic, no "
               "data movement); the same draws either way"),
+        Param("AHEAD", (0, 1), 0, "with topk.BOUND, 1 reads the noise from a table drawn ahead: when the "
+              "operator is built and, with fresh noise, for the next call by extra programs of the merge "
+              "launch on SMs it leaves idle; the same draws as 0, which draws them in this launch"),
     )),
     "topk": LaunchSpace("topk", (
         Param("BLOCK_T", (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192), 2048, "teams per block (>= K+1)"),
@@ -155,6 +165,9 @@ class SantaDecode:
             # candidate order is the filter's atomic append order: the union's order would vary
             raise ConfigError("merge.SELECT=3 selects in candidate order, which topk.BOUND's atomic appends leave "
                               "unfixed: use merge.SELECT=1 (or topk.BOUND=0)")
+        if not self.bound and self.cfg.get("score", {}).get("AHEAD", 0):
+            raise ConfigError("score.AHEAD reads the noise the score launch adds, which only topk.BOUND does: "
+                              "drop score.AHEAD or set topk.BOUND")
         if not self.bound and self.cfg.get("score", {}).get("PHILOX", 4) != 4:
             raise ConfigError("score.PHILOX draws the noise in the score launch, which only topk.BOUND does: "
                               "drop score.PHILOX or set topk.BOUND")
@@ -200,6 +213,9 @@ class SantaDecode:
             self.bound_phi = torch.empty(hq, self.bound, dtype=f32, device=dev)
             self.bound_len = torch.empty(hq, self.bound, dtype=i32, device=dev)
             self.bound_start = torch.empty(hq, self.bound, dtype=i32, device=dev)
+            # score.AHEAD: the noise drawn ahead, and [the seed it holds, the next call's seed]
+            self.noise_table = torch.empty(hq, self.m_max, dtype=f32, device=dev)
+            self.noise_seeds = torch.full((2,), -1, dtype=torch.int64, device=dev)
         self.m_part = torch.empty(hq, self.splits, dtype=f32, device=dev)
         self.l_part = torch.empty_like(self.m_part)
         self.acc = torch.empty(hq, self.splits, d, dtype=f32, device=dev)
@@ -291,14 +307,21 @@ class SantaDecode:
         n_tiles = triton.cdiv(self.m_max, block_m)
         self.part = part_size(block_m, self.m_min, self.kpad)
         self.n_parts = n_tiles * (block_m // self.part)
+        philox, ahead = c["score"]["PHILOX"], bool(c["score"]["AHEAD"]) and not self.all_teams
+        noise = (self.noise_table, self.noise_seeds)
+        if ahead:  # the first call's table (untimed); with fresh noise each merge draws the next one
+            santa_noise_table[(self.hkv, triton.cdiv(self.m_max, _DRAW_TEAMS))](
+                self.seed, *noise, self.m_max, self.noise_table.stride(0),
+                GROUP=self.group, BLOCK_G=self.merge_g, N=_DRAW_TEAMS, PHILOX=philox)
+        draw_n = _DRAW_TEAMS if ahead and self.fresh else 0
         self.launch_score = bound_launch(
             santa_score_bound, (self.hkv, n_tiles),
             self.q, a.rep_keys, self.scores, self.y, self.part_max, a.team_len, a.num_teams, self.seed,
-            self.bound_count, self.m_max, self.inv_sqrt_d,
+            self.bound_count, *noise, self.m_max, self.inv_sqrt_d,
             self.q.stride(0), a.rep_keys.stride(0), a.rep_keys.stride(1), self.scores.stride(0),
-            a.team_len.stride(0), self.part_max.stride(0),
+            a.team_len.stride(0), self.part_max.stride(0), self.noise_table.stride(0),
             GROUP=self.group, BLOCK_G=self.block_g, BLOCK_M=block_m, HEAD_D=self.d,
-            DOT_PRECISION=self.precision, NOISE=not self.all_teams, SUB=self.part, PHILOX=c["score"]["PHILOX"],
+            DOT_PRECISION=self.precision, NOISE=not self.all_teams, SUB=self.part, PHILOX=philox, AHEAD=ahead,
             PDL=self.pdl,
             num_warps=c["score"]["num_warps"], num_stages=c["score"]["num_stages"],
         )
@@ -313,19 +336,19 @@ class SantaDecode:
             num_warps=c["topk"]["num_warps"], **dep,
         )
         self.launch_merge = bound_launch(
-            santa_merge_bound, (self.hkv,),
+            santa_merge_bound, (self.hkv, 1 + (triton.cdiv(self.m_max, draw_n) if draw_n else 0)),
             self.y, self.part_max, self.bound_count, self.bound_keys, self.bound_phi, self.bound_len,
             self.bound_start, self.scores, a.team_len, a.team_start, self.sel_team, self.sel_logc, self.sel_key,
             self.u_team, self.u_start, self.u_rowpre, self.u_count, self.u_mask, self.u_logc,
-            self.owner, self.pos, self.seed,
+            self.owner, self.pos, self.seed, *noise,
             self.inv_sqrt_d, self.k, self.m_max, self.n_parts,
             self.scores.stride(0), self.part_max.stride(0), self.bound_keys.stride(0), a.team_len.stride(0),
-            self.sel_team.stride(0), self.u_mask.stride(0), self.u_mask.stride(1),
+            self.sel_team.stride(0), self.u_mask.stride(0), self.u_mask.stride(1), self.noise_table.stride(0),
             GROUP=self.group, BLOCK_G=self.merge_g, NTP=ntp,
             CAP=self.bound, CHUNK=c["merge"]["CHUNK"],
             KPAD=self.kpad, UMAX=self.umax, FRESH=self.fresh, SELECT=c["merge"]["SELECT"],
             RADIX_BITS=c["merge"]["RADIX_BITS"], GATHER=bool(c["merge"]["GATHER"]), CARRY=self.carry,
-            PDL=self.pdl, num_warps=c["merge"]["num_warps"], **dep,
+            PDL=self.pdl, DRAW_N=draw_n, PHILOX=philox, num_warps=c["merge"]["num_warps"], **dep,
         )
 
     def stages(self):

@@ -161,6 +161,43 @@ def test_the_merge_cut_after_its_selection_selects_what_the_whole_merge_does(mak
     assert torch.equal(op.sel_team[:, : op.k], want)
 
 
+def test_noise_drawn_ahead_is_the_noise_the_score_launch_draws(make_workload, target):
+    """``score.AHEAD``: the table drawn when the operator is built gives the perturbed logits, bit
+    for bit, the score launch's own draws give; the launch reads it (a zeroed table changes them)
+    only while it holds the running seed (a table of another seed is drawn again)."""
+    overs = [{"topk": {"BLOCK_T": 32, "BOUND": 32}, "score": {"BLOCK_M": 16, "AHEAD": ahead}} for ahead in (0, 1)]
+    w, layout, (drawn, ahead) = _ops(make_workload, target, overs, hq=7, hkv=1, n=1201, k=6, seed=4)
+    drawn.run()
+    _poison(ahead)
+    ahead.run()
+    m = int(layout.num_teams.max())
+    assert torch.equal(ahead.y[:, :m], drawn.y[:, :m])
+    _assert_same_selection(drawn, ahead)
+    assert torch.equal(ahead.out, drawn.out)
+    ahead.noise_table.zero_()
+    ahead.launch_score()
+    assert not torch.equal(ahead.y[:, :m], drawn.y[:, :m]), "the score launch did not read the table"
+    ahead.noise_seeds[0] = -1
+    ahead.launch_score()
+    assert torch.equal(ahead.y[:, :m], drawn.y[:, :m]), "a table of another seed was used"
+
+
+def test_fresh_noise_drawn_ahead_by_the_merge_follows_the_seed(make_workload, target):
+    """With fresh noise the merge's extra programs draw the next call's table: call after call the
+    score launch finds the table of its seed and selects what the block top-k selects."""
+    overs = [{"topk": {"BLOCK_T": 32, "BOUND": cap}, "score": {"BLOCK_M": 16, "AHEAD": int(cap > 0)}}
+             for cap in (0, 64)]
+    _, layout, (by_topk, ahead) = _ops(make_workload, target, overs, hq=6, hkv=2, n=300, seed=3, fresh=True)
+    assert ahead.launch_merge._given_grid[1] > 1, "no programs draw the next table"
+    m = int(layout.num_teams.max())
+    for _ in range(3):
+        by_topk.run()
+        ahead.run()
+        assert torch.equal(ahead.sel_team[:, : ahead.k], by_topk.sel_team[:, : by_topk.k])
+        assert torch.equal(ahead.seed, by_topk.seed) and int(ahead.noise_seeds[0]) == int(ahead.seed[0])
+        assert torch.equal(ahead.noise_table[:, :m], ahead.gumbel_noise()[:, :m])
+
+
 def test_one_philox_call_per_team_draws_the_same_noise(make_workload, target):
     """``score.PHILOX=1`` (each team its own Philox call) stores the perturbed logits of PHILOX=4."""
     overs = [{"topk": {"BLOCK_T": 32, "BOUND": 32}, "score": {"BLOCK_M": 16, "PHILOX": p}} for p in (4, 1)]
@@ -188,6 +225,7 @@ def test_a_filter_run_without_its_merge_leaves_the_next_call_exact(make_workload
     ({"merge": {"SELECT": 3}}, "merge.SELECT=1"),
     ({"score": {"BLOCK_M": 16, "PHILOX": 1}, "topk": {"BLOCK_T": 32, "BOUND": 0}}, "set topk.BOUND"),
     ({"topk": {"BLOCK_T": 32, "BOUND": 64, "SELECT": 2}}, "set topk.BOUND=0"),
+    ({"score": {"BLOCK_M": 16, "AHEAD": 1}, "topk": {"BLOCK_T": 32, "BOUND": 0}}, "drop score.AHEAD"),
 ])
 def test_forms_the_filter_cannot_run_are_refused(make_workload, target, over, fix):
     """merge.SELECT=3 would union in the filter's atomic append order (not fixed from call to call);
@@ -236,15 +274,16 @@ def test_part_size_leaves_twice_the_working_set_of_parts():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("carry, block_m", [(0, 16), (1, 16), (0, 64)])
-def test_gpu_bound_matches_the_block_topk_eager_and_replayed(make_workload, target, carry, block_m):
+@pytest.mark.parametrize("carry, block_m, ahead", [(0, 16, 0), (1, 16, 0), (0, 64, 0), (0, 64, 1)])
+def test_gpu_bound_matches_the_block_topk_eager_and_replayed(make_workload, target, carry, block_m, ahead):
     """At the 32K workload's shape family (G = 7, K = 31, d = 128) with fresh noise: the same
     selection as the block top-k call after call, with and without PDL, and from a CUDA graph.
-    BLOCK_M = 64 at this length takes parts of 32 teams, two per score tile (8K's default form)."""
+    BLOCK_M = 64 at this length takes parts of 32 teams, two per score tile (8K's default form);
+    ``score.AHEAD`` reads the noise the merge of the call before drew."""
     kw = dict(hq=28, hkv=4, n=8192, d=128, k=31, dtype=torch.float16, seed=5, fresh=True)
     for pdl in (False, True):
         overs = [{"topk": {"BLOCK_T": 32, "BOUND": bound} | ({"CARRY": carry} if bound else {}),
-                  "score": {"BLOCK_M": block_m}} for bound in (0, 128)]
+                  "score": {"BLOCK_M": block_m} | ({"AHEAD": ahead} if bound else {})} for bound in (0, 128)]
         w, layout, (by_topk, by_bound) = _ops(make_workload, target, overs, pdl=pdl, **kw)
         assert by_bound.part == (32 if block_m == 64 else block_m)
         for call in range(3):
