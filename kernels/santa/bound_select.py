@@ -138,7 +138,7 @@ def santa_score_bound(
         if AHEAD:
             if drawn == seed:
                 noise = tl.load(Noise + heads[:, None] * stride_nh + offs_m[None, :], mask=in_row, other=0.0)
-            else:  # launches run alone (stage timings) left a table of another seed
+            else:  # a table of another seed: the seed set from outside, or a merge cut by PHASES
                 noise = gumbel_rows(seed, heads, tile * BLOCK_M, BLOCK_G, BLOCK_M, m_max, PHILOX)
         else:
             noise = gumbel_rows(seed, heads, tile * BLOCK_M, BLOCK_G, BLOCK_M, m_max, PHILOX)
@@ -288,9 +288,9 @@ def santa_merge_bound(
     after the candidates (1), the selection (2) or the corrections' inputs (3), storing what they
     have so none of it is dropped: ``scripts/probe_merge_phases.py`` times each cut.
 
-    DRAW_N > 0 (``score.AHEAD`` with fresh noise): grid (Hkv, 1 + cdiv(M_max, DRAW_N)); the
-    programs past the first draw the next call's noise table, DRAW_N teams each, on SMs the merge's
-    Hkv programs leave idle (``draw_noise_ahead``).
+    DRAW_N > 0 (``score.AHEAD`` with fresh noise): grid (Hkv, 1 + drawers); the programs past the
+    first draw the next call's noise table, DRAW_N teams at a time, on SMs the merge's Hkv programs
+    leave idle (``draw_noise_ahead``); the host keeps the drawers to one wave beside them.
 
     With CARRY the corrections' inputs come from launch 2's rows, read with the keys, instead of
     from the tables after the selection (a dependent round trip fewer). To find a ranked key's
@@ -302,8 +302,10 @@ def santa_merge_bound(
         if DRAW_N > 0:
             wait_for_predecessor(PDL)
             release_dependents(PDL)
-            draw_noise_ahead(tl.load(NoiseSeeds + 1), Noise, NoiseSeeds, tl.program_id(0), tl.program_id(1) - 1,
-                             m_max, stride_nh, GROUP, BLOCK_G, DRAW_N, PHILOX)
+            next_seed = tl.load(NoiseSeeds + 1)  # seed + 1, from the score launch: the head-0 merge advances SeedPtr
+            for tile in range(tl.program_id(1) - 1, tl.cdiv(m_max, DRAW_N), tl.num_programs(1) - 1):
+                draw_noise_ahead(next_seed, Noise, NoiseSeeds, tl.program_id(0), tile, m_max, stride_nh,
+                                 GROUP, BLOCK_G, DRAW_N, PHILOX)
     else:
         kvh = tl.program_id(0)
         offs_g = tl.arange(0, BLOCK_G)

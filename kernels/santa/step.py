@@ -16,6 +16,7 @@ from kprof.core.config_space import Constraint, LaunchConfig, LaunchSpace, Param
 from kprof.core.errors import ConfigError
 from kprof.kernels.common.bound_launch import bound_launch
 from kprof.kernels.common.dependent_launch import resolve_pdl
+from kprof.kernels.common.grid_sync import sm_count
 from kprof.kernels.common.split_kv_combine import split_kv_combine
 from kprof.kernels.santa import triton_kernels
 from kprof.kernels.santa.bound_select import (
@@ -49,6 +50,8 @@ _CARRY_NEEDS = Constraint("topk.CARRY=1 needs topk.BOUND and tl.gather (Triton 3
 _BOUND_AVAILABLE = Constraint("topk.BOUND needs tl.topk, which this Triton lacks: use topk.BOUND=0",
                               lambda c, s: not c["BOUND"] or triton_kernels.HAS_TOPK)
 
+_DRAW_TEAMS = 256  # teams per step of score.AHEAD's noise draws (the table, the merge's extra programs)
+
 # Selection defaults are the fastest choices measured at 8K, 32K and 128K: the bound filter (topk.BOUND)
 # where Triton has tl.topk, the merge by tl.topk with union positions gathered in registers; without
 # tl.topk, the block top-k and merge by full sorts. Under BOUND=0 the block top-k's fastest is the
@@ -62,7 +65,6 @@ _BEST_GATHER = 1 if triton_kernels.HAS_GATHER else 0
 _BEST_MERGE_WARPS = 16 if triton_kernels.HAS_TOPK else 8
 # with the filter the block top-k's selection does not run: only its defaults, so a tune does not
 # time one configuration once per unused value
-_DRAW_TEAMS = 256  # teams per program of score.AHEAD's noise draws (the table, the merge's extra programs)
 _BLOCK_TOPK_ONLY = Constraint(
     "topk.SELECT and topk.RADIX_BITS choose the block top-k's selection, which topk.BOUND replaces: drop them or "
     "set topk.BOUND=0",
@@ -314,6 +316,8 @@ class SantaDecode:
                 self.seed, *noise, self.m_max, self.noise_table.stride(0),
                 GROUP=self.group, BLOCK_G=self.merge_g, N=_DRAW_TEAMS, PHILOX=philox)
         draw_n = _DRAW_TEAMS if ahead and self.fresh else 0
+        # drawers per KV head: one wave beside the merge's programs (the attend launch waits for all)
+        drawers = max(1, min(triton.cdiv(self.m_max, _DRAW_TEAMS), (sm_count(self.q.device) - self.hkv) // self.hkv))
         self.launch_score = bound_launch(
             santa_score_bound, (self.hkv, n_tiles),
             self.q, a.rep_keys, self.scores, self.y, self.part_max, a.team_len, a.num_teams, self.seed,
@@ -336,7 +340,7 @@ class SantaDecode:
             num_warps=c["topk"]["num_warps"], **dep,
         )
         self.launch_merge = bound_launch(
-            santa_merge_bound, (self.hkv, 1 + (triton.cdiv(self.m_max, draw_n) if draw_n else 0)),
+            santa_merge_bound, (self.hkv, 1 + (drawers if draw_n else 0)),
             self.y, self.part_max, self.bound_count, self.bound_keys, self.bound_phi, self.bound_len,
             self.bound_start, self.scores, a.team_len, a.team_start, self.sel_team, self.sel_logc, self.sel_key,
             self.u_team, self.u_start, self.u_rowpre, self.u_count, self.u_mask, self.u_logc,
@@ -348,7 +352,7 @@ class SantaDecode:
             CAP=self.bound, CHUNK=c["merge"]["CHUNK"],
             KPAD=self.kpad, UMAX=self.umax, FRESH=self.fresh, SELECT=c["merge"]["SELECT"],
             RADIX_BITS=c["merge"]["RADIX_BITS"], GATHER=bool(c["merge"]["GATHER"]), CARRY=self.carry,
-            PDL=self.pdl, DRAW_N=draw_n, PHILOX=philox, num_warps=c["merge"]["num_warps"], **dep,
+            PDL=self.pdl, DRAW_N=draw_n, PHILOX=philox if draw_n else 4, num_warps=c["merge"]["num_warps"], **dep,
         )
 
     def stages(self):

@@ -4,10 +4,11 @@ test on a GPU)."""
 
 import pytest
 import torch
+import triton
 
 from kprof.core.config_space import resolve_method_config
 from kprof.core.errors import ConfigError
-from kprof.kernels.santa import triton_kernels
+from kprof.kernels.santa import step, triton_kernels
 from kprof.kernels.santa.bound_select import part_size
 from kprof.kernels.santa.preparation import SantaSettings, build_layout, pack
 from kprof.kernels.santa.reference import Selection, attention_with_selection
@@ -182,15 +183,21 @@ def test_noise_drawn_ahead_is_the_noise_the_score_launch_draws(make_workload, ta
     assert torch.equal(ahead.y[:, :m], drawn.y[:, :m]), "a table of another seed was used"
 
 
-def test_fresh_noise_drawn_ahead_by_the_merge_follows_the_seed(make_workload, target):
-    """With fresh noise the merge's extra programs draw the next call's table: call after call the
-    score launch finds the table of its seed and selects what the block top-k selects."""
-    overs = [{"topk": {"BLOCK_T": 32, "BOUND": cap}, "score": {"BLOCK_M": 16, "AHEAD": int(cap > 0)}}
-             for cap in (0, 64)]
-    _, layout, (by_topk, ahead) = _ops(make_workload, target, overs, hq=6, hkv=2, n=300, seed=3, fresh=True)
-    assert ahead.launch_merge._given_grid[1] > 1, "no programs draw the next table"
+@pytest.mark.parametrize("philox", [4, 1])
+def test_fresh_noise_drawn_ahead_by_the_merge_follows_the_seed(make_workload, target, monkeypatch, philox):
+    """With fresh noise the merge's extra programs draw the next call's table (here 16 teams at a
+    time, so each drawer loops over several steps): call after call the score launch finds the
+    table of its seed and selects what the block top-k selects, across a bind() too."""
+    monkeypatch.setattr(step, "_DRAW_TEAMS", 16)
+    overs = [{"topk": {"BLOCK_T": 32, "BOUND": cap}, "score": {"BLOCK_M": 16} | ({"AHEAD": 1, "PHILOX": philox}
+                                                                                  if cap else {})} for cap in (0, 64)]
+    _, layout, (by_topk, ahead) = _ops(make_workload, target, overs, hq=6, hkv=1, n=300, seed=3, fresh=True)
     m = int(layout.num_teams.max())
-    for _ in range(3):
+    drawers = ahead.launch_merge._given_grid[1] - 1
+    assert 1 < drawers < triton.cdiv(m, 16), "the drawers should loop over several steps each"
+    for call in range(3):
+        if call == 2:
+            ahead.bind()
         by_topk.run()
         ahead.run()
         assert torch.equal(ahead.sel_team[:, : ahead.k], by_topk.sel_team[:, : by_topk.k])
@@ -293,6 +300,9 @@ def test_gpu_bound_matches_the_block_topk_eager_and_replayed(make_workload, targ
             by_bound.out.fill_(float("nan"))
             a, b = by_topk.run().clone(), by_bound.run().clone()
             assert torch.equal(by_topk.sel_team[:, : by_topk.k], by_bound.sel_team[:, : by_bound.k])
+            if ahead:  # the merge drew the table the next call's score launch reads
+                assert int(by_bound.noise_seeds[0]) == int(by_bound.seed[0])
+                assert torch.equal(by_bound.noise_table[:, :8], by_bound.gumbel_noise()[:, :8])
             assert torch.isfinite(b).all() and (a.double() - b.double()).abs().max() < 2e-3
         teams, corr = by_bound.selections()
         ref = attention_with_selection(w.q, w.k, w.v, layout.teams(), [Selection(t, c) for t, c in zip(teams, corr)])
