@@ -317,7 +317,8 @@ class SantaDecode:
                 GROUP=self.group, BLOCK_G=self.merge_g, N=_DRAW_TEAMS, PHILOX=philox)
         draw_n = _DRAW_TEAMS if ahead and self.fresh else 0
         # drawers per KV head: one wave beside the merge's programs (the attend launch waits for all)
-        drawers = max(1, min(triton.cdiv(self.m_max, _DRAW_TEAMS), (sm_count(self.q.device) - self.hkv) // self.hkv))
+        drawers = (max(1, min(triton.cdiv(self.m_max, draw_n), (sm_count(self.q.device) - self.hkv) // self.hkv))
+                   if draw_n else 0)
         self.launch_score = bound_launch(
             santa_score_bound, (self.hkv, n_tiles),
             self.q, a.rep_keys, self.scores, self.y, self.part_max, a.team_len, a.num_teams, self.seed,
@@ -340,7 +341,7 @@ class SantaDecode:
             num_warps=c["topk"]["num_warps"], **dep,
         )
         self.launch_merge = bound_launch(
-            santa_merge_bound, (self.hkv, 1 + (drawers if draw_n else 0)),
+            santa_merge_bound, (self.hkv, 1 + drawers),
             self.y, self.part_max, self.bound_count, self.bound_keys, self.bound_phi, self.bound_len,
             self.bound_start, self.scores, a.team_len, a.team_start, self.sel_team, self.sel_logc, self.sel_key,
             self.u_team, self.u_start, self.u_rowpre, self.u_count, self.u_mask, self.u_logc,

@@ -302,7 +302,8 @@ def test_gpu_bound_matches_the_block_topk_eager_and_replayed(make_workload, targ
             assert torch.equal(by_topk.sel_team[:, : by_topk.k], by_bound.sel_team[:, : by_bound.k])
             if ahead:  # the merge drew the table the next call's score launch reads
                 assert int(by_bound.noise_seeds[0]) == int(by_bound.seed[0])
-                assert torch.equal(by_bound.noise_table[:, :8], by_bound.gumbel_noise()[:, :8])
+                m = int(layout.num_teams.max())
+                assert torch.equal(by_bound.noise_table[:, :m], by_bound.gumbel_noise()[:, :m])
             assert torch.isfinite(b).all() and (a.double() - b.double()).abs().max() < 2e-3
         teams, corr = by_bound.selections()
         ref = attention_with_selection(w.q, w.k, w.v, layout.teams(), [Selection(t, c) for t, c in zip(teams, corr)])
