@@ -244,11 +244,22 @@ def bound_candidates(
     """[BLOCK_G, CAP] candidate keys per head holding its K+1 best (padding below every key), from
     launch 2's rows, which of them are real, and whether a bisection rewrote the rows."""
     offs_c = tl.arange(0, CAP)
-    rows = Keys + heads[:, None] * stride_kh + offs_c[None, :]
     count = tl.load(Count + heads, mask=g_mask, other=0, cache_modifier=".cg")
     # the whole rows, read beside the counts rather than after them (one L2 round trip, not two);
     # the slots past a head's count hold an earlier call's keys and are masked below
-    cand = tl.load(rows, mask=g_mask[:, None], other=0, cache_modifier=".cg")
+    cand = tl.load(Keys + heads[:, None] * stride_kh + offs_c[None, :], mask=g_mask[:, None], other=0,
+                   cache_modifier=".cg")
+    return kept_candidates(Y, TileMax, Count, Keys, heads, g_mask, count, cand, offs_c, k_sel, m_max, n_parts,
+                           stride_yh, stride_th, stride_kh, BLOCK_G, NTP, KPAD, CAP, CHUNK)
+
+
+@triton.jit
+def kept_candidates(
+    Y, TileMax, Count, Keys, heads, g_mask, count, cand, slot, k_sel, m_max, n_parts, stride_yh, stride_th,
+    stride_kh, BLOCK_G: tl.constexpr, NTP: tl.constexpr, KPAD: tl.constexpr, CAP: tl.constexpr, CHUNK: tl.constexpr,
+):
+    """``bound_candidates`` on rows already read: column j of ``cand`` holds the key launch 2 appended
+    in slot ``slot[j]`` (any order of the CAP slots)."""
     bisected = tl.max(count, axis=0) > CAP
     if bisected:
         # bisect the keys: count(>= lo) > CAP >= K+1 > count(>= hi) until at most CAP are kept
@@ -267,9 +278,40 @@ def bound_candidates(
         tl.store(Count + heads, 0, mask=g_mask)
         tl.debug_barrier()
         count = _compact_at_or_above(Y, Count, Keys, heads, g_mask, lo, m_max, stride_yh, stride_kh, CHUNK, CAP)
-        cand = tl.load(rows, mask=g_mask[:, None], other=0, cache_modifier=".cg")
-    stored = g_mask[:, None] & (offs_c[None, :] < count[:, None])
-    return tl.where(stored, cand, tl.full([BLOCK_G, CAP], _NO_KEY, tl.int64) + offs_c[None, :]), stored, bisected
+        slot = tl.arange(0, CAP)
+        cand = tl.load(Keys + heads[:, None] * stride_kh + slot[None, :], mask=g_mask[:, None], other=0,
+                       cache_modifier=".cg")
+    stored = g_mask[:, None] & (slot[None, :] < count[:, None])
+    return tl.where(stored, cand, tl.full([BLOCK_G, CAP], _NO_KEY, tl.int64) + slot[None, :]), stored, bisected
+
+
+@triton.jit
+def narrow_selection(
+    Y, TileMax, Count, Keys, SelKey, heads, g_mask, k_sel, m_max, n_parts, stride_yh, stride_th, stride_kh,
+    BLOCK_G: tl.constexpr, NTP: tl.constexpr, KPAD: tl.constexpr, CAP: tl.constexpr, CHUNK: tl.constexpr,
+    SELECT: tl.constexpr, RADIX_BITS: tl.constexpr,
+):
+    """``merge.NARROW``: ``select_keys`` over the first CAP/2 slots of the rows when no head of the
+    group kept more (a branch on the counts), else over all CAP (and the bisection past CAP). The
+    half and the whole rows are read beside the counts (the half twice, from L2), so neither
+    branch waits for a second round trip or moves the keys between layouts."""
+    half = tl.arange(0, CAP // 2)
+    whole = tl.arange(0, CAP)
+    count = tl.load(Count + heads, mask=g_mask, other=0, cache_modifier=".cg")
+    rows = Keys + heads[:, None] * stride_kh
+    low = tl.load(rows + half[None, :], mask=g_mask[:, None], other=0, cache_modifier=".cg")
+    every = tl.load(rows + whole[None, :], mask=g_mask[:, None], other=0, cache_modifier=".cg")
+    if tl.max(count, axis=0) <= CAP // 2:
+        kept = g_mask[:, None] & (half[None, :] < count[:, None])
+        in_half = tl.where(kept, low, tl.full([BLOCK_G, CAP // 2], _NO_KEY, tl.int64) + half[None, :])
+        team, chosen, tau, sel_slot = select_keys(in_half, heads, g_mask, SelKey, k_sel, BLOCK_G, CAP // 2, KPAD,
+                                                  SELECT, RADIX_BITS)
+    else:
+        in_rows, _, _ = kept_candidates(Y, TileMax, Count, Keys, heads, g_mask, count, every, whole, k_sel, m_max,
+                                        n_parts, stride_yh, stride_th, stride_kh, BLOCK_G, NTP, KPAD, CAP, CHUNK)
+        team, chosen, tau, sel_slot = select_keys(in_rows, heads, g_mask, SelKey, k_sel, BLOCK_G, CAP, KPAD,
+                                                  SELECT, RADIX_BITS)
+    return team, chosen, tau, sel_slot
 
 
 @triton.jit
@@ -281,7 +323,7 @@ def santa_merge_bound(
     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, NTP: tl.constexpr, CAP: tl.constexpr, CHUNK: tl.constexpr,
     KPAD: tl.constexpr, UMAX: tl.constexpr, FRESH: tl.constexpr, SELECT: tl.constexpr,
     RADIX_BITS: tl.constexpr, GATHER: tl.constexpr = False, CARRY: tl.constexpr = False, PDL: tl.constexpr = False,
-    PHASES: tl.constexpr = 4, DRAW_N: tl.constexpr = 0, PHILOX: tl.constexpr = 4,
+    PHASES: tl.constexpr = 4, DRAW_N: tl.constexpr = 0, PHILOX: tl.constexpr = 4, NARROW: tl.constexpr = False,
 ):
     """Launch 3, grid (Hkv,): the candidates launch 2 kept (``bound_candidates``), then the
     global top-K, tau, corrections and union as the block top-k's merge does. PHASES below 4 stop
@@ -292,12 +334,17 @@ def santa_merge_bound(
     first draw the next call's noise table, DRAW_N teams at a time, on SMs the merge's Hkv programs
     leave idle (``draw_noise_ahead``); the host keeps the drawers to one wave beside them.
 
+    NARROW (``merge.NARROW``) selects from half of each row when the group's counts allow
+    (``narrow_selection``).
+
     With CARRY the corrections' inputs come from launch 2's rows, read with the keys, instead of
     from the tables after the selection (a dependent round trip fewer). To find a ranked key's
     column, the key's low word becomes team * CAP + column for the selection: the order is
     unchanged (teams are unique in a row). After a bisection, the rows are read the usual way.
     SELECT=3 (candidate order) is refused on the host: launch 2's atomic appends fix no order."""
     tl.static_assert((PHASES >= 1) & (PHASES <= 4), "PHASES is 1 to 4")
+    tl.static_assert(not NARROW or ((not CARRY) and (SELECT != 3) and (CAP >= 2 * KPAD)),
+                     "NARROW selects from half the rows: no CARRY, SELECT < 3, CAP >= 2 KPAD")
     if tl.program_id(1) > 0:
         if DRAW_N > 0:
             wait_for_predecessor(PDL)
@@ -321,11 +368,16 @@ def santa_merge_bound(
             phi_c = tl.load(Phi + row, mask=g_mask[:, None], other=0.0, cache_modifier=".cg")
             n_c = tl.load(Len + row, mask=g_mask[:, None], other=0, cache_modifier=".cg")
             start_c = tl.load(Start + row, mask=g_mask[:, None], other=0, cache_modifier=".cg")
-        cand, stored, bisected = bound_candidates(Y, TileMax, Count, Keys, heads, g_mask, k_sel, m_max, n_parts,
-                                                  stride_sh, stride_th, stride_kh, BLOCK_G, NTP, KPAD, CAP, CHUNK)
+        if NARROW and PHASES >= 2:
+            team, chosen, tau, sel_slot = narrow_selection(Y, TileMax, Count, Keys, SelKey, heads, g_mask, k_sel,
+                                                           m_max, n_parts, stride_sh, stride_th, stride_kh, BLOCK_G,
+                                                           NTP, KPAD, CAP, CHUNK, SELECT, RADIX_BITS)
+        else:
+            cand, stored, bisected = bound_candidates(Y, TileMax, Count, Keys, heads, g_mask, k_sel, m_max, n_parts,
+                                                      stride_sh, stride_th, stride_kh, BLOCK_G, NTP, KPAD, CAP, CHUNK)
         if PHASES == 1:
             tl.store(SelTeam + heads * stride_selh, tl.max(_key_index(cand), axis=1), mask=g_mask)
-        if PHASES >= 2:
+        if PHASES >= 2 and not NARROW:  # NARROW: selected above
             if CARRY:
                 if bisected:  # the bisection rewrote the rows: their values from the tables
                     phi_c, n_c, start_c = team_values(Scores, Lengths, Starts, heads, kvh, _key_index(cand), stored,

@@ -60,9 +60,13 @@ _BEST_SELECT = 1 if triton_kernels.HAS_TOPK else 0
 _BEST_TOPK_SELECT = 3 if triton_kernels.HAS_TOPK else 0
 _BEST_BOUND = 128 if triton_kernels.HAS_TOPK else 0
 _BEST_GATHER = 1 if triton_kernels.HAS_GATHER else 0
-# the merge at 16 warps where the bound filter is the default (measured with it at 8K and 32K; the
-# block top-k's merge at 16 warps, topk.BOUND=0, is not measured: its old default was 8)
+# the merge at 16 warps where the bound filter is the default (faster with it at 8K and 32K; slower at
+# 128K, and for the block top-k's merge, topk.BOUND=0, at 32K: docs/perf-notes.md, topic 3)
 _BEST_MERGE_WARPS = 16 if triton_kernels.HAS_TOPK else 8
+# with the filter: the noise read from a table drawn ahead and the merge's half-row selection (faster
+# at 8K and 32K, the main job's workload; slower at 128K: docs/perf-notes.md, topic 3)
+_BEST_AHEAD = 1 if triton_kernels.HAS_TOPK else 0
+_BEST_NARROW = 1 if triton_kernels.HAS_TOPK else 0
 # with the filter the block top-k's selection does not run: only its defaults, so a tune does not
 # time one configuration once per unused value
 _BLOCK_TOPK_ONLY = Constraint(
@@ -78,9 +82,9 @@ LAUNCH_SPACES = {
         Param("PHILOX", (1, 4), 4, "with topk.BOUND, teams per Philox call of the noise: 4 interleaves four "
               "teams' draws through shared memory, 1 computes each team's own (4x the arithmetic, no "
               "data movement); the same draws either way"),
-        Param("AHEAD", (0, 1), 0, "with topk.BOUND, 1 reads the noise from a table drawn ahead: when the "
-              "operator is built and, with fresh noise, for the next call by extra programs of the merge "
-              "launch on SMs it leaves idle; the same draws as 0, which draws them in this launch"),
+        Param("AHEAD", (0, 1), _BEST_AHEAD, "with topk.BOUND, 1 reads the noise from a table drawn ahead: "
+              "when the operator is built and, with fresh noise, for the next call by extra programs of the "
+              "merge launch on SMs it leaves idle; the same draws as 0, which draws them in this launch"),
     )),
     "topk": LaunchSpace("topk", (
         Param("BLOCK_T", (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192), 2048, "teams per block (>= K+1)"),
@@ -105,6 +109,10 @@ LAUNCH_SPACES = {
         Param("num_warps", (1, 2, 4, 8, 16), _BEST_MERGE_WARPS),
         Param("CHUNK", (256, 512, 1024, 2048), 512,
               "with topk.BOUND, when more than BOUND teams cleared the bound: teams per head read per step"),
+        Param("NARROW", (0, 1), _BEST_NARROW,
+              "with topk.BOUND, no topk.CARRY and a cap of at least 2 x (K+1) rounded up: 1 selects from half "
+              "of each head's candidate row when no head of the group kept more (a branch on the counts), "
+              "else from all of it; 0 always from all of it"),
     ), (_TOPK_AVAILABLE, _GATHER_AVAILABLE)),
     "attend": LaunchSpace("attend", (
         # 64 rows per tile: one tile per split at the 32K workload instead of two dependent ones
@@ -167,9 +175,13 @@ class SantaDecode:
             # candidate order is the filter's atomic append order: the union's order would vary
             raise ConfigError("merge.SELECT=3 selects in candidate order, which topk.BOUND's atomic appends leave "
                               "unfixed: use merge.SELECT=1 (or topk.BOUND=0)")
-        if not self.bound and self.cfg.get("score", {}).get("AHEAD", 0):
-            raise ConfigError("score.AHEAD reads the noise the score launch adds, which only topk.BOUND does: "
-                              "drop score.AHEAD or set topk.BOUND")
+        # merge.NARROW halves the selection's row: where half a row still holds K+1 rounded up, and not
+        # with topk.CARRY, whose values sit in the rows' columns
+        self.narrow = bool(self.bound and self.cfg["merge"].get("NARROW") and self.bound >= 2 * self.kpad
+                           and not self.carry)
+        if not self.bound and self.cfg.get("score", {}).get("AHEAD", _BEST_AHEAD) != _BEST_AHEAD:
+            raise ConfigError("score.AHEAD chooses where the score launch's noise comes from, which only "
+                              "topk.BOUND adds: drop score.AHEAD or set topk.BOUND")
         if not self.bound and self.cfg.get("score", {}).get("PHILOX", 4) != 4:
             raise ConfigError("score.PHILOX draws the noise in the score launch, which only topk.BOUND does: "
                               "drop score.PHILOX or set topk.BOUND")
@@ -353,7 +365,8 @@ class SantaDecode:
             CAP=self.bound, CHUNK=c["merge"]["CHUNK"],
             KPAD=self.kpad, UMAX=self.umax, FRESH=self.fresh, SELECT=c["merge"]["SELECT"],
             RADIX_BITS=c["merge"]["RADIX_BITS"], GATHER=bool(c["merge"]["GATHER"]), CARRY=self.carry,
-            PDL=self.pdl, DRAW_N=draw_n, PHILOX=philox if draw_n else 4, num_warps=c["merge"]["num_warps"], **dep,
+            PDL=self.pdl, DRAW_N=draw_n, PHILOX=philox if draw_n else 4, NARROW=self.narrow,
+            num_warps=c["merge"]["num_warps"], **dep,
         )
 
     def stages(self):

@@ -232,11 +232,11 @@ def test_a_filter_run_without_its_merge_leaves_the_next_call_exact(make_workload
     ({"merge": {"SELECT": 3}}, "merge.SELECT=1"),
     ({"score": {"BLOCK_M": 16, "PHILOX": 1}, "topk": {"BLOCK_T": 32, "BOUND": 0}}, "set topk.BOUND"),
     ({"topk": {"BLOCK_T": 32, "BOUND": 64, "SELECT": 2}}, "set topk.BOUND=0"),
-    ({"score": {"BLOCK_M": 16, "AHEAD": 1}, "topk": {"BLOCK_T": 32, "BOUND": 0}}, "drop score.AHEAD"),
+    ({"score": {"BLOCK_M": 16, "AHEAD": 0}, "topk": {"BLOCK_T": 32, "BOUND": 0}}, "drop score.AHEAD"),
 ])
 def test_forms_the_filter_cannot_run_are_refused(make_workload, target, over, fix):
     """merge.SELECT=3 would union in the filter's atomic append order (not fixed from call to call);
-    score.PHILOX has no noise to draw without the filter; the block top-k's selection does not run
+    score.PHILOX and score.AHEAD have no noise to draw without the filter; the block top-k's selection does not run
     with it (a tune would time one form once per unused value)."""
     with pytest.raises(ConfigError, match=fix):
         _ops(make_workload, target, [{"topk": {"BLOCK_T": 32, "BOUND": 64}} | over])
@@ -254,10 +254,48 @@ def test_fresh_noise_advances_the_same_way(make_workload, target):
     assert not torch.equal(firsts[0], firsts[1])
 
 
-def test_tied_logits_fall_back_to_the_key_order(make_workload, target):
+@pytest.mark.parametrize("hq, hkv, n, k, bound, seed, paths", [
+    (7, 1, 1201, 6, 32, 1201, {"half"}),          # at most 9 kept: every group under CAP/2 = 16
+    (6, 2, 1200, 7, 16, 11, {"whole"}),           # 15 and 12 kept, over CAP/2 = 8
+    (6, 2, 1200, 3, 8, 1200, {"half", "whole"}),  # 4 and 6 kept around CAP/2 = 4: one group each way
+    (6, 2, 1200, 3, 8, 7, {"whole"}),             # 5 and 5 kept: one over CAP/2
+])
+def test_narrow_selects_what_the_whole_row_selects(make_workload, target, hq, hkv, n, k, bound, seed, paths):
+    """``merge.NARROW``: a group that kept at most CAP/2 teams selects from half its rows, another
+    from the whole rows; both give the selection and union of a merge that always reads the whole."""
+    overs = [{"topk": {"BLOCK_T": 32, "BOUND": bound}, "merge": {"NARROW": narrow}} for narrow in (0, 1)]
+    w, layout, (by_rows, by_half) = _ops(make_workload, target, overs, hq=hq, hkv=hkv, n=n, k=k, seed=seed)
+    assert by_half.narrow and not by_rows.narrow
+    by_rows.run()
+    _poison(by_half)
+    by_half.run()
+    _assert_same_selection(by_rows, by_half)
+    group_max = _kept_at_first(by_half).view(hkv, -1).max(dim=1).values
+    assert {"half" if int(c) <= by_half.bound // 2 else "whole" for c in group_max} == paths
+    teams, corr = by_half.selections()
+    ref = attention_with_selection(w.q, w.k, w.v, layout.teams(), [Selection(t, c) for t, c in zip(teams, corr)])
+    assert (by_half.out.cpu().double() - ref).abs().max() < 1e-5
+
+
+def test_narrow_is_off_with_carry_and_where_half_a_row_is_too_short(make_workload, target):
+    """The default NARROW=1 gives way to topk.CARRY (its values sit in the rows' columns) and to a
+    cap under 2 x KPAD, so neither needs merge.NARROW=0 spelled out."""
+    _, _, (op,) = _ops(make_workload, target, [{"topk": {"BLOCK_T": 32, "BOUND": 64, "CARRY": 1}}])
+    assert op.carry and not op.narrow
+    _, _, (op,) = _ops(make_workload, target, [{"topk": {"BLOCK_T": 32, "BOUND": 8}}], k=5)
+    assert op.bound == op.kpad == 8 and not op.narrow
+    _, _, (op,) = _ops(make_workload, target, [{"topk": {"BLOCK_T": 32, "BOUND": 16}}], k=5)
+    assert op.narrow
+
+
+@pytest.mark.parametrize("narrow", [0, 1])
+def test_tied_logits_fall_back_to_the_key_order(make_workload, target, narrow):
     """Every team of head 0 ties at one logit: all clear the bound, more than CAP, and the
-    bisection over (logit, team) keys must leave exactly the K+1 highest team indices."""
-    _, _, _, by_bound = _pair(make_workload, target, hq=4, hkv=2, n=300, k=5, bound=16, seed=8)
+    bisection over (logit, team) keys must leave exactly the K+1 highest team indices (with
+    ``merge.NARROW``, through its branch for groups that kept more than CAP/2)."""
+    overs = [{"topk": {"BLOCK_T": 32, "BOUND": 16}, "merge": {"NARROW": narrow}}]
+    _, _, (by_bound,) = _ops(make_workload, target, overs, hq=4, hkv=2, n=300, k=5, seed=8)
+    assert by_bound.narrow == bool(narrow)
     by_bound.launch_score()
     mh = int(by_bound.arts.num_teams[0])
     by_bound.y[0, :mh] = 0.5
@@ -281,16 +319,19 @@ def test_part_size_leaves_twice_the_working_set_of_parts():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("carry, block_m, ahead", [(0, 16, 0), (1, 16, 0), (0, 64, 0), (0, 64, 1)])
-def test_gpu_bound_matches_the_block_topk_eager_and_replayed(make_workload, target, carry, block_m, ahead):
+@pytest.mark.parametrize("carry, block_m, ahead, narrow", [(0, 16, 0, 0), (1, 16, 0, 0), (0, 64, 0, 0), (0, 64, 1, 0),
+                                                          (0, 64, 1, 1), (0, 16, 0, 1)])
+def test_gpu_bound_matches_the_block_topk_eager_and_replayed(make_workload, target, carry, block_m, ahead, narrow):
     """At the 32K workload's shape family (G = 7, K = 31, d = 128) with fresh noise: the same
     selection as the block top-k call after call, with and without PDL, and from a CUDA graph.
     BLOCK_M = 64 at this length takes parts of 32 teams, two per score tile (8K's default form);
-    ``score.AHEAD`` reads the noise the merge of the call before drew."""
+    ``score.AHEAD`` reads the noise the merge of the call before drew; ``merge.NARROW`` selects
+    from half the rows where a group kept at most 64."""
     kw = dict(hq=28, hkv=4, n=8192, d=128, k=31, dtype=torch.float16, seed=5, fresh=True)
     for pdl in (False, True):
         overs = [{"topk": {"BLOCK_T": 32, "BOUND": bound} | ({"CARRY": carry} if bound else {}),
-                  "score": {"BLOCK_M": block_m} | ({"AHEAD": ahead} if bound else {})} for bound in (0, 128)]
+                  "score": {"BLOCK_M": block_m} | ({"AHEAD": ahead} if bound else {}),
+                  "merge": {"NARROW": narrow if bound else 0}} for bound in (0, 128)]
         w, layout, (by_topk, by_bound) = _ops(make_workload, target, overs, pdl=pdl, **kw)
         assert by_bound.part == (32 if block_m == 64 else block_m)
         for call in range(3):
