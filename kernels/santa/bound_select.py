@@ -249,17 +249,17 @@ def bound_candidates(
     # the slots past a head's count hold an earlier call's keys and are masked below
     cand = tl.load(Keys + heads[:, None] * stride_kh + offs_c[None, :], mask=g_mask[:, None], other=0,
                    cache_modifier=".cg")
-    return kept_candidates(Y, TileMax, Count, Keys, heads, g_mask, count, cand, offs_c, k_sel, m_max, n_parts,
+    return kept_candidates(Y, TileMax, Count, Keys, heads, g_mask, count, cand, k_sel, m_max, n_parts,
                            stride_yh, stride_th, stride_kh, BLOCK_G, NTP, KPAD, CAP, CHUNK)
 
 
 @triton.jit
 def kept_candidates(
-    Y, TileMax, Count, Keys, heads, g_mask, count, cand, slot, k_sel, m_max, n_parts, stride_yh, stride_th,
+    Y, TileMax, Count, Keys, heads, g_mask, count, cand, k_sel, m_max, n_parts, stride_yh, stride_th,
     stride_kh, BLOCK_G: tl.constexpr, NTP: tl.constexpr, KPAD: tl.constexpr, CAP: tl.constexpr, CHUNK: tl.constexpr,
 ):
-    """``bound_candidates`` on rows already read: column j of ``cand`` holds the key launch 2 appended
-    in slot ``slot[j]`` (any order of the CAP slots)."""
+    """``bound_candidates`` on the counts and whole rows already read."""
+    offs_c = tl.arange(0, CAP)
     bisected = tl.max(count, axis=0) > CAP
     if bisected:
         # bisect the keys: count(>= lo) > CAP >= K+1 > count(>= hi) until at most CAP are kept
@@ -278,36 +278,40 @@ def kept_candidates(
         tl.store(Count + heads, 0, mask=g_mask)
         tl.debug_barrier()
         count = _compact_at_or_above(Y, Count, Keys, heads, g_mask, lo, m_max, stride_yh, stride_kh, CHUNK, CAP)
-        slot = tl.arange(0, CAP)
-        cand = tl.load(Keys + heads[:, None] * stride_kh + slot[None, :], mask=g_mask[:, None], other=0,
+        cand = tl.load(Keys + heads[:, None] * stride_kh + offs_c[None, :], mask=g_mask[:, None], other=0,
                        cache_modifier=".cg")
-    stored = g_mask[:, None] & (slot[None, :] < count[:, None])
-    return tl.where(stored, cand, tl.full([BLOCK_G, CAP], _NO_KEY, tl.int64) + slot[None, :]), stored, bisected
+    stored = g_mask[:, None] & (offs_c[None, :] < count[:, None])
+    return tl.where(stored, cand, tl.full([BLOCK_G, CAP], _NO_KEY, tl.int64) + offs_c[None, :]), stored, bisected
+
+
+@triton.jit
+def narrow_rows(Count, Keys, heads, g_mask, stride_kh, CAP: tl.constexpr):
+    """``merge.NARROW``'s reads: the counts, the first CAP/2 slots and the whole rows, all beside one
+    another (the half twice, from L2), so neither branch of ``narrow_selection`` waits for a second
+    round trip or moves the keys between layouts."""
+    rows = Keys + heads[:, None] * stride_kh
+    count = tl.load(Count + heads, mask=g_mask, other=0, cache_modifier=".cg")
+    low = tl.load(rows + tl.arange(0, CAP // 2)[None, :], mask=g_mask[:, None], other=0, cache_modifier=".cg")
+    every = tl.load(rows + tl.arange(0, CAP)[None, :], mask=g_mask[:, None], other=0, cache_modifier=".cg")
+    return count, low, every
 
 
 @triton.jit
 def narrow_selection(
-    Y, TileMax, Count, Keys, SelKey, heads, g_mask, k_sel, m_max, n_parts, stride_yh, stride_th, stride_kh,
-    BLOCK_G: tl.constexpr, NTP: tl.constexpr, KPAD: tl.constexpr, CAP: tl.constexpr, CHUNK: tl.constexpr,
-    SELECT: tl.constexpr, RADIX_BITS: tl.constexpr,
+    Y, TileMax, Count, Keys, SelKey, heads, g_mask, count, low, every, k_sel, m_max, n_parts, stride_yh,
+    stride_th, stride_kh, BLOCK_G: tl.constexpr, NTP: tl.constexpr, KPAD: tl.constexpr, CAP: tl.constexpr,
+    CHUNK: tl.constexpr, SELECT: tl.constexpr, RADIX_BITS: tl.constexpr,
 ):
     """``merge.NARROW``: ``select_keys`` over the first CAP/2 slots of the rows when no head of the
-    group kept more (a branch on the counts), else over all CAP (and the bisection past CAP). The
-    half and the whole rows are read beside the counts (the half twice, from L2), so neither
-    branch waits for a second round trip or moves the keys between layouts."""
+    group kept more (a branch on the counts), else over all CAP (and the bisection past CAP)."""
     half = tl.arange(0, CAP // 2)
-    whole = tl.arange(0, CAP)
-    count = tl.load(Count + heads, mask=g_mask, other=0, cache_modifier=".cg")
-    rows = Keys + heads[:, None] * stride_kh
-    low = tl.load(rows + half[None, :], mask=g_mask[:, None], other=0, cache_modifier=".cg")
-    every = tl.load(rows + whole[None, :], mask=g_mask[:, None], other=0, cache_modifier=".cg")
     if tl.max(count, axis=0) <= CAP // 2:
         kept = g_mask[:, None] & (half[None, :] < count[:, None])
         in_half = tl.where(kept, low, tl.full([BLOCK_G, CAP // 2], _NO_KEY, tl.int64) + half[None, :])
         team, chosen, tau, sel_slot = select_keys(in_half, heads, g_mask, SelKey, k_sel, BLOCK_G, CAP // 2, KPAD,
                                                   SELECT, RADIX_BITS)
     else:
-        in_rows, _, _ = kept_candidates(Y, TileMax, Count, Keys, heads, g_mask, count, every, whole, k_sel, m_max,
+        in_rows, _, _ = kept_candidates(Y, TileMax, Count, Keys, heads, g_mask, count, every, k_sel, m_max,
                                         n_parts, stride_yh, stride_th, stride_kh, BLOCK_G, NTP, KPAD, CAP, CHUNK)
         team, chosen, tau, sel_slot = select_keys(in_rows, heads, g_mask, SelKey, k_sel, BLOCK_G, CAP, KPAD,
                                                   SELECT, RADIX_BITS)
@@ -368,10 +372,15 @@ def santa_merge_bound(
             phi_c = tl.load(Phi + row, mask=g_mask[:, None], other=0.0, cache_modifier=".cg")
             n_c = tl.load(Len + row, mask=g_mask[:, None], other=0, cache_modifier=".cg")
             start_c = tl.load(Start + row, mask=g_mask[:, None], other=0, cache_modifier=".cg")
-        if NARROW and PHASES >= 2:
-            team, chosen, tau, sel_slot = narrow_selection(Y, TileMax, Count, Keys, SelKey, heads, g_mask, k_sel,
-                                                           m_max, n_parts, stride_sh, stride_th, stride_kh, BLOCK_G,
-                                                           NTP, KPAD, CAP, CHUNK, SELECT, RADIX_BITS)
+        if NARROW:
+            count, low, every = narrow_rows(Count, Keys, heads, g_mask, stride_kh, CAP)
+            if PHASES == 1:  # the reads alone: something of all three, stored
+                cand = tl.where(count[:, None] > 0, every, 0) + tl.max(low, axis=1)[:, None]
+            else:
+                team, chosen, tau, sel_slot = narrow_selection(Y, TileMax, Count, Keys, SelKey, heads, g_mask, count,
+                                                               low, every, k_sel, m_max, n_parts, stride_sh,
+                                                               stride_th, stride_kh, BLOCK_G, NTP, KPAD, CAP, CHUNK,
+                                                               SELECT, RADIX_BITS)
         else:
             cand, stored, bisected = bound_candidates(Y, TileMax, Count, Keys, heads, g_mask, k_sel, m_max, n_parts,
                                                       stride_sh, stride_th, stride_kh, BLOCK_G, NTP, KPAD, CAP, CHUNK)

@@ -63,8 +63,9 @@ _BEST_GATHER = 1 if triton_kernels.HAS_GATHER else 0
 # the merge at 16 warps where the bound filter is the default (faster with it at 8K and 32K; slower at
 # 128K, and for the block top-k's merge, topk.BOUND=0, at 32K: docs/perf-notes.md, topic 3)
 _BEST_MERGE_WARPS = 16 if triton_kernels.HAS_TOPK else 8
-# with the filter: the noise read from a table drawn ahead and the merge's half-row selection (faster
-# at 8K and 32K, the main job's workload; slower at 128K: docs/perf-notes.md, topic 3)
+# with the filter (docs/perf-notes.md, topic 3): the noise read from a table drawn ahead, faster at 8K and
+# 32K, slower at 128K; the merge's half-row selection, faster at 32K and 128K, slower at 8K. Together
+# they are the fastest at 32K, the main job's workload
 _BEST_AHEAD = 1 if triton_kernels.HAS_TOPK else 0
 _BEST_NARROW = 1 if triton_kernels.HAS_TOPK else 0
 # with the filter the block top-k's selection does not run: only its defaults, so a tune does not
@@ -82,9 +83,10 @@ LAUNCH_SPACES = {
         Param("PHILOX", (1, 4), 4, "with topk.BOUND, teams per Philox call of the noise: 4 interleaves four "
               "teams' draws through shared memory, 1 computes each team's own (4x the arithmetic, no "
               "data movement); the same draws either way"),
-        Param("AHEAD", (0, 1), _BEST_AHEAD, "with topk.BOUND, 1 reads the noise from a table drawn ahead: "
-              "when the operator is built and, with fresh noise, for the next call by extra programs of the "
-              "merge launch on SMs it leaves idle; the same draws as 0, which draws them in this launch"),
+        Param("AHEAD", (0, 1), _BEST_AHEAD, "with topk.BOUND (else ignored), 1 reads the noise from a table "
+              "drawn ahead: when the operator is built and, with fresh noise, for the next call by extra "
+              "programs of the merge launch on SMs it leaves idle; the same draws as 0, which draws them in "
+              "this launch"),
     )),
     "topk": LaunchSpace("topk", (
         Param("BLOCK_T", (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192), 2048, "teams per block (>= K+1)"),
@@ -110,9 +112,9 @@ LAUNCH_SPACES = {
         Param("CHUNK", (256, 512, 1024, 2048), 512,
               "with topk.BOUND, when more than BOUND teams cleared the bound: teams per head read per step"),
         Param("NARROW", (0, 1), _BEST_NARROW,
-              "with topk.BOUND, no topk.CARRY and a cap of at least 2 x (K+1) rounded up: 1 selects from half "
-              "of each head's candidate row when no head of the group kept more (a branch on the counts), "
-              "else from all of it; 0 always from all of it"),
+              "with topk.BOUND at least 2 x (K+1) rounded up and no topk.CARRY (else ignored): 1 selects from "
+              "half of each head's candidate row when no head of the group kept more (a branch on the "
+              "counts), else from all of it; 0 always from all of it"),
     ), (_TOPK_AVAILABLE, _GATHER_AVAILABLE)),
     "attend": LaunchSpace("attend", (
         # 64 rows per tile: one tile per split at the 32K workload instead of two dependent ones
@@ -179,9 +181,8 @@ class SantaDecode:
         # with topk.CARRY, whose values sit in the rows' columns
         self.narrow = bool(self.bound and self.cfg["merge"].get("NARROW") and self.bound >= 2 * self.kpad
                            and not self.carry)
-        if not self.bound and self.cfg.get("score", {}).get("AHEAD", _BEST_AHEAD) != _BEST_AHEAD:
-            raise ConfigError("score.AHEAD chooses where the score launch's noise comes from, which only "
-                              "topk.BOUND adds: drop score.AHEAD or set topk.BOUND")
+        # score.AHEAD: where the score launch's noise comes from, which only the filter adds
+        self.ahead = bool(self.bound and self.cfg.get("score", {}).get("AHEAD") and not self.all_teams)
         if not self.bound and self.cfg.get("score", {}).get("PHILOX", 4) != 4:
             raise ConfigError("score.PHILOX draws the noise in the score launch, which only topk.BOUND does: "
                               "drop score.PHILOX or set topk.BOUND")
@@ -321,7 +322,7 @@ class SantaDecode:
         n_tiles = triton.cdiv(self.m_max, block_m)
         self.part = part_size(block_m, self.m_min, self.kpad)
         self.n_parts = n_tiles * (block_m // self.part)
-        philox, ahead = c["score"]["PHILOX"], bool(c["score"]["AHEAD"]) and not self.all_teams
+        philox, ahead = c["score"]["PHILOX"], self.ahead
         noise = (self.noise_table, self.noise_seeds)
         if ahead:  # the first call's table (untimed); with fresh noise each merge draws the next one
             santa_noise_table[(self.hkv, triton.cdiv(self.m_max, _DRAW_TEAMS))](

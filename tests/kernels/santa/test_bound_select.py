@@ -8,7 +8,7 @@ import triton
 
 from kprof.core.config_space import resolve_method_config
 from kprof.core.errors import ConfigError
-from kprof.kernels.santa import step, triton_kernels
+from kprof.kernels.santa import bound_select, step, triton_kernels
 from kprof.kernels.santa.bound_select import part_size
 from kprof.kernels.santa.preparation import SantaSettings, build_layout, pack
 from kprof.kernels.santa.reference import Selection, attention_with_selection
@@ -232,11 +232,10 @@ def test_a_filter_run_without_its_merge_leaves_the_next_call_exact(make_workload
     ({"merge": {"SELECT": 3}}, "merge.SELECT=1"),
     ({"score": {"BLOCK_M": 16, "PHILOX": 1}, "topk": {"BLOCK_T": 32, "BOUND": 0}}, "set topk.BOUND"),
     ({"topk": {"BLOCK_T": 32, "BOUND": 64, "SELECT": 2}}, "set topk.BOUND=0"),
-    ({"score": {"BLOCK_M": 16, "AHEAD": 0}, "topk": {"BLOCK_T": 32, "BOUND": 0}}, "drop score.AHEAD"),
 ])
 def test_forms_the_filter_cannot_run_are_refused(make_workload, target, over, fix):
     """merge.SELECT=3 would union in the filter's atomic append order (not fixed from call to call);
-    score.PHILOX and score.AHEAD have no noise to draw without the filter; the block top-k's selection does not run
+    score.PHILOX has no noise to draw without the filter; the block top-k's selection does not run
     with it (a tune would time one form once per unused value)."""
     with pytest.raises(ConfigError, match=fix):
         _ops(make_workload, target, [{"topk": {"BLOCK_T": 32, "BOUND": 64}} | over])
@@ -254,24 +253,39 @@ def test_fresh_noise_advances_the_same_way(make_workload, target):
     assert not torch.equal(firsts[0], firsts[1])
 
 
+@pytest.mark.parametrize("select", [1, 0, 2])
 @pytest.mark.parametrize("hq, hkv, n, k, bound, seed, paths", [
-    (7, 1, 1201, 6, 32, 1201, {"half"}),          # at most 9 kept: every group under CAP/2 = 16
-    (6, 2, 1200, 7, 16, 11, {"whole"}),           # 15 and 12 kept, over CAP/2 = 8
-    (6, 2, 1200, 3, 8, 1200, {"half", "whole"}),  # 4 and 6 kept around CAP/2 = 4: one group each way
-    (6, 2, 1200, 3, 8, 7, {"whole"}),             # 5 and 5 kept: one over CAP/2
+    (7, 1, 1201, 6, 32, 1201, ["half"]),           # at most 9 kept: every group under CAP/2 = 16
+    (6, 2, 1200, 7, 16, 11, ["whole", "whole"]),   # 15 and 12 kept, over CAP/2 = 8
+    (6, 2, 1200, 3, 8, 1200, ["half", "whole"]),   # 4 and 6 kept around CAP/2 = 4: one group each way
+    (6, 2, 1200, 3, 8, 7, ["whole", "whole"]),     # 5 and 5 kept: one over CAP/2
 ])
-def test_narrow_selects_what_the_whole_row_selects(make_workload, target, hq, hkv, n, k, bound, seed, paths):
+def test_narrow_selects_what_the_whole_row_selects(make_workload, target, monkeypatch, hq, hkv, n, k, bound, seed,
+                                                   paths, select):
     """``merge.NARROW``: a group that kept at most CAP/2 teams selects from half its rows, another
-    from the whole rows; both give the selection and union of a merge that always reads the whole."""
-    overs = [{"topk": {"BLOCK_T": 32, "BOUND": bound}, "merge": {"NARROW": narrow}} for narrow in (0, 1)]
+    from the whole rows; both give the selection and union of a merge that always reads the whole.
+    Through the interpreter the branch each group took is seen in the width the selection got."""
+    overs = [{"topk": {"BLOCK_T": 32, "BOUND": bound}, "merge": {"NARROW": narrow, "SELECT": select}}
+             for narrow in (0, 1)]
     w, layout, (by_rows, by_half) = _ops(make_workload, target, overs, hq=hq, hkv=hkv, n=n, k=k, seed=seed)
     assert by_half.narrow and not by_rows.narrow
     by_rows.run()
     _poison(by_half)
+    widths = []
+    if target.device.type == "cpu":  # the interpreter calls the merge's helpers as Python functions
+        select_keys = bound_select.select_keys
+
+        def recorded(cand, *args):
+            widths.append(int(cand.shape[1]))
+            return select_keys(cand, *args)
+
+        monkeypatch.setattr(bound_select, "select_keys", recorded)
     by_half.run()
     _assert_same_selection(by_rows, by_half)
     group_max = _kept_at_first(by_half).view(hkv, -1).max(dim=1).values
-    assert {"half" if int(c) <= by_half.bound // 2 else "whole" for c in group_max} == paths
+    assert ["half" if int(c) <= by_half.bound // 2 else "whole" for c in group_max] == paths
+    if target.device.type == "cpu":
+        assert widths == [by_half.bound // 2 if path == "half" else by_half.bound for path in paths]
     teams, corr = by_half.selections()
     ref = attention_with_selection(w.q, w.k, w.v, layout.teams(), [Selection(t, c) for t, c in zip(teams, corr)])
     assert (by_half.out.cpu().double() - ref).abs().max() < 1e-5
@@ -286,6 +300,15 @@ def test_narrow_is_off_with_carry_and_where_half_a_row_is_too_short(make_workloa
     assert op.bound == op.kpad == 8 and not op.narrow
     _, _, (op,) = _ops(make_workload, target, [{"topk": {"BLOCK_T": 32, "BOUND": 16}}], k=5)
     assert op.narrow
+
+
+@pytest.mark.parametrize("ahead", [0, 1])
+def test_without_the_filter_ahead_and_narrow_are_ignored_and_said_so(make_workload, target, ahead):
+    """The block top-k draws its own noise and runs its own merge: score.AHEAD and merge.NARROW,
+    whatever their values, do nothing there, and the operator reports them off."""
+    overs = [{"topk": {"BLOCK_T": 32, "BOUND": 0}, "score": {"AHEAD": ahead}, "merge": {"NARROW": 1}}]
+    _, _, (op,) = _ops(make_workload, target, overs)
+    assert not op.ahead and not op.narrow
 
 
 @pytest.mark.parametrize("narrow", [0, 1])
