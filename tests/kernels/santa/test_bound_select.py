@@ -253,12 +253,13 @@ def test_fresh_noise_advances_the_same_way(make_workload, target):
     assert not torch.equal(firsts[0], firsts[1])
 
 
-@pytest.mark.parametrize("select", [1, 0, 2])
-@pytest.mark.parametrize("hq, hkv, n, k, bound, seed, paths", [
-    (7, 1, 1201, 6, 32, 1201, ["half"]),           # at most 9 kept: every group under CAP/2 = 16
-    (6, 2, 1200, 7, 16, 11, ["whole", "whole"]),   # 15 and 12 kept, over CAP/2 = 8
-    (6, 2, 1200, 3, 8, 1200, ["half", "whole"]),   # 4 and 6 kept around CAP/2 = 4: one group each way
-    (6, 2, 1200, 3, 8, 7, ["whole", "whole"]),     # 5 and 5 kept: one over CAP/2
+@pytest.mark.parametrize("hq, hkv, n, k, bound, seed, paths, select", [
+    (7, 1, 1201, 6, 32, 1201, ["half"], 1),             # at most 9 kept: every group under CAP/2 = 16
+    (6, 2, 1200, 7, 16, 11, ["whole", "whole"], 1),     # 15 and 12 kept, over CAP/2 = 8
+    (6, 2, 1200, 3, 8, 1200, ["half", "whole"], 1),     # 4 and 6 kept around CAP/2 = 4: one group each way
+    (6, 2, 1200, 3, 8, 1200, ["half", "whole"], 0),     # the same by full sorts
+    (6, 2, 1200, 3, 8, 1200, ["half", "whole"], 2),     # and by radix select
+    (6, 2, 1200, 3, 8, 7, ["whole", "whole"], 1),       # 5 and 5 kept: one over CAP/2
 ])
 def test_narrow_selects_what_the_whole_row_selects(make_workload, target, monkeypatch, hq, hkv, n, k, bound, seed,
                                                    paths, select):
