@@ -177,12 +177,6 @@ class SantaDecode:
             # candidate order is the filter's atomic append order: the union's order would vary
             raise ConfigError("merge.SELECT=3 selects in candidate order, which topk.BOUND's atomic appends leave "
                               "unfixed: use merge.SELECT=1 (or topk.BOUND=0)")
-        # merge.NARROW halves the selection's row: where half a row still holds K+1 rounded up, and not
-        # with topk.CARRY, whose values sit in the rows' columns
-        self.narrow = bool(self.bound and self.cfg["merge"].get("NARROW") and self.bound >= 2 * self.kpad
-                           and not self.carry)
-        # score.AHEAD: where the score launch's noise comes from, which only the filter adds
-        self.ahead = bool(self.bound and self.cfg.get("score", {}).get("AHEAD") and not self.all_teams)
         if not self.bound and self.cfg.get("score", {}).get("PHILOX", 4) != 4:
             raise ConfigError("score.PHILOX draws the noise in the score launch, which only topk.BOUND does: "
                               "drop score.PHILOX or set topk.BOUND")
@@ -253,6 +247,11 @@ class SantaDecode:
         if (c["topk"]["BLOCK_T"], c["attend"]["NUM_SPLITS"]) != self._sized_by:
             raise ValueError("topk.BLOCK_T and attend.NUM_SPLITS size this step's buffers: build a new SantaDecode "
                              "to change them")
+        # merge.NARROW halves the selection's row: where half a row still holds K+1 rounded up, and not
+        # with topk.CARRY, whose values sit in the rows' columns
+        self.narrow = bool(self.bound and c["merge"].get("NARROW") and self.bound >= 2 * self.kpad and not self.carry)
+        # score.AHEAD: where the score launch's noise comes from, which only the filter adds
+        self.ahead = bool(self.bound and c.get("score", {}).get("AHEAD") and not self.all_teams)
         if self.bound:
             self._bind_bound()
         else:

@@ -303,6 +303,15 @@ def test_narrow_is_off_with_carry_and_where_half_a_row_is_too_short(make_workloa
     assert op.narrow
 
 
+def test_bind_follows_ahead_and_narrow(make_workload, target):
+    """Both are launch parameters that size no buffer: a bind after changing them applies them."""
+    _, _, (op,) = _ops(make_workload, target, [{"topk": {"BLOCK_T": 32, "BOUND": 16}}], k=5)
+    assert op.ahead and op.narrow
+    op.cfg["score"]["AHEAD"], op.cfg["merge"]["NARROW"] = 0, 0
+    op.bind()
+    assert not op.ahead and not op.narrow
+
+
 @pytest.mark.parametrize("ahead", [0, 1])
 def test_without_the_filter_ahead_and_narrow_are_ignored_and_said_so(make_workload, target, ahead):
     """The block top-k draws its own noise and runs its own merge: score.AHEAD and merge.NARROW,
