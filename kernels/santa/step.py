@@ -239,6 +239,17 @@ class SantaDecode:
 
     # ------------------------------------------------------------------ the five launches
 
+    @property
+    def narrow(self) -> bool:
+        """merge.NARROW in effect: it halves the selection's row where half a row still holds K+1
+        rounded up, and not with topk.CARRY, whose values sit in the rows' columns."""
+        return bool(self.bound and self.cfg["merge"].get("NARROW") and self.bound >= 2 * self.kpad and not self.carry)
+
+    @property
+    def ahead(self) -> bool:
+        """score.AHEAD in effect: it chooses where the noise comes from, which only the filter adds."""
+        return bool(self.bound and self.cfg["score"].get("AHEAD") and not self.all_teams)
+
     def bind(self) -> None:
         """Fix the five launches' grids and arguments, so a call costs only Triton's dispatch. Call
         it again after changing a parameter that sizes no buffer (all but ``topk.BLOCK_T`` and
@@ -247,11 +258,6 @@ class SantaDecode:
         if (c["topk"]["BLOCK_T"], c["attend"]["NUM_SPLITS"]) != self._sized_by:
             raise ValueError("topk.BLOCK_T and attend.NUM_SPLITS size this step's buffers: build a new SantaDecode "
                              "to change them")
-        # merge.NARROW halves the selection's row: where half a row still holds K+1 rounded up, and not
-        # with topk.CARRY, whose values sit in the rows' columns
-        self.narrow = bool(self.bound and c["merge"].get("NARROW") and self.bound >= 2 * self.kpad and not self.carry)
-        # score.AHEAD: where the score launch's noise comes from, which only the filter adds
-        self.ahead = bool(self.bound and c.get("score", {}).get("AHEAD") and not self.all_teams)
         if self.bound:
             self._bind_bound()
         else:
