@@ -11,14 +11,16 @@ ramp of the grid, the tail) matters at 32K. This probe times, in one run of pair
   per program; a least-squares line through the three gives the fixed cost and the bandwidth;
 - ``empty``: the same grid storing one float per program, reading nothing;
 - ``stream PxBxWxS``: all of K and V by other stream shapes (P programs per SM, B elements a
-  step, W warps, S pipeline stages; ``--shape``), and ``torch amax``: torch's own reductions over
-  K and over V (two launches), so the floor does not rest on one kernel's shape;
+  step, W warps, S pipeline stages; ``--shape``; a fifth field ``first`` marks the loads
+  evict-first in L2, the floor of a kernel whose K and V loads carry that hint), and ``torch
+  amax``: torch's own reductions over K and over V (two launches), so the floor does not rest on
+  one kernel's shape;
 - the dense methods named by ``--method`` (default triton-decode, triton-dense, flash).
 
 Each stream's sum is checked against torch's first, so the probe provably reads each byte once.
 
     python scripts/probe_read_floor.py [--workload qwen2.5-7b-l14-32k] [--method M ...] [--json FILE]
-        [--eviction read] [--shape 2:16384:8:1 ...]
+        [--eviction read] [--shape 2:16384:8:1 ...] [--shape 8:8192:4:1:first ...]
         [--device cpu --workload cpu-smoke]   (a smoke run through the interpreter: not GPU numbers)
 """
 
@@ -59,8 +61,9 @@ def main() -> None:
                     "(default: triton-decode, triton-dense, flash; math on the CPU)")
     ap.add_argument("--programs-per-sm", type=int, default=4, help="stream programs per SM (the fitted line's)")
     ap.add_argument("--block", type=int, default=4096, help="elements each stream program loads per step")
-    ap.add_argument("--shape", action="append", metavar="P:B:W:S", default=None,
-                    help="another full stream: P programs per SM, B elements a step, W warps, S stages "
+    ap.add_argument("--shape", action="append", metavar="P:B:W:S[:first]", default=None,
+                    help="another full stream: P programs per SM, B elements a step, W warps, S stages, "
+                         "'first' for evict-first loads "
                          f"(repeatable; default {' '.join(DEFAULT_SHAPES)})")
     ap.add_argument("--eviction", choices=EVICTION_MODES, default=None,
                     help="the protocol's eviction mode (kprof compare --help)")
@@ -83,10 +86,15 @@ def main() -> None:
     streams = {label: StreamRead(w.k, w.v, f, programs, args.block) for label, f in FRACTIONS.items()}
     streams["empty"] = StreamRead(w.k, w.v, 1.0, programs, args.block, empty=True)
     for shape in args.shape or DEFAULT_SHAPES:
-        pps, block, warps, stages = (int(x) for x in shape.split(":"))
+        fields = shape.split(":")
+        if len(fields) not in (4, 5) or fields[4:] not in ([], ["first"]):
+            raise SystemExit(f"--shape {shape}: expected P:B:W:S or P:B:W:S:first, e.g. 8:8192:4:1:first")
+        pps, block, warps, stages = (int(x) for x in fields[:4])
         per_sm = sm_count(w.k.device) if gpu else 1
-        streams[f"stream {pps}x{block}x{warps}x{stages}"] = StreamRead(w.k, w.v, 1.0, per_sm * pps, block,
-                                                                      num_warps=warps, num_stages=stages)
+        evict = fields[4:] == ["first"]
+        label = f"stream {pps}x{block}x{warps}x{stages}" + (" first" if evict else "")
+        streams[label] = StreamRead(w.k, w.v, 1.0, per_sm * pps, block, num_warps=warps, num_stages=stages,
+                                    evict=evict)
     for stream in streams.values():
         if not stream.empty:
             _check(stream)

@@ -31,25 +31,47 @@ def _online_step(q, k, v, m_i, l_i, acc, valid, qk_scale_log2, EVEN: tl.constexp
 
 
 @triton.jit
+def _load_tile(k_base, v_base, offs_n, offs_d, end, stride_kn, stride_vn, EVEN: tl.constexpr, EVICT: tl.constexpr):
+    """K and V rows ``offs_n`` (rows at or past ``end`` read as zeros unless ``EVEN``)."""
+    k_ptr = k_base + offs_n[:, None] * stride_kn + offs_d[None, :]
+    v_ptr = v_base + offs_n[:, None] * stride_vn + offs_d[None, :]
+    if EVEN:
+        k = tl.load(k_ptr, eviction_policy="evict_first" if EVICT else "")
+        v = tl.load(v_ptr, eviction_policy="evict_first" if EVICT else "")
+    else:
+        live = (offs_n < end)[:, None]
+        k = tl.load(k_ptr, mask=live, other=0.0, eviction_policy="evict_first" if EVICT else "")
+        v = tl.load(v_ptr, mask=live, other=0.0, eviction_policy="evict_first" if EVICT else "")
+    return k, v
+
+
+@triton.jit
 def attend_key_range(
     q, k_base, v_base, start, end, stride_kn, stride_vn, qk_scale_log2,
     BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_D: tl.constexpr,
-    EVEN: tl.constexpr, DOT_PRECISION: tl.constexpr,
+    EVEN: tl.constexpr, DOT_PRECISION: tl.constexpr, EVICT: tl.constexpr = 0, PREFETCH: tl.constexpr = 0,
 ):
+    """``EVICT``: K and V loads marked evict-first in L2. ``PREFETCH``: the next tile's loads are
+    issued into registers before this tile's arithmetic (plain loads, one tile in flight per
+    program; for ``num_stages=1``, where Triton pipelines nothing)."""
     offs_d = tl.arange(0, HEAD_D)
+    offs = tl.arange(0, BLOCK_N)
     m_i = tl.full([BLOCK_G], float("-inf"), dtype=tl.float32)
     l_i = tl.zeros([BLOCK_G], dtype=tl.float32)
     acc = tl.zeros([BLOCK_G, HEAD_D], dtype=tl.float32)
-    for n0 in range(start, end, BLOCK_N):
-        offs_n = n0 + tl.arange(0, BLOCK_N)
-        valid = offs_n < end
-        if EVEN:
-            k = tl.load(k_base + offs_n[:, None] * stride_kn + offs_d[None, :])
-            v = tl.load(v_base + offs_n[:, None] * stride_vn + offs_d[None, :])
-        else:
-            k = tl.load(k_base + offs_n[:, None] * stride_kn + offs_d[None, :], mask=valid[:, None], other=0.0)
-            v = tl.load(v_base + offs_n[:, None] * stride_vn + offs_d[None, :], mask=valid[:, None], other=0.0)
-        m_i, l_i, acc = _online_step(q, k, v, m_i, l_i, acc, valid, qk_scale_log2, EVEN, DOT_PRECISION)
+    if PREFETCH:
+        k, v = _load_tile(k_base, v_base, start + offs, offs_d, end, stride_kn, stride_vn, False, EVICT)
+        for n0 in range(start, end, BLOCK_N):
+            k_next, v_next = _load_tile(k_base, v_base, n0 + BLOCK_N + offs, offs_d, end, stride_kn, stride_vn,
+                                        False, EVICT)
+            m_i, l_i, acc = _online_step(q, k, v, m_i, l_i, acc, n0 + offs < end, qk_scale_log2, EVEN,
+                                         DOT_PRECISION)
+            k, v = k_next, v_next
+    else:
+        for n0 in range(start, end, BLOCK_N):
+            offs_n = n0 + offs
+            k, v = _load_tile(k_base, v_base, offs_n, offs_d, end, stride_kn, stride_vn, EVEN, EVICT)
+            m_i, l_i, acc = _online_step(q, k, v, m_i, l_i, acc, offs_n < end, qk_scale_log2, EVEN, DOT_PRECISION)
     return m_i, l_i, acc
 
 
@@ -78,10 +100,12 @@ def group_partials(
     Q, K, V, M_ws, L_ws, Acc_ws, kvh, split, start, end, qk_scale_log2,
     stride_qh, stride_kh, stride_kn, stride_vh, stride_vn, stride_mh, stride_ah, stride_as,
     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_D: tl.constexpr,
-    EVEN: tl.constexpr, DOT_PRECISION: tl.constexpr, TMA: tl.constexpr = False, N=0,
+    EVEN: tl.constexpr, DOT_PRECISION: tl.constexpr, TMA: tl.constexpr = False, N=0, EVICT: tl.constexpr = 0,
+    PREFETCH: tl.constexpr = 0,
 ):
     """One program's whole share: load KV head ``kvh``'s G queries, attend keys ``[start, end)``
-    and store the partials of split ``split`` for each of the G heads."""
+    and store the partials of split ``split`` for each of the G heads (``EVICT`` and ``PREFETCH``:
+    as ``attend_key_range``; pointer loads only)."""
     offs_g = tl.arange(0, BLOCK_G)
     offs_d = tl.arange(0, HEAD_D)
     head_mask = offs_g < GROUP
@@ -94,7 +118,7 @@ def group_partials(
         m_i, l_i, acc = attend_key_range(
             q, K + kvh.to(tl.int64) * stride_kh, V + kvh.to(tl.int64) * stride_vh, start, end, stride_kn, stride_vn,
             qk_scale_log2,
-            BLOCK_G, BLOCK_N, HEAD_D, EVEN, DOT_PRECISION)
+            BLOCK_G, BLOCK_N, HEAD_D, EVEN, DOT_PRECISION, EVICT, PREFETCH)
     tl.store(M_ws + heads * stride_mh + split, m_i, mask=head_mask)
     tl.store(L_ws + heads * stride_mh + split, l_i, mask=head_mask)
     tl.store(Acc_ws + heads[:, None] * stride_ah + split * stride_as + offs_d[None, :], acc,

@@ -52,9 +52,17 @@ LAUNCH_SPACES = {
                   "with PROGRAMS_PER_SM=0: upper bound on KV splits per head; each split is a multiple of BLOCK_N"),
             Param("num_warps", (1, 2, 4, 8), 4),
             Param("num_stages", (1, 2, 3, 4), 3),
+            Param("EVICT", (0, 1), 0,
+                  "1: K and V loads marked evict-first in L2, so the stream replaces its own lines rather "
+                  "than what the caller left there (dirty lines then stay, unwritten)"),
+            Param("PREFETCH", (0, 1), 0,
+                  "1: each tile's K and V are loaded into registers while the tile before is reduced, "
+                  "instead of Triton's shared-memory pipeline (needs num_stages=1)"),
         ),
         constraints=(
             Constraint("K and V tiles of all pipeline stages must fit in 227 KiB of shared memory", tiles_fit_smem),
+            Constraint("partial.PREFETCH=1 replaces the shared-memory pipeline: it needs partial.num_stages=1",
+                       lambda c, s: not c["PREFETCH"] or c["num_stages"] == 1),
             Constraint("partial.NUM_SPLITS applies only with partial.PROGRAMS_PER_SM=0 (else the grid comes from "
                        "the SM count): set both, or leave NUM_SPLITS at 64",
                        lambda c, s: c["PROGRAMS_PER_SM"] == 0 or c["NUM_SPLITS"] == 64),
@@ -78,7 +86,7 @@ def _split_kv_partial(
     stride_qh, stride_kh, stride_kn, stride_vh, stride_vn,
     stride_mh, stride_ah, stride_as,
     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_D: tl.constexpr,
-    DOT_PRECISION: tl.constexpr, PDL: tl.constexpr = False,
+    DOT_PRECISION: tl.constexpr, PDL: tl.constexpr = False, EVICT: tl.constexpr = 0, PREFETCH: tl.constexpr = 0,
 ):
     # The first launch of the pair (launched plainly, after everything before it in the stream):
     # the combine may be scheduled now; it waits for this whole grid before it reads a partial.
@@ -88,7 +96,7 @@ def _split_kv_partial(
     group_partials(Q, K, V, M_out, L_out, Acc_out, tl.program_id(0), split, start,
                    tl.minimum(start + split_len, N), qk_scale_log2,
                    stride_qh, stride_kh, stride_kn, stride_vh, stride_vn, stride_mh, stride_ah, stride_as,
-                   GROUP, BLOCK_G, BLOCK_N, HEAD_D, False, DOT_PRECISION)
+                   GROUP, BLOCK_G, BLOCK_N, HEAD_D, False, DOT_PRECISION, EVICT=EVICT, PREFETCH=PREFETCH)
 
 
 @triton.jit
@@ -133,7 +141,7 @@ class SplitKVDecode:
             o.q.stride(0), o.k.stride(0), o.k.stride(1), o.v.stride(0), o.v.stride(1),
             m.stride(0), acc.stride(0), acc.stride(1),
             GROUP=o.group, BLOCK_G=o.block_g, BLOCK_N=cfg["BLOCK_N"], HEAD_D=o.d,
-            DOT_PRECISION=o.precision, PDL=self.pdl,
+            DOT_PRECISION=o.precision, PDL=self.pdl, EVICT=cfg["EVICT"], PREFETCH=cfg["PREFETCH"],
             num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
         )
         block_d = min(combine_cfg["BLOCK_D"], o.d)

@@ -130,8 +130,10 @@ def test_a_method_without_triton_launches_is_an_error_not_a_pass():
 def test_workload_shape_alignment_and_dump(tmp_path):
     """--workload records the launches at that spec's shape (G = 4 for Qwen3-8B, not the default
     32K Qwen's 7); --dump writes each launch's TTGIR, PTX and SASS; aligned arguments reach the
-    compiler as divisibility-16 attributes, as the GPU launcher would pass them."""
-    args = [sys.executable, "-m", "kprof.tools.compile_check", "--method", "triton-dense", "--workload", "qwen3-8b-1m",
+    compiler as divisibility-16 attributes, as the GPU launcher would pass them. partial.EVICT reaches
+    the PTX as evict-first cache hints on the K and V loads, and only there."""
+    spec = "triton-dense:partial.EVICT=1,partial.PREFETCH=1,partial.num_stages=1"
+    args = [sys.executable, "-m", "kprof.tools.compile_check", "--method", spec, "--workload", "qwen3-8b-1m",
             "--dump", str(tmp_path)]
     proc = subprocess.run(args, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
@@ -139,3 +141,6 @@ def test_workload_shape_alignment_and_dump(tmp_path):
     ttgir = sorted(tmp_path.glob("*_split_kv_partial*.ttgir")) + sorted(tmp_path.glob("*_combine_columns*.ttgir"))
     assert len(ttgir) == 2 and all(p.with_suffix(".ptx").stat().st_size > 0 for p in ttgir)
     assert all("tt.divisibility = 16" in p.read_text() for p in ttgir)
+    partial_ptx, combine_ptx = (p.with_suffix(".ptx").read_text() for p in ttgir)
+    assert "L2::evict_first" in partial_ptx and "L2::cache_hint" in partial_ptx
+    assert "evict_first" not in combine_ptx

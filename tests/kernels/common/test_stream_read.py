@@ -36,6 +36,7 @@ def test_empty_reads_nothing_and_shapes_must_match(target, rng):
 def test_warps_and_pipelined_stages_read_the_same_bytes(target, rng):
     a = torch.randn(2, 777, 8, generator=rng).to(torch.float16).to(target.device)
     b = torch.randn(2, 777, 8, generator=rng).to(torch.float16).to(target.device)
-    s = StreamRead(a, b, 1.0, programs=3, block=256, num_warps=8, num_stages=3)
-    s.out.fill_(float("nan"))
-    assert float(s.run().double().sum()) == pytest.approx(s.expected_sum(), rel=1e-4, abs=1e-3)
+    for evict in (False, True):  # evict-first loads: the same bytes, once each
+        s = StreamRead(a, b, 1.0, programs=3, block=256, num_warps=8, num_stages=3, evict=evict)
+        s.out.fill_(float("nan"))
+        assert float(s.run().double().sum()) == pytest.approx(s.expected_sum(), rel=1e-4, abs=1e-3)

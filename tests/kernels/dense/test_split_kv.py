@@ -55,6 +55,24 @@ def test_splits_from_the_device(target, make_workload, hq, hkv, per_sm, splits):
         get_method("triton-dense").prepare(w, target, {"partial": {"PROGRAMS_PER_SM": per_sm, "NUM_SPLITS": 8}})
 
 
+@pytest.mark.parametrize("hq, hkv, n, d, block_n, splits", [(14, 2, 1000, 64, 64, 4), (16, 4, 333, 128, 32, 8),
+                                                        (4, 4, 77, 64, 128, 1), (8, 2, 64, 64, 64, 1)])
+def test_prefetch_loop_matches_fp64(target, make_workload, hq, hkv, n, d, block_n, splits):
+    """partial.PREFETCH loads tile i + 1 while tile i is reduced: ragged last tiles, one tile per
+    split and a one-tile range (the prefetch past the end reads nothing) stay exact; EVICT too."""
+    w = make_workload(hq, hkv, n, d, seed=hq * n + block_n, scale=2.0)
+    _check(w, target, {"partial": {"BLOCK_N": block_n, "NUM_SPLITS": splits, "PROGRAMS_PER_SM": 0, "PREFETCH": 1,
+                                   "num_stages": 1, "EVICT": 1}}, tol=1e-5)
+
+
+def test_prefetch_needs_one_stage(target, make_workload):
+    from kprof.core.errors import ConfigError
+
+    w = make_workload(4, 1, 64, 64, seed=1)
+    with pytest.raises(ConfigError, match="PREFETCH=1 replaces the shared-memory pipeline"):
+        get_method("triton-dense").prepare(w, target, {"partial": {"PREFETCH": 1, "num_stages": 3}})
+
+
 @pytest.mark.parametrize("d, block_d", [(64, 16), (128, 32), (64, 128)])
 def test_combine_by_column_blocks_matches_fp64(target, make_workload, d, block_d):
     """Every column block of every head is written (poisoned output) and right; a BLOCK_D above d is d."""
@@ -104,6 +122,13 @@ def test_qwen_32k_fp16_on_gpu(target):
 def test_gpu_shapes_and_dtypes(target, make_workload, hq, hkv, d, dtype):
     w = make_workload(hq, hkv, 5000, d, dtype, seed=hq + d, scale=2.0)
     _check(w, target, tol=1e-2 if dtype == torch.float16 else 2e-2)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("per_sm", [2, 4])
+def test_prefetch_on_gpu(target, make_workload, per_sm):
+    w = make_workload(28, 4, 5000, 128, torch.float16, seed=per_sm, scale=2.0)
+    _check(w, target, {"partial": {"PREFETCH": 1, "num_stages": 1, "EVICT": 1, "PROGRAMS_PER_SM": per_sm}}, tol=1e-2)
 
 
 def test_pdl_option_is_checked(target, make_workload):
