@@ -159,12 +159,13 @@ def abbreviate(labels: list[str], limit: int | None, chain: bool = False) -> tup
     if limit is None:
         return list(labels), {}
     long = [x for x in dict.fromkeys(labels) if cell_len(x) > limit]
-    common = _common_head(long) if len(long) > 1 and not chain else ""
+    differing = _without_shared_options(long) if len(long) > 1 and not chain else {x: x for x in long}
+    common = _common_head(list(differing.values())) if len(long) > 1 and not chain else ""
     short: dict[str, str] = {}
     for label in long:
         tag = f" ({len(short) + 1})"
         room = max(1, limit - len(tag))
-        rest = label[len(common):].lstrip(" :,.=@")
+        rest = differing[label][len(common):].lstrip(" :,.=@")
         if chain and " .. " in rest:
             rest = ".. " + rest.rsplit(" .. ", 1)[1]
         if len(rest) > room:  # cut after a whole option (``,`` ``:`` or a space), else inside one
@@ -176,15 +177,28 @@ def abbreviate(labels: list[str], limit: int | None, chain: bool = False) -> tup
     return [short.get(x, x) for x in labels], {s: full for full, s in short.items()}
 
 
+def _without_shared_options(labels: list[str]) -> dict[str, str]:
+    """Each spec label (``name:opt,opt``) as the options not every label shares, when all of them
+    are variants of one method: ``a:x=1,y=2`` and ``a:x=1,y=3`` -> ``y=2`` and ``y=3`` (a label
+    with nothing of its own keeps its options). Otherwise every label as it is."""
+    split = [label.partition(":") for label in labels]
+    if len({name for name, _, _ in split}) != 1 or any(" " in name or not opts for name, _, opts in split):
+        return {label: label for label in labels}
+    options = [opts.split(",") for _, _, opts in split]
+    shared = set.intersection(*(set(o) for o in options))
+    return {label: ",".join([x for x in o if x not in shared] or o) for label, o in zip(labels, options)}
+
+
 def _common_head(labels: list[str]) -> str:
-    """The longest start all ``labels`` share that ends where a spec breaks, if 8 cells or more."""
+    """The longest start all ``labels`` share that ends where a spec breaks, if 8 cells or more or
+    a launch's name (``attend.``)."""
     head = labels[0]
     for x in labels[1:]:
         while not x.startswith(head):
             head = head[:-1]
     breaks = [m.end() for m in re.finditer(r"[:,. ]", head)]
     head = head[:breaks[-1]] if breaks else ""
-    return head if len(head) >= 8 else ""
+    return head if len(head) >= 8 or re.fullmatch(r"\w{3,}\.", head) else ""
 
 
 def compare_columns(result: Result, label_width: int | None = None) -> ResultTable:

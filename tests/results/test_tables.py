@@ -149,6 +149,12 @@ def test_abbreviate_keeps_what_differs_and_cuts_after_a_whole_option():
     assert abbreviate(["flash @ qwen2.5-7b-l14-32k"], 16)[0] == ["flash (1)"]
     assert abbreviate(["score .. topk .. merge"], 16, chain=True)[0] == [".. merge (1)"]
     assert abbreviate(labels, None) == (labels, {})
+    # options every variant shares are left out, wherever they stand, so the rows differ
+    base = "triton-dense:partial.EVICT=1,partial.num_stages=1"
+    variants = [base + ",partial.PROGRAMS_PER_SM=4", base + ",partial.PROGRAMS_PER_SM=3",
+                base + ",partial.BLOCK_N=128,partial.num_warps=8", base]
+    assert abbreviate(variants, 30)[0] == ["PROGRAMS_PER_SM=4 (1)", "PROGRAMS_PER_SM=3 (2)", "BLOCK_N=128 (3)",
+                                           "EVICT=1 (4)"]
 
 
 def test_speedup_text_interval_caption_and_extra_speedups_still_work(real_result):
