@@ -51,7 +51,8 @@ def attend_key_range(
     BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_D: tl.constexpr,
     EVEN: tl.constexpr, DOT_PRECISION: tl.constexpr, EVICT: tl.constexpr = 0, PREFETCH: tl.constexpr = 0,
 ):
-    """``EVICT``: K and V loads marked evict-first in L2. ``PREFETCH``: the next tile's loads are
+    """``EVICT``: K and V loads marked evict-first (an int: Triton 3.6 rejects a string constexpr
+    defaulted in a nested call). ``PREFETCH``: the next tile's loads are
     issued into registers before this tile's arithmetic (plain loads, one tile in flight per
     program; for ``num_stages=1``, where Triton pipelines nothing)."""
     offs_d = tl.arange(0, HEAD_D)

@@ -53,8 +53,9 @@ LAUNCH_SPACES = {
             Param("num_warps", (1, 2, 4, 8), 4),
             Param("num_stages", (1, 2, 3, 4), 3),
             Param("EVICT", (0, 1), 0,
-                  "1: K and V loads marked evict-first in L2, so the stream replaces its own lines rather "
-                  "than what the caller left there (dirty lines then stay, unwritten)"),
+                  "1: K and V loads marked evict-first (L1 and L2), so the stream replaces its own L2 lines "
+                  "rather than what the caller left there (dirty lines then stay, unwritten); only plain "
+                  "loads carry it: use num_stages=1 (cp.async ignores it)"),
             Param("PREFETCH", (0, 1), 0,
                   "1: each tile's K and V are loaded into registers while the tile before is reduced, "
                   "instead of Triton's shared-memory pipeline (needs num_stages=1)"),

@@ -160,12 +160,15 @@ def abbreviate(labels: list[str], limit: int | None, chain: bool = False) -> tup
         return list(labels), {}
     long = [x for x in dict.fromkeys(labels) if cell_len(x) > limit]
     differing = _without_shared_options(long) if len(long) > 1 and not chain else {x: x for x in long}
-    common = _common_head(list(differing.values())) if len(long) > 1 and not chain else ""
+    options = any(differing[x] != x for x in long)  # reduced to options: a launch's name may head them
+    heads = [v for v in differing.values() if "=" in v] if options else list(differing.values())
+    common = _common_head(heads, options) if len(heads) > 1 and not chain else ""
     short: dict[str, str] = {}
     for label in long:
         tag = f" ({len(short) + 1})"
         room = max(1, limit - len(tag))
-        rest = differing[label][len(common):].lstrip(" :,.=@")
+        rest = differing[label]
+        rest = (rest[len(common):] if rest.startswith(common) else rest).lstrip(" :,.=@")
         if chain and " .. " in rest:
             rest = ".. " + rest.rsplit(" .. ", 1)[1]
         if len(rest) > room:  # cut after a whole option (``,`` ``:`` or a space), else inside one
@@ -179,26 +182,27 @@ def abbreviate(labels: list[str], limit: int | None, chain: bool = False) -> tup
 
 def _without_shared_options(labels: list[str]) -> dict[str, str]:
     """Each spec label (``name:opt,opt``) as the options not every label shares, when all of them
-    are variants of one method: ``a:x=1,y=2`` and ``a:x=1,y=3`` -> ``y=2`` and ``y=3`` (a label
-    with nothing of its own keeps its options). Otherwise every label as it is."""
+    are variants of one method: ``a:x=1,y=2`` and ``a:x=1,y=3`` -> ``y=2`` and ``y=3``; a label
+    with nothing of its own is the method's name. Otherwise every label as it is."""
     split = [label.partition(":") for label in labels]
     if len({name for name, _, _ in split}) != 1 or any(" " in name or not opts for name, _, opts in split):
         return {label: label for label in labels}
     options = [opts.split(",") for _, _, opts in split]
     shared = set.intersection(*(set(o) for o in options))
-    return {label: ",".join([x for x in o if x not in shared] or o) for label, o in zip(labels, options)}
+    return {label: ",".join(x for x in o if x not in shared) or name
+            for label, (name, _, _), o in zip(labels, split, options)}
 
 
-def _common_head(labels: list[str]) -> str:
-    """The longest start all ``labels`` share that ends where a spec breaks, if 8 cells or more or
-    a launch's name (``attend.``)."""
+def _common_head(labels: list[str], options: bool = False) -> str:
+    """The longest start all ``labels`` share that ends where a spec breaks, if 8 cells or more or,
+    for ``options``, a launch's name (``attend.``)."""
     head = labels[0]
     for x in labels[1:]:
         while not x.startswith(head):
             head = head[:-1]
     breaks = [m.end() for m in re.finditer(r"[:,. ]", head)]
     head = head[:breaks[-1]] if breaks else ""
-    return head if len(head) >= 8 or re.fullmatch(r"\w{3,}\.", head) else ""
+    return head if len(head) >= 8 or (options and re.fullmatch(r"\w{3,}\.", head)) else ""
 
 
 def compare_columns(result: Result, label_width: int | None = None) -> ResultTable:

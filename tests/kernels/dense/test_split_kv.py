@@ -57,12 +57,31 @@ def test_splits_from_the_device(target, make_workload, hq, hkv, per_sm, splits):
 
 @pytest.mark.parametrize("hq, hkv, n, d, block_n, splits", [(14, 2, 1000, 64, 64, 4), (16, 4, 333, 128, 32, 8),
                                                         (4, 4, 77, 64, 128, 1), (8, 2, 64, 64, 64, 1)])
-def test_prefetch_loop_matches_fp64(target, make_workload, hq, hkv, n, d, block_n, splits):
+def test_prefetch_loop_matches_fp64(target, make_workload, monkeypatch, hq, hkv, n, d, block_n, splits):
     """partial.PREFETCH loads tile i + 1 while tile i is reduced: ragged last tiles, one tile per
-    split and a one-tile range (the prefetch past the end reads nothing) stay exact; EVICT too."""
+    split and a one-tile range (the prefetch past the end reads nothing) stay exact; EVICT too.
+    Through the interpreter the loads are counted: one tile more per program than without."""
+    from kprof.kernels.dense import key_range
+
     w = make_workload(hq, hkv, n, d, seed=hq * n + block_n, scale=2.0)
-    _check(w, target, {"partial": {"BLOCK_N": block_n, "NUM_SPLITS": splits, "PROGRAMS_PER_SM": 0, "PREFETCH": 1,
-                                   "num_stages": 1, "EVICT": 1}}, tol=1e-5)
+    loads = []
+    if target.device.type == "cpu":  # the interpreter calls the loop's helpers as Python functions
+        load_tile = key_range._load_tile
+
+        def counted(*args):
+            loads.append(1)
+            return load_tile(*args)
+
+        monkeypatch.setattr(key_range, "_load_tile", counted)
+    counts = []
+    for prefetch in (0, 1):
+        loads.clear()
+        prepared, _ = _check(w, target, {"partial": {"BLOCK_N": block_n, "NUM_SPLITS": splits, "PROGRAMS_PER_SM": 0,
+                                                     "PREFETCH": prefetch, "num_stages": 1, "EVICT": 1}}, tol=1e-5)
+        counts.append(len(loads))
+    if target.device.type == "cpu":
+        programs = hkv * prepared.details["num_splits"]
+        assert counts[1] == counts[0] + programs > programs, counts
 
 
 def test_prefetch_needs_one_stage(target, make_workload):
