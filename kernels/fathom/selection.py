@@ -152,7 +152,7 @@ def fathom_topk(
     CHUNK: tl.constexpr, SINK: tl.constexpr, RECENT: tl.constexpr,
     BLOCK_C: tl.constexpr, BLOCK_T: tl.constexpr, TILE: tl.constexpr, RADIX_BITS: tl.constexpr,
     SEARCH: tl.constexpr, WAIT: tl.constexpr, GROUP: tl.constexpr, UNION: tl.constexpr, BLOCK_E: tl.constexpr,
-    SEARCH_STEPS: tl.constexpr, LISTS: tl.constexpr = 0,
+    SEARCH_STEPS: tl.constexpr,
 ):
     """Grid (Hq,): the exact top-k tokens of one head, ascending, with forced tokens first.
 
@@ -212,25 +212,25 @@ def fathom_topk(
         if tl.atomic_add(Arrived + kvh, 1, sem="acq_rel", scope="gpu") == GROUP - 1:
             tl.atomic_xchg(Arrived + kvh, 0)
             _union(TopIdx, SortedRows, First, Slot, HeadSlots, kvh, k, n_entries, stride_th, stride_hs, GROUP,
-                   BLOCK_E, SEARCH_STEPS, LISTS)
+                   BLOCK_E, SEARCH_STEPS)
 
 
 @triton.jit
 def fathom_union(
     TopIdx, SortedRows, First, Slot, HeadSlots,
     k, n_entries, stride_th, stride_hs,
-    GROUP: tl.constexpr, BLOCK_E: tl.constexpr, SEARCH_STEPS: tl.constexpr, LISTS: tl.constexpr = 0,
+    GROUP: tl.constexpr, BLOCK_E: tl.constexpr, SEARCH_STEPS: tl.constexpr,
 ):
     """Grid (Hkv,): the union of each KV head's winners (``_union``) as a launch of its own."""
     _union(TopIdx, SortedRows, First, Slot, HeadSlots, tl.program_id(0), k, n_entries, stride_th, stride_hs,
-           GROUP, BLOCK_E, SEARCH_STEPS, LISTS)
+           GROUP, BLOCK_E, SEARCH_STEPS)
 
 
 @triton.jit
 def _union(
     TopIdx, SortedRows, First, Slot, HeadSlots, kvh,
     k, n_entries, stride_th, stride_hs,
-    GROUP: tl.constexpr, BLOCK_E: tl.constexpr, SEARCH_STEPS: tl.constexpr, LISTS: tl.constexpr = 0,
+    GROUP: tl.constexpr, BLOCK_E: tl.constexpr, SEARCH_STEPS: tl.constexpr,
 ):
     """Merge KV head ``kvh``'s G ascending winner lists into one sorted list of G*k entries
     (``SortedRows``), flag each distinct row's first entry (``First``), number the distinct rows
@@ -239,49 +239,27 @@ def _union(
     An entry's merged position is its index in its own list plus, for every other list, the
     count of smaller rows found by binary search (equal rows of lower heads count too, so
     duplicates sit together, lowest head first). SEARCH_STEPS >= log2(k + 1). The winner lists
-    are read from L2 (``.cg``): inside the top-k launch, other programs wrote them. Each search
-    step is a dependent L2 load: with ``LISTS`` (a power of two >= G) the G searches run side by
-    side as one [LISTS, BLOCK_E] search, SEARCH_STEPS + 1 load rounds in all instead of G times
-    that (the compiler does not interleave the lists' chains on its own).
+    are read from L2 (``.cg``): inside the top-k launch, other programs wrote them.
     """
     offs = tl.arange(0, BLOCK_E)
     live = offs < n_entries
     a = offs // k
     i = offs % k
     x = tl.load(TopIdx + (kvh * GROUP + a) * stride_th + i, mask=live, other=0, cache_modifier=".cg")
-    if LISTS:
-        b = tl.arange(0, LISTS)[:, None]
+    pos = i
+    first = live
+    for b in tl.static_range(GROUP):
         row = TopIdx + (kvh * GROUP + b) * stride_th
-        act = live[None, :] & (b < GROUP)
-        lo = tl.zeros([LISTS, BLOCK_E], dtype=tl.int32)
-        hi = tl.zeros([LISTS, BLOCK_E], dtype=tl.int32) + k
-        for _ in tl.static_range(SEARCH_STEPS):  # lower bound in every list at once
+        lo = tl.zeros([BLOCK_E], dtype=tl.int32)
+        hi = tl.zeros([BLOCK_E], dtype=tl.int32) + k
+        for _ in tl.static_range(SEARCH_STEPS):  # lower bound: first index with row[idx] >= x
             mid = (lo + hi) // 2
-            smaller = tl.load(row + mid, mask=act & (mid < k), other=9223372036854775807,
-                              cache_modifier=".cg") < x[None, :]
+            smaller = tl.load(row + mid, mask=live & (mid < k), other=9223372036854775807, cache_modifier=".cg") < x
             lo = tl.where(smaller, mid + 1, lo)
             hi = tl.where(smaller, hi, mid)
-        found = (tl.load(row + lo, mask=act & (lo < k), other=-1, cache_modifier=".cg") == x[None, :]) & act
-        lower = b < a[None, :]
-        shift = tl.where(lower, lo + found.to(tl.int32), tl.where(b > a[None, :], lo, 0))
-        pos = i + tl.sum(tl.where(act, shift, 0), axis=0)
-        first = live & (tl.sum((found & lower).to(tl.int32), axis=0) == 0)
-    else:
-        pos = i
-        first = live
-        for b in tl.static_range(GROUP):
-            row = TopIdx + (kvh * GROUP + b) * stride_th
-            lo = tl.zeros([BLOCK_E], dtype=tl.int32)
-            hi = tl.zeros([BLOCK_E], dtype=tl.int32) + k
-            for _ in tl.static_range(SEARCH_STEPS):  # lower bound: first index with row[idx] >= x
-                mid = (lo + hi) // 2
-                smaller = tl.load(row + mid, mask=live & (mid < k), other=9223372036854775807,
-                                  cache_modifier=".cg") < x
-                lo = tl.where(smaller, mid + 1, lo)
-                hi = tl.where(smaller, hi, mid)
-            found = tl.load(row + lo, mask=live & (lo < k), other=-1, cache_modifier=".cg") == x
-            pos += tl.where(b < a, lo + found.to(tl.int32), tl.where(b > a, lo, 0))
-            first = first & ~(found & (b < a))
+        found = tl.load(row + lo, mask=live & (lo < k), other=-1, cache_modifier=".cg") == x
+        pos += tl.where(b < a, lo + found.to(tl.int32), tl.where(b > a, lo, 0))
+        first = first & ~(found & (b < a))
     tl.store(SortedRows + kvh * n_entries + pos, x, mask=live)
     tl.store(First + kvh * n_entries + pos, first, mask=live)
     tl.debug_barrier()  # the numbering below reads the flags in merged order

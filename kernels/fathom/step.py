@@ -51,12 +51,8 @@ LAUNCH_SPACES = dict(SCAN_SPACES) | {
                                        "union (no union launch; PRUNE 2 only); 0: the union launches on its own")),
                         (Constraint("topk.RADIX_BITS > 0 needs topk.SEARCH=0 (SEARCH 1 brackets the bisection)",
                                     lambda c, s: c["SEARCH"] == 0 or c["RADIX_BITS"] == 0),)),
-    # 16 warps: with fewer, each thread holds more of the G x k merge and runs out of registers;
-    # its params hold wherever the union runs (its own launch, or the top-k's with topk.UNION=1)
-    "union": LaunchSpace("union", (Param("num_warps", (8, 16), 16),
-                                   Param("LISTS", (0, 1), 0, "1: the binary searches in the G winner lists run side "
-                                         "by side, one dependent L2 load a step for all of them; 0: one list "
-                                         "after another"))),
+    # 16 warps: with fewer, each thread holds more of the G x k merge and runs out of registers
+    "union": LaunchSpace("union", (Param("num_warps", (8, 16), 16),)),
     # 64 rows x 8 warps: the fastest fetch of interleaved K|V rows at the 1M-token workload
     "fetch": LaunchSpace("fetch", (Param("ROWS", (8, 16, 32, 64, 128), 64, "winner rows per program"),
                                    Param("num_warps", (1, 2, 4, 8, 16), 8),
@@ -227,7 +223,7 @@ class FathomDecode:
             CHUNK=CHUNK, SINK=SINK_TOKENS, RECENT=RECENT_TOKENS, BLOCK_C=block_c, BLOCK_T=block_t,
             TILE=min(4096, block_c, block_t), RADIX_BITS=c["RADIX_BITS"], SEARCH=c["SEARCH"], WAIT=wait,
             GROUP=self.group, UNION=self.union_in_topk, BLOCK_E=triton.next_power_of_2(self.entries),
-            SEARCH_STEPS=self.k_top.bit_length(), LISTS=self._union_lists(), num_warps=c["num_warps"])
+            SEARCH_STEPS=self.k_top.bit_length(), num_warps=c["num_warps"])
 
     def _torch_topk(self) -> None:
         """The torch top-k launches (PRUNE 0: one torch.topk per row; 1: chunk-pruned), all heads."""
@@ -251,11 +247,7 @@ class FathomDecode:
             self.top_idx[heads.q], self.sorted_rows[heads.kv], self.first[heads.kv], self.slot[heads.kv],
             self.head_slots[heads.q], self.k_top, self.entries, self.top_idx.stride(0), self.head_slots.stride(0),
             GROUP=self.group, BLOCK_E=triton.next_power_of_2(self.entries),
-            SEARCH_STEPS=self.k_top.bit_length(), LISTS=self._union_lists(), num_warps=self.cfg["union"]["num_warps"])
-
-    def _union_lists(self) -> int:
-        """The union's ``LISTS`` constexpr: G rounded up to a power of two, or 0 for one list at a time."""
-        return triton.next_power_of_2(self.group) if self.cfg["union"]["LISTS"] else 0
+            SEARCH_STEPS=self.k_top.bit_length(), num_warps=self.cfg["union"]["num_warps"])
 
     def bound_fetch(self, heads: HeadRange) -> Callable[[], None]:
         c = self.cfg["fetch"]

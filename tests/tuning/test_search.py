@@ -158,7 +158,7 @@ def test_measurements_pick_the_tuned_config_when_the_key_matches(tiny, tmp_path,
              best=best, eviction="read").save(tuned_dir())  # the lookup finds it under $KPROF_HOME
     session = MeasurementSession.open("cpu", path, {"rounds": 1, "observations": 1, "warmup_pairs": 0})
     pm = session.prepare("triton-dense", "triton-dense", "candidate")
-    assert pm.record.config["partial"] == best
+    assert pm.record.config["partial"].items() >= best.items()  # params the file predates keep their defaults
     assert any("using tuned config" in n and "tuned with --eviction read, timed now with read-write" in n
                for n in session.notes)
     plain = MeasurementSession.open("cpu", path, {}, config_mode="default")

@@ -99,7 +99,7 @@ def test_topk_ranks_negative_and_infinite_scores(target, radix_bits, search):
     assert set(range(1000, 1004)) <= set(got[1].tolist())
 
 
-def _union(top_idx: torch.Tensor, group: int, device, lists: int = 0):
+def _union(top_idx: torch.Tensor, group: int, device):
     hq, k = top_idx.shape
     hkv, e = hq // group, group * k
     poison = dict(dtype=torch.int64, device=device)
@@ -108,20 +108,17 @@ def _union(top_idx: torch.Tensor, group: int, device, lists: int = 0):
     head_slots = torch.full((hq, k), -5, **poison)
     top = top_idx.to(device)
     fathom_union[(hkv,)](top, rows, first, slot, head_slots, k, e, top.stride(0), head_slots.stride(0),
-                         GROUP=group, BLOCK_E=triton.next_power_of_2(e), SEARCH_STEPS=k.bit_length(),
-                         LISTS=triton.next_power_of_2(group) if lists else 0, num_warps=4)
+                         GROUP=group, BLOCK_E=triton.next_power_of_2(e), SEARCH_STEPS=k.bit_length(), num_warps=4)
     return rows.cpu(), first.cpu(), slot.cpu(), head_slots.cpu()
 
 
-@pytest.mark.parametrize("lists", [0, 1])
 @pytest.mark.parametrize("group,k,universe", [(3, 37, 60), (4, 64, 1000), (1, 40, 100), (8, 20, 25), (7, 9, 12)])
-def test_union_merges_sorted_lists_and_numbers_distinct_rows(group, k, universe, target, lists):
-    """G = 3 and k = 37: no power of two anywhere; a small universe forces many shared rows. With
-    union.LISTS the G searches run side by side (G = 3 and 7: padded lists that must count for nothing)."""
+def test_union_merges_sorted_lists_and_numbers_distinct_rows(group, k, universe, target):
+    """G = 3 and k = 37: no power of two anywhere; a small universe forces many shared rows."""
     g = torch.Generator().manual_seed(group * k)
     hkv = 2
     top = torch.stack([torch.sort(torch.randperm(universe, generator=g)[:k]).values for _ in range(hkv * group)])
-    rows, first, slot, head_slots = _union(top, group, target.device, lists)
+    rows, first, slot, head_slots = _union(top, group, target.device)
     for kvh in range(hkv):
         mine = top[kvh * group : (kvh + 1) * group]
         assert torch.equal(rows[kvh], torch.sort(mine.flatten()).values)
