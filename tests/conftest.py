@@ -28,7 +28,7 @@ except ModuleNotFoundError:  # a bare interpreter: say how to get the test envir
 import kprof.kernels  # noqa: F401, E402  (decides TRITON_INTERPRET before any kernel is compiled)
 from kprof.core.target import resolve_target  # noqa: E402  (after the sys.path order above)
 
-SLOW_SHARES = 4  # a run takes one share of the slow tests; KPROF_SLOW=all takes them all
+SLOW_SHARES = 8  # a run takes one share of the slow tests; KPROF_SLOW=all takes them all
 
 
 def pytest_xdist_auto_num_workers(config):

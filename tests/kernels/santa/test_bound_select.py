@@ -113,10 +113,11 @@ def test_bound_selects_what_the_block_topk_selects(make_workload, target, hq, hk
 
 
 @pytest.mark.skipif(not triton_kernels.HAS_GATHER, reason="topk.CARRY needs tl.gather")
-@pytest.mark.parametrize("select", [1, 2])
-@pytest.mark.parametrize("hq, hkv, n, k, bound", [
-    (7, 1, 1201, 6, 32),
-    (6, 2, 1200, 7, 8),   # the bisection rewrites the rows: the merge reads the tables instead
+@pytest.mark.parametrize("hq, hkv, n, k, bound, select", [
+    (7, 1, 1201, 6, 32, 1),
+    (6, 2, 1200, 7, 8, 2),   # the bisection rewrites the rows: the merge reads the tables instead
+    pytest.param(7, 1, 1201, 6, 32, 2, marks=pytest.mark.slow),
+    pytest.param(6, 2, 1200, 7, 8, 1, marks=pytest.mark.slow),
 ])
 def test_carried_values_give_the_tables_corrections(make_workload, target, hq, hkv, n, k, bound, select):
     """``topk.CARRY``: phi, lengths and first rows carried beside the keys (and the column carried
@@ -148,6 +149,7 @@ def test_carried_values_give_the_tables_corrections(make_workload, target, hq, h
     assert (out - ref).abs().max() < 1e-5
 
 
+@pytest.mark.slow
 def test_the_merge_cut_after_its_selection_selects_what_the_whole_merge_does(make_workload, target):
     """``PHASES`` (scripts/probe_merge_phases.py): every cut compiles and runs, and the cut after
     the selection stores the selection the whole merge stores."""
@@ -183,7 +185,7 @@ def test_noise_drawn_ahead_is_the_noise_the_score_launch_draws(make_workload, ta
     assert torch.equal(ahead.y[:, :m], drawn.y[:, :m]), "a table of another seed was used"
 
 
-@pytest.mark.parametrize("philox", [4, 1])
+@pytest.mark.parametrize("philox", [4, pytest.param(1, marks=pytest.mark.slow)])
 def test_fresh_noise_drawn_ahead_by_the_merge_follows_the_seed(make_workload, target, monkeypatch, philox):
     """With fresh noise the merge's extra programs draw the next call's table (here 16 teams at a
     time, so each drawer loops over several steps): call after call the score launch finds the
@@ -217,6 +219,7 @@ def test_one_philox_call_per_team_draws_the_same_noise(make_workload, target):
     assert torch.equal(own.part_max[:, : own.n_parts], joined.part_max[:, : joined.n_parts])
 
 
+@pytest.mark.slow
 def test_a_filter_run_without_its_merge_leaves_the_next_call_exact(make_workload, target):
     """Stage timings run launches 1-2 without the merge: the next call must not see their appends."""
     _, _, by_topk, by_bound = _pair(make_workload, target, hq=7, hkv=1, n=1201, k=6, bound=256, seed=12)
