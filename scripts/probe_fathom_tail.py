@@ -95,10 +95,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         one = profile_steps(prepared.run, 1, Path(tmp))
         kernels = profile_steps(prepared.run, args.steps, Path(tmp))
-    tails = [tail(step) for step in split_steps(kernels, len(one))]
+    steps = split_steps(kernels, len(one))
+    tails = [tail(step) for step in steps]
     if len({tuple(k["name"] for k in t) for t in tails}) != 1:
         print("note: the kernels after the scan differ between steps; the medians use each step's order")
     width = min(len(t) for t in tails)
+    if width == 0:
+        raise SystemExit("in some step no kernel ends after the scan: nothing of the step is exposed")
 
     def med(i, key):
         return statistics.median(t[i][key] for t in tails)
@@ -106,8 +109,8 @@ def main() -> None:
     rows = [{"name": tails[0][i]["name"], "stream": tails[0][i]["stream"], "start": med(i, "start"),
              "end": med(i, "end"), "duration": statistics.median(t[i]["end"] - t[i]["start"] for t in tails)}
             for i in range(width)]
-    total = statistics.median(t[-1]["end"] for t in tails if t)
-    step_us = statistics.median(s[-1]["end"] - s[0]["start"] for s in split_steps(kernels, len(one)))
+    total = statistics.median(t[-1]["end"] for t in tails)
+    step_us = statistics.median(max(k["end"] for k in s) - s[0]["start"] for s in steps)
     print(f"{args.method} on {args.workload}: {len(tails)} steps, {len(one)} kernels a step, step {step_us:,.1f} us "
           f"(first kernel start to last end, profiled); the tail after the scan {total:,.1f} us (medians)")
     print(f"{'kernel':>28s} {'stream':>6s} {'start':>9s} {'end':>9s} {'us':>8s}")

@@ -31,17 +31,18 @@ def _online_step(q, k, v, m_i, l_i, acc, valid, qk_scale_log2, EVEN: tl.constexp
 
 
 @triton.jit
-def _load_tile(k_base, v_base, offs_n, offs_d, end, stride_kn, stride_vn, EVEN: tl.constexpr, EVICT: tl.constexpr):
-    """K and V rows ``offs_n`` (rows at or past ``end`` read as zeros unless ``EVEN``)."""
-    k_ptr = k_base + offs_n[:, None] * stride_kn + offs_d[None, :]
-    v_ptr = v_base + offs_n[:, None] * stride_vn + offs_d[None, :]
+def _load_tile(k_base, v_base, offs_n, offs_d, valid, stride_kn, stride_vn, EVEN: tl.constexpr, EVICT: tl.constexpr):
+    """K and V rows ``offs_n`` (rows not ``valid`` read as zeros unless ``EVEN``)."""
     if EVEN:
-        k = tl.load(k_ptr, eviction_policy="evict_first" if EVICT else "")
-        v = tl.load(v_ptr, eviction_policy="evict_first" if EVICT else "")
+        k = tl.load(k_base + offs_n[:, None] * stride_kn + offs_d[None, :],
+                    eviction_policy="evict_first" if EVICT else "")
+        v = tl.load(v_base + offs_n[:, None] * stride_vn + offs_d[None, :],
+                    eviction_policy="evict_first" if EVICT else "")
     else:
-        live = (offs_n < end)[:, None]
-        k = tl.load(k_ptr, mask=live, other=0.0, eviction_policy="evict_first" if EVICT else "")
-        v = tl.load(v_ptr, mask=live, other=0.0, eviction_policy="evict_first" if EVICT else "")
+        k = tl.load(k_base + offs_n[:, None] * stride_kn + offs_d[None, :], mask=valid[:, None], other=0.0,
+                    eviction_policy="evict_first" if EVICT else "")
+        v = tl.load(v_base + offs_n[:, None] * stride_vn + offs_d[None, :], mask=valid[:, None], other=0.0,
+                    eviction_policy="evict_first" if EVICT else "")
     return k, v
 
 
@@ -56,23 +57,25 @@ def attend_key_range(
     issued into registers before this tile's arithmetic (plain loads, one tile in flight per
     program; for ``num_stages=1``, where Triton pipelines nothing)."""
     offs_d = tl.arange(0, HEAD_D)
-    offs = tl.arange(0, BLOCK_N)
     m_i = tl.full([BLOCK_G], float("-inf"), dtype=tl.float32)
     l_i = tl.zeros([BLOCK_G], dtype=tl.float32)
     acc = tl.zeros([BLOCK_G, HEAD_D], dtype=tl.float32)
     if PREFETCH:
-        k, v = _load_tile(k_base, v_base, start + offs, offs_d, end, stride_kn, stride_vn, False, EVICT)
+        offs_n = start + tl.arange(0, BLOCK_N)
+        k, v = _load_tile(k_base, v_base, offs_n, offs_d, offs_n < end, stride_kn, stride_vn, False, EVICT)
         for n0 in range(start, end, BLOCK_N):
-            k_next, v_next = _load_tile(k_base, v_base, n0 + BLOCK_N + offs, offs_d, end, stride_kn, stride_vn,
+            valid = n0 + tl.arange(0, BLOCK_N) < end
+            offs_next = n0 + BLOCK_N + tl.arange(0, BLOCK_N)
+            k_next, v_next = _load_tile(k_base, v_base, offs_next, offs_d, offs_next < end, stride_kn, stride_vn,
                                         False, EVICT)
-            m_i, l_i, acc = _online_step(q, k, v, m_i, l_i, acc, n0 + offs < end, qk_scale_log2, EVEN,
-                                         DOT_PRECISION)
+            m_i, l_i, acc = _online_step(q, k, v, m_i, l_i, acc, valid, qk_scale_log2, EVEN, DOT_PRECISION)
             k, v = k_next, v_next
     else:
         for n0 in range(start, end, BLOCK_N):
-            offs_n = n0 + offs
-            k, v = _load_tile(k_base, v_base, offs_n, offs_d, end, stride_kn, stride_vn, EVEN, EVICT)
-            m_i, l_i, acc = _online_step(q, k, v, m_i, l_i, acc, offs_n < end, qk_scale_log2, EVEN, DOT_PRECISION)
+            offs_n = n0 + tl.arange(0, BLOCK_N)
+            valid = offs_n < end
+            k, v = _load_tile(k_base, v_base, offs_n, offs_d, valid, stride_kn, stride_vn, EVEN, EVICT)
+            m_i, l_i, acc = _online_step(q, k, v, m_i, l_i, acc, valid, qk_scale_log2, EVEN, DOT_PRECISION)
     return m_i, l_i, acc
 
 

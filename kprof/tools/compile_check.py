@@ -42,7 +42,9 @@ from kprof.workloads import synthesize
 from kprof.workloads.specs import get_spec
 
 DEFAULT_METHODS = (
-    "triton-dense", "santa", "santa:topk.BOUND=0", "santa:topk.BOUND=0,topk.SELECT=0,merge.SELECT=0",
+    "triton-dense", "triton-dense:partial.EVICT=1,partial.PREFETCH=1,partial.num_stages=1",
+    "triton-dense:partial.EVICT=1,partial.num_stages=1,partial.PROGRAMS_PER_SM=4",
+    "santa", "santa:topk.BOUND=0", "santa:topk.BOUND=0,topk.SELECT=0,merge.SELECT=0",
     "santa:topk.BOUND=0,topk.SELECT=2,merge.SELECT=2,topk.RADIX_BITS=1,merge.RADIX_BITS=4",
     "santa:topk.BOUND=0,topk.SELECT=1,merge.GATHER=0", "santa:topk.BOUND=0,merge.SELECT=3", "santa:out=fp32",
     "santa:k=1000000", "santa:topk.CARRY=1", "santa:topk.CARRY=1,merge.SELECT=2", "santa:score.PHILOX=1",
