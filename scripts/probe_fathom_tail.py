@@ -8,8 +8,12 @@ kernel that ends after the scan: its stream, when it starts and ends counted fro
 end, and its duration, then the gaps between them. The tail is the step's last kernel end minus
 the scan's end.
 
+With ``--evict`` each profiled step follows the protocol's eviction kernel, as in a comparison's
+rounds (a timed step there runs 250-370 us longer than a step profiled back to back): every
+kernel's duration is then printed per mode, so the kernel that grows is named.
+
     python scripts/probe_fathom_tail.py [--workload qwen3-8b-1m] [--method fathom] [--steps 20]
-        [--json FILE]
+        [--evict none --evict read-write --evict read] [--json FILE]
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ import time
 from pathlib import Path
 
 import torch
+
+from kprof.measure.protocol import EVICTION_MODES
 
 SCAN_KERNEL = "fathom_scan"
 
@@ -60,13 +66,16 @@ def tail(step: list[dict]) -> list[dict]:
             for k in late]
 
 
-def profile_steps(run, steps: int, trace_dir: Path) -> list[dict]:
-    """Kernel records of ``steps`` steps, each run alone (synchronised before and after)."""
+def profile_steps(run, steps: int, trace_dir: Path, evict=None) -> list[dict]:
+    """Kernel records of ``steps`` steps, each run alone (synchronised before and after), each after
+    ``evict`` (the protocol's eviction kernel) where given."""
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(steps):
             torch.cuda.synchronize()
+            if evict is not None:
+                evict()
             run()
             torch.cuda.synchronize()
             time.sleep(0.001)  # an idle gap: steps never overlap
@@ -75,50 +84,111 @@ def profile_steps(run, steps: int, trace_dir: Path) -> list[dict]:
     return kernel_records(path)
 
 
+def step_kernels(run, steps: int, trace_dir: Path, evict=None) -> list[list[dict]]:
+    """The kernels of each profiled step, the eviction's own kernels left out."""
+    names = {k["name"] for k in profile_steps(evict, 1, trace_dir)} if evict is not None else set()
+    one = profile_steps(run, 1, trace_dir)
+    kernels = [k for k in profile_steps(run, steps, trace_dir, evict) if k["name"] not in names]
+    return split_steps(kernels, len(one))
+
+
+def harness_steps(session, run, names: set[str], trace_dir: Path) -> tuple[list[float], list[list[dict]]]:
+    """Steps as a comparison times them (the host gate, the eviction, CUDA events, the launch
+    phase's pad kernels; ``session``'s protocol, a few rounds), profiled: the event times and each
+    step's kernels (those named ``names``, the step's own)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        measured = session.harness().time(run, "step")
+    path = trace_dir / "trace.json"
+    prof.export_chrome_trace(str(path))
+    kernels = [k for k in kernel_records(path) if k["name"] in names]
+    return [float(x) for x in measured.observations[0].ravel()], kernels
+
+
+def summary(steps: list[list[dict]]) -> tuple[float, list[dict]]:
+    """The median step (first kernel start to last end) and each kernel's median start (from the
+    step's first start) and duration, in launch order."""
+    step_us = statistics.median(max(k["end"] for k in s) - s[0]["start"] for s in steps)
+    rows = [{"name": steps[0][i]["name"], "stream": steps[0][i]["stream"],
+             "start": statistics.median(s[i]["start"] - s[0]["start"] for s in steps),
+             "duration": statistics.median(s[i]["end"] - s[i]["start"] for s in steps)}
+            for i in range(len(steps[0]))]
+    return step_us, rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--workload", default="qwen3-8b-1m", help="workload name or captured file")
     ap.add_argument("--method", default="fathom", help="a pipelined Fathom method spec (pieces > 1)")
     ap.add_argument("--steps", type=int, default=20, help="steps profiled (after 10 unprofiled ones)")
+    ap.add_argument("--evict", action="append", choices=("none", *EVICTION_MODES), default=None,
+                    help="before each profiled step: nothing (default) or the protocol's eviction in this mode; "
+                         "repeatable: each kernel's duration is then printed per mode side by side")
+    ap.add_argument("--harness", action="store_true",
+                    help="also time steps as a comparison does (host gate, eviction, events; 2 rounds x 20) under "
+                         "the profiler, and print the events' median beside the median kernel span of those steps")
     ap.add_argument("--json", type=Path, help="write every step's tail and the medians here")
     args = ap.parse_args()
     if args.steps < 1:
         raise SystemExit("--steps must be at least 1")
+    modes = args.evict or ["none"]
 
     from kprof.commands.session import MeasurementSession
+    from kprof.measure.eviction import DEFAULT_MIB, EvictionBuffer
 
-    session = MeasurementSession.open("cuda", args.workload, {}, config_mode="default")
+    session = MeasurementSession.open("cuda", args.workload, {"rounds": 2, "observations": 20, "warmup_pairs": 5},
+                                      config_mode="default")
     prepared = session.prepare(args.method, args.method, "subject").prepared
     for _ in range(10):
         prepared.run()
     torch.cuda.synchronize()
+    by_mode = {}
     with tempfile.TemporaryDirectory() as tmp:
-        one = profile_steps(prepared.run, 1, Path(tmp))
-        kernels = profile_steps(prepared.run, args.steps, Path(tmp))
-    steps = split_steps(kernels, len(one))
-    tails = [tail(step) for step in steps]
-    if len({tuple(k["name"] for k in t) for t in tails}) != 1:
-        print("note: the kernels after the scan differ between steps; the medians use each step's order")
-    width = min(len(t) for t in tails)
-    if width == 0:
-        raise SystemExit("in some step no kernel ends after the scan: nothing of the step is exposed")
+        for mode in modes:
+            evict = None if mode == "none" else EvictionBuffer(torch.device("cuda"), DEFAULT_MIB, mode).evict
+            by_mode[mode] = step_kernels(prepared.run, args.steps, Path(tmp), evict)
+        if args.harness:
+            one = profile_steps(prepared.run, 1, Path(tmp))
+            events, kernels = harness_steps(session, prepared.run, {k["name"] for k in one}, Path(tmp))
+            steps = split_steps(kernels, len(one))
+            spans = [max(k["end"] for k in st) - st[0]["start"] for st in steps]
+            print(f"as timed by the harness: events {statistics.median(events):,.1f} us (median of {len(events)}), "
+                  f"kernel span of the same run's {len(steps)} steps (warm-up included) "
+                  f"{statistics.median(spans):,.1f} us (median)")
+            by_mode["harness"] = steps
+            modes = [*modes, "harness"]
+    report = {"workload": args.workload, "method": args.method, "modes": {}}
+    for mode, steps in by_mode.items():
+        tails = [tail(step) for step in steps]
+        if min(len(t) for t in tails) == 0:
+            raise SystemExit(f"{mode}: in some step no kernel ends after the scan: nothing of the step is exposed")
+        width = min(len(t) for t in tails)
 
-    def med(i, key):
-        return statistics.median(t[i][key] for t in tails)
-
-    rows = [{"name": tails[0][i]["name"], "stream": tails[0][i]["stream"], "start": med(i, "start"),
-             "end": med(i, "end"), "duration": statistics.median(t[i]["end"] - t[i]["start"] for t in tails)}
-            for i in range(width)]
-    total = statistics.median(t[-1]["end"] for t in tails)
-    step_us = statistics.median(max(k["end"] for k in s) - s[0]["start"] for s in steps)
-    print(f"{args.method} on {args.workload}: {len(tails)} steps, {len(one)} kernels a step, step {step_us:,.1f} us "
-          f"(first kernel start to last end, profiled); the tail after the scan {total:,.1f} us (medians)")
-    print(f"{'kernel':>28s} {'stream':>6s} {'start':>9s} {'end':>9s} {'us':>8s}")
-    for r in rows:
-        print(f"{r['name'][:28]:>28s} {str(r['stream']):>6s} {r['start']:9.1f} {r['end']:9.1f} {r['duration']:8.1f}")
+        rows = [{"name": tails[0][i]["name"], "stream": tails[0][i]["stream"],
+                 "start": statistics.median(t[i]["start"] for t in tails),
+                 "end": statistics.median(t[i]["end"] for t in tails),
+                 "duration": statistics.median(t[i]["end"] - t[i]["start"] for t in tails)} for i in range(width)]
+        total = statistics.median(t[-1]["end"] for t in tails)
+        step_us, kernels = summary(steps)
+        print(f"{args.method} on {args.workload}, eviction {mode}: {len(tails)} steps, {len(steps[0])} kernels a step, "
+              f"step {step_us:,.1f} us (first kernel start to last end, profiled); the tail after the scan "
+              f"{total:,.1f} us (medians)")
+        print(f"{'kernel':>28s} {'stream':>6s} {'start':>9s} {'end':>9s} {'us':>8s}")
+        for r in rows:
+            print(f"{r['name'][:28]:>28s} {str(r['stream']):>6s} {r['start']:9.1f} {r['end']:9.1f} "
+                  f"{r['duration']:8.1f}")
+        report["modes"][mode] = {"step_us": step_us, "tail_us": total, "tail": rows, "kernels": kernels,
+                                 "steps": tails}
+    if len(by_mode) > 1:
+        print("every kernel of the step, median us from the step's first start / duration, per eviction mode")
+        print(f"{'kernel':>28s} " + " ".join(f"{m:>19s}" for m in by_mode))
+        for i, row in enumerate(report["modes"][modes[0]]["kernels"]):
+            cells = " ".join(f"{report['modes'][m]['kernels'][i]['start']:9.1f}/"
+                             f"{report['modes'][m]['kernels'][i]['duration']:9.1f}" for m in by_mode)
+            print(f"{row['name'][:28]:>28s} {cells}")
     if args.json:
-        args.json.write_text(json.dumps({"workload": args.workload, "method": args.method, "step_us": step_us,
-                                         "tail_us": total, "rows": rows, "steps": tails}, indent=1))
+        args.json.write_text(json.dumps(report, indent=1))
 
 
 if __name__ == "__main__":

@@ -12,7 +12,9 @@ ramp of the grid, the tail) matters at 32K. This probe times, in one run of pair
 - ``empty``: the same grid storing one float per program, reading nothing;
 - ``stream PxBxWxS``: all of K and V by other stream shapes (P programs per SM, B elements a
   step, W warps, S pipeline stages; ``--shape``; a fifth field ``first`` marks the loads
-  evict-first in L2, the floor of a kernel whose K and V loads carry that hint), and ``torch
+  evict-first in L2, the floor of a kernel whose K and V loads carry that hint; ``window`` reads
+  a side-by-side copy of K and V under an L2 window that marks it streaming, the floor of
+  ``triton-dense:window=1``), and ``torch
   amax``: torch's own reductions over K and over V (two launches), so the floor does not rest on
   one kernel's shape;
 - the dense methods named by ``--method`` (default triton-decode, triton-dense, flash).
@@ -34,6 +36,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from kprof.kernels.common.l2_window import StreamingWindow
 from kprof.kernels.common.stream_read import StreamRead
 from kprof.measure.harness import TimedOp
 from kprof.measure.protocol import EVICTION_MODES
@@ -61,9 +64,9 @@ def main() -> None:
                     "(default: triton-decode, triton-dense, flash; math on the CPU)")
     ap.add_argument("--programs-per-sm", type=int, default=4, help="stream programs per SM (the fitted line's)")
     ap.add_argument("--block", type=int, default=4096, help="elements each stream program loads per step")
-    ap.add_argument("--shape", action="append", metavar="P:B:W:S[:first]", default=None,
+    ap.add_argument("--shape", action="append", metavar="P:B:W:S[:first|:window]", default=None,
                     help="another full stream: P programs per SM, B elements a step, W warps, S stages, "
-                         "'first' for evict-first loads "
+                         "'first' for evict-first loads, 'window' for a streaming L2 window over K and V "
                          f"(repeatable; default {' '.join(DEFAULT_SHAPES)})")
     ap.add_argument("--eviction", choices=EVICTION_MODES, default=None,
                     help="the protocol's eviction mode (kprof compare --help)")
@@ -85,16 +88,21 @@ def main() -> None:
     programs = (sm_count(w.k.device) if gpu else 2) * args.programs_per_sm
     streams = {label: StreamRead(w.k, w.v, f, programs, args.block) for label, f in FRACTIONS.items()}
     streams["empty"] = StreamRead(w.k, w.v, 1.0, programs, args.block, empty=True)
+    runs = {}  # how a stream is called, where not its own run
     for shape in args.shape or DEFAULT_SHAPES:
         fields = shape.split(":")
-        if len(fields) not in (4, 5) or fields[4:] not in ([], ["first"]):
-            raise SystemExit(f"--shape {shape}: expected P:B:W:S or P:B:W:S:first, e.g. 8:8192:4:1:first")
+        if len(fields) not in (4, 5) or fields[4:] not in ([], ["first"], ["window"]):
+            raise SystemExit(f"--shape {shape}: expected P:B:W:S, P:B:W:S:first or P:B:W:S:window, "
+                             "e.g. 8:8192:4:1:first")
         pps, block, warps, stages = (int(x) for x in fields[:4])
         per_sm = sm_count(w.k.device) if gpu else 1
-        evict = fields[4:] == ["first"]
-        label = f"stream {pps}x{block}x{warps}x{stages}" + (" first" if evict else "")
-        streams[label] = StreamRead(w.k, w.v, 1.0, per_sm * pps, block, num_warps=warps, num_stages=stages,
-                                    evict=evict)
+        evict, window = fields[4:] == ["first"], fields[4:] == ["window"]
+        label = f"stream {pps}x{block}x{warps}x{stages}" + (" first" if evict else " window" if window else "")
+        kv = torch.stack((w.k, w.v)) if window else None  # one buffer, so that one window covers both
+        streams[label] = StreamRead(*((kv[0], kv[1]) if window else (w.k, w.v)), 1.0, per_sm * pps, block,
+                                    num_warps=warps, num_stages=stages, evict=evict)
+        if window:
+            runs[label] = StreamingWindow.over(kv, f"--shape {shape}").wrap(streams[label].run)
     for stream in streams.values():
         if not stream.empty:
             _check(stream)
@@ -106,8 +114,8 @@ def main() -> None:
         torch.amax(flat_k, dim=0, out=sink)
         torch.amax(flat_v, dim=0, out=sink)
 
-    ops = ([TimedOp(label, s.run) for label, s in streams.items()] + [TimedOp("torch amax", torch_amax)]
-           + [TimedOp(m, p.run) for m, p in prepared.items()])
+    ops = ([TimedOp(label, runs.get(label, s.run)) for label, s in streams.items()]
+           + [TimedOp("torch amax", torch_amax)] + [TimedOp(m, p.run) for m, p in prepared.items()])
     obs = session.harness().paired(ops).observations
     medians = {op.label: _median(x) for op, x in zip(ops, obs)}
 

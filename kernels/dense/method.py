@@ -44,28 +44,40 @@ class TritonDecode(Method):
         )
 
 
+_CHOICES = {"pdl": "pdl=1 (programmatic dependent launch) or pdl=0",
+            "window": "window=1 (K and V under a streaming L2 window) or window=0"}
+
+
 @register
 class TritonDense(Method):
     name = "triton-dense"
     summary = "Triton split-KV decode: per-split partials for a whole GQA group, then a combine"
     pow2_head_dim = True
 
-    def __init__(self, pdl: int | None = None):
+    def __init__(self, pdl: int | None = None, window: int = 0):
         """``triton-dense:pdl=0|1``: launch the combine as a programmatic dependent of the partials
-        (sm_90+; default: where supported)."""
-        if pdl not in (None, 0, 1):
-            raise ConfigError(f"triton-dense option pdl={pdl}: use pdl=1 (programmatic dependent launch) or pdl=0")
+        (sm_90+; default: where supported). ``window=1``: K and V in one buffer that an L2
+        access-policy window marks streaming for the partial launch (CUDA only; the buffer must fit
+        the GPU's largest window)."""
+        for key, value in (("pdl", pdl), ("window", window)):
+            if value not in (None, 0, 1) or (key == "window" and value is None):
+                raise ConfigError(f"triton-dense option {key}={value}: use {_CHOICES[key]}")
         self.pdl = None if pdl is None else bool(pdl)
+        self.window = bool(window)
 
     @classmethod
     def from_options(cls, options: dict[str, str]) -> "TritonDense":
-        unknown = sorted(set(options) - {"pdl"})
+        unknown = sorted(set(options) - {"pdl", "window"})
         if unknown:
-            raise ConfigError(f"unknown triton-dense option {unknown[0]!r}: use pdl=0 or pdl=1")
-        try:
-            return cls(**{k: int(v) for k, v in options.items()})
-        except ValueError:
-            raise ConfigError(f"triton-dense option pdl={options['pdl']!r}: use pdl=0 or pdl=1") from None
+            raise ConfigError(f"unknown triton-dense option {unknown[0]!r}: use {_CHOICES['pdl']}, "
+                              f"{_CHOICES['window']}")
+        kw = {}
+        for key, value in options.items():
+            try:
+                kw[key] = int(value)
+            except ValueError:
+                raise ConfigError(f"triton-dense option {key}={value!r}: use {_CHOICES[key]}") from None
+        return cls(**kw)
 
     def config_space(self):
         return LAUNCH_SPACES
@@ -74,7 +86,7 @@ class TritonDense(Method):
         return LAUNCH_KERNELS
 
     def _prepare(self, workload: Workload, config: MethodConfig) -> Prepared:
-        op = SplitKVDecode(workload.q, workload.k, workload.v, config, pdl=self.pdl)
+        op = SplitKVDecode(workload.q, workload.k, workload.v, config, pdl=self.pdl, window=self.window)
         return Prepared(
             method=self.name,
             config=config,
@@ -82,6 +94,6 @@ class TritonDense(Method):
             stages=(Stage("partial", op.launch_partial), Stage("combine", op.launch_combine)),
             expected_kernels=("_split_kv_partial", "_combine_columns"),
             output=op.out,
-            details={"num_splits": op.num_splits, "split_len": op.split_len, "pdl": op.pdl},
+            details={"num_splits": op.num_splits, "split_len": op.split_len, "pdl": op.pdl, "l2_window": self.window},
             handle=op,
         )

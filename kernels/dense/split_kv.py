@@ -17,6 +17,8 @@ the first instead of following it.
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 import triton
 import triton.language as tl
@@ -25,6 +27,7 @@ from kprof.core.config_space import Constraint, LaunchConfig, LaunchSpace, Param
 from kprof.kernels.common.bound_launch import bound_launch
 from kprof.kernels.common.dependent_launch import release_dependents, resolve_pdl, wait_for_predecessor
 from kprof.kernels.common.grid_sync import sm_count
+from kprof.kernels.common.l2_window import StreamingWindow
 from kprof.kernels.common.split_kv_combine import combine_head
 from kprof.kernels.dense.key_range import group_partials
 from kprof.kernels.dense.operands import DenseOperands
@@ -119,11 +122,15 @@ LAUNCH_KERNELS = {"partial": (_split_kv_partial,), "combine": (_combine_columns,
 
 class SplitKVDecode:
     """Owns the workspace and launch geometry of one split-KV decode; launches allocate nothing.
-    ``pdl``: None where supported (:func:`resolve_pdl`), else as given."""
+    ``pdl``: None where supported (:func:`resolve_pdl`), else as given. ``window``: the partial runs
+    under an L2 window that marks K and V streaming (:mod:`kprof.kernels.common.l2_window`)."""
 
     def __init__(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, config: dict[str, LaunchConfig],
-                 pdl: bool | None = None):
+                 pdl: bool | None = None, window: bool = False):
         o = DenseOperands.of(q, k, v, "triton-dense")
+        if window:  # K and V side by side in one buffer, so that one window covers both
+            kv = torch.stack((o.k, o.v))
+            o = dataclasses.replace(o, k=kv[0], v=kv[1])
         self.pdl = resolve_pdl(pdl, q.device)
         cfg, combine_cfg = dict(config["partial"]), dict(config["combine"])
         blocks = triton.cdiv(o.n, cfg["BLOCK_N"])
@@ -145,6 +152,8 @@ class SplitKVDecode:
             DOT_PRECISION=o.precision, PDL=self.pdl, EVICT=cfg["EVICT"], PREFETCH=cfg["PREFETCH"],
             num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
         )
+        if window:
+            self.launch_partial = StreamingWindow.over(kv, "triton-dense:window=1").wrap(self.launch_partial)
         block_d = min(combine_cfg["BLOCK_D"], o.d)
         self.launch_combine = bound_launch(
             _combine_columns, (o.hq, o.d // block_d),

@@ -212,3 +212,40 @@ def test_many_calls_and_graph_replays_on_gpu(target, make_workload, pdl):
         w.q.copy_(qs[i])
         report = compare_outputs(outs[i], dense_attention_fp64(w), 1e-2)
         assert report.passed and report.non_finite == 0, ("back to back", i, report)
+
+
+def test_window_option_is_checked(target, make_workload):
+    from kprof.core.errors import ConfigError
+
+    w = make_workload(8, 2, 256, 64, seed=3, scale=1.0)
+    for bad, message in (("window=2", "window=2: use window=1"), ("window=on", "window='on': use")):
+        with pytest.raises(ConfigError, match=message):
+            get_method(f"triton-dense:{bad}")
+    assert get_method("triton-dense:window=0").prepare(w, target).details["l2_window"] is False
+    if target.device.type != "cuda":
+        with pytest.raises(ConfigError, match="window=1 needs a CUDA device"):
+            get_method("triton-dense:window=1").prepare(w, target)
+
+
+@pytest.mark.gpu
+def test_window_matches_fp64_eager_and_in_graphs(target, make_workload):
+    """K and V copied side by side under the window: the same output, every call and every replay."""
+    w = make_workload(28, 4, 4096 + 37, 128, torch.float16, seed=11, scale=2.0)
+    prepared = get_method("triton-dense:window=1").prepare(w, target)
+    assert prepared.details["l2_window"] is True
+    reference = dense_attention_fp64(w)
+    for _ in range(3):
+        prepared.output.fill_(float("nan"))
+        assert compare_outputs(prepared.run(), reference, 1e-2).passed
+    graph = torch.cuda.CUDAGraph()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        prepared.run()
+    torch.cuda.current_stream().wait_stream(side)
+    with torch.cuda.graph(graph):
+        prepared.run()
+    prepared.output.fill_(float("nan"))
+    graph.replay()
+    torch.cuda.synchronize()
+    assert compare_outputs(prepared.output, reference, 1e-2).passed
