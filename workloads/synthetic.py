@@ -21,6 +21,9 @@ from __future__ import annotations
 
 import hashlib
 import math
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -152,8 +155,38 @@ def _norm_for_top1pct_mass(unit_logits: np.ndarray, target: float) -> float:
     return math.exp(0.5 * (lo + hi))
 
 
-def synthesize(spec: WorkloadSpec | str, recipe: SyntheticRecipe | None = None) -> Workload:
-    """Materialise a named spec as a deterministic synthetic :class:`Workload` (CPU tensors)."""
+def synthesis_workers(spec: WorkloadSpec) -> int:
+    """Processes for the KV heads: one per head, up to the cores and to what free memory holds (a
+    head takes about 3 x its float64 keys and values), once the workload has millions of tokens
+    (a 1M-token head takes ~20 s); a daemon process (a tuning worker) may not start processes."""
+    if spec.n * spec.hkv < 1 << 22 or spec.hkv < 2 or multiprocessing.current_process().daemon:
+        return 1
+    try:
+        free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError):  # not Linux: no figure, no pool
+        return 1
+    per_head = 3 * 2 * spec.n * spec.d * 8
+    return max(1, min(spec.hkv, os.cpu_count() or 1, free // per_head))
+
+
+def _head_in_worker(spec: WorkloadSpec, recipe: SyntheticRecipe, h: int) -> tuple[np.ndarray, ...]:
+    """KV head ``h``'s queries, keys and values in the spec's dtype, as raw numpy words (a worker's
+    result crosses the pipe as plain bytes, not torch storage)."""
+    q, k, v = _head(spec, recipe, h)
+    return tuple(t.view(torch.int16 if t.element_size() == 2 else torch.int32).numpy() for t in (q, k, v))
+
+
+def _head(spec: WorkloadSpec, recipe: SyntheticRecipe, h: int) -> tuple[torch.Tensor, ...]:
+    dtype = dtype_from_name(spec.dtype)
+    keys, values, _ = _kv_head(spec, recipe, h)
+    q = torch.from_numpy(_queries(spec, recipe, h, keys)).to(dtype)
+    return q, torch.from_numpy(keys).to(dtype), torch.from_numpy(values).to(dtype)
+
+
+def synthesize(spec: WorkloadSpec | str, recipe: SyntheticRecipe | None = None, workers: int | None = None) -> Workload:
+    """Materialise a named spec as a deterministic synthetic :class:`Workload` (CPU tensors); the KV
+    heads are drawn in ``workers`` processes (default :func:`synthesis_workers`), the same bytes
+    either way: each head has its own generator streams."""
     spec = get_spec(spec) if isinstance(spec, str) else spec
     recipe = recipe or LAYOUTS[spec.layout]
     dtype = dtype_from_name(spec.dtype)
@@ -161,11 +194,22 @@ def synthesize(spec: WorkloadSpec | str, recipe: SyntheticRecipe | None = None) 
     v = torch.empty_like(k)
     q = torch.empty(spec.hq, spec.d, dtype=dtype)
     group = spec.hq // spec.hkv
-    for h in range(spec.hkv):
-        keys, values, _ = _kv_head(spec, recipe, h)
-        q[h * group : (h + 1) * group] = torch.from_numpy(_queries(spec, recipe, h, keys)).to(dtype)
-        k[h] = torch.from_numpy(keys).to(dtype)
-        v[h] = torch.from_numpy(values).to(dtype)
+    workers = workers or synthesis_workers(spec)
+    if workers <= 1:
+        heads = (_head(spec, recipe, h) for h in range(spec.hkv))
+    else:
+        context = multiprocessing.get_context("spawn")  # the caller may hold a CUDA context: never fork it
+        pool = ProcessPoolExecutor(workers, mp_context=context)
+        raw = pool.map(_head_in_worker, [spec] * spec.hkv, [recipe] * spec.hkv, range(spec.hkv))
+        heads = (tuple(torch.from_numpy(a).view(dtype) for a in arrays) for arrays in raw)
+    try:
+        for h, (qh, kh, vh) in enumerate(heads):
+            q[h * group : (h + 1) * group] = qh
+            k[h] = kh
+            v[h] = vh
+    finally:
+        if workers > 1:
+            pool.shutdown(cancel_futures=True)
     metadata = {
         "name": spec.name,
         "source": "synthetic",

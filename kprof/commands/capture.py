@@ -48,11 +48,13 @@ def check_capture(opts: CaptureOptions) -> None:
 def capture_workload(opts: CaptureOptions, status: Callable[[str], None] = lambda s: None,
                      on_layer: Callable[[int, int], None] = lambda i, total: None):
     """The workload, saved to ``opts.out``; returns it and its content hash."""
-    from kprof.workloads import save, synthesize
+    from kprof.workloads import get_spec, save, synthesize
+    from kprof.workloads.synthetic import synthesis_workers
 
     check_capture(opts)
     if opts.synthetic:
-        status(f"generating {opts.synthetic}")
+        workers = synthesis_workers(get_spec(opts.synthetic))
+        status(f"generating {opts.synthetic}" + (f" ({workers} processes, a KV head each)" if workers > 1 else ""))
         workload = synthesize(opts.synthetic)
     else:
         from kprof.workloads.capture import CaptureRequest, capture

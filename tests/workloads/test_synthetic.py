@@ -141,3 +141,20 @@ def test_the_uniform_layout_has_no_clusters_or_sinks():
 def test_a_bad_synthetic_spec_is_one_line_naming_the_fix(text, match):
     with pytest.raises(WorkloadError, match=match):
         get_spec(text)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", ["bf16", "fp32"])
+def test_heads_drawn_in_worker_processes_give_the_same_bytes(dtype):
+    """Two spawned workers, each drawing whole KV heads, against one process: the same hash."""
+    spec = WorkloadSpec(**{**get_spec("cpu-smoke").__dict__, "name": "pool-check", "dtype": dtype, "hkv": 2,
+                           "hq": 6})
+    assert synthesize(spec, workers=2).content_hash() == synthesize(spec, workers=1).content_hash()
+
+
+def test_only_millions_of_tokens_start_processes():
+    from kprof.workloads.synthetic import synthesis_workers
+
+    assert synthesis_workers(get_spec("qwen2.5-7b-l14-32k")) == 1
+    assert synthesis_workers(get_spec("qwen3-8b-128k")) == 1
+    assert synthesis_workers(get_spec("qwen3-8b-1m")) >= 1
