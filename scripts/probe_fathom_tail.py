@@ -9,8 +9,9 @@ end, and its duration, then the gaps between them. The tail is the step's last k
 the scan's end.
 
 With ``--evict`` each profiled step follows the protocol's eviction kernel, as in a comparison's
-rounds (a timed step there runs 250-370 us longer than a step profiled back to back): every
-kernel's duration is then printed per mode, so the kernel that grows is named.
+rounds: every kernel's duration is then printed per mode, so a kernel that grows is named. With
+``--harness`` the steps are also timed by the harness itself (host gate, eviction, events) under
+the profiler: the events' times beside the same steps' kernel spans.
 
     python scripts/probe_fathom_tail.py [--workload qwen3-8b-1m] [--method fathom] [--steps 20]
         [--evict none --evict read-write --evict read] [--json FILE]
@@ -92,28 +93,56 @@ def step_kernels(run, steps: int, trace_dir: Path, evict=None) -> list[list[dict
     return split_steps(kernels, len(one))
 
 
-def harness_steps(session, run, names: set[str], trace_dir: Path) -> tuple[list[float], list[list[dict]]]:
-    """Steps as a comparison times them (the host gate, the eviction, CUDA events, the launch
-    phase's pad kernels; ``session``'s protocol, a few rounds), profiled: the event times and each
-    step's kernels (those named ``names``, the step's own)."""
+def harness_steps(session, runs: dict[str, object], names: set[str], per_step: int,
+                  trace_dir: Path) -> dict[str, tuple[list[float], list[list[dict]]]]:
+    """Steps timed as a comparison times them (the host gate, the eviction, CUDA events, the launch
+    phase's pad kernels; ``session``'s protocol, its balanced order of ``runs``), profiled: for each
+    label, the events' times and the kernels (those named ``names``) of its timed steps."""
     from torch.profiler import ProfilerActivity, profile
 
+    from kprof.measure.harness import TimedOp
+
+    labels = list(runs)
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        measured = session.harness().time(run, "step")
+        measured = session.harness().paired([TimedOp(label, runs[label]) for label in labels])
     path = trace_dir / "trace.json"
     prof.export_chrome_trace(str(path))
-    kernels = [k for k in kernel_records(path) if k["name"] in names]
-    return [float(x) for x in measured.observations[0].ravel()], kernels
+    steps = split_steps([k for k in kernel_records(path) if k["name"] in names], per_step)
+    p, order, timed = session.protocol, [], []  # which label ran each step, and whether it was timed
+    for r, row in enumerate(measured.orders):
+        warm = p.warmup_pairs if r else max(p.warmup_pairs, p.initial_warmup_pairs)
+        order += [i for _ in range(warm) for i in row]
+        timed += [False] * warm * len(row)
+        order += [i for _ in range(p.observations) for i in row]
+        timed += [True] * p.observations * len(row)
+    if len(order) != len(steps):
+        raise SystemExit(f"{len(steps)} steps profiled, {len(order)} expected from the protocol: cannot tell "
+                         "whose step is whose")
+    return {label: ([float(x) for x in measured.observations[i].ravel()],
+                    [st for st, who, t in zip(steps, order, timed) if who == i and t])
+            for i, label in enumerate(labels)}
+
+
+def by_occurrence(step: list[dict]) -> dict[tuple[str, int], dict]:
+    """A step's kernels keyed by (name, how many of that name started before): the same kernel in
+    every step, although kernels of two streams that start together come in either order."""
+    seen: dict[str, int] = {}
+    keyed = {}
+    for k in step:
+        keyed[(k["name"], seen.get(k["name"], 0))] = k
+        seen[k["name"]] = seen.get(k["name"], 0) + 1
+    return keyed
 
 
 def summary(steps: list[list[dict]]) -> tuple[float, list[dict]]:
     """The median step (first kernel start to last end) and each kernel's median start (from the
-    step's first start) and duration, in launch order."""
+    step's first start) and duration, matched across steps by name and occurrence."""
     step_us = statistics.median(max(k["end"] for k in s) - s[0]["start"] for s in steps)
-    rows = [{"name": steps[0][i]["name"], "stream": steps[0][i]["stream"],
-             "start": statistics.median(s[i]["start"] - s[0]["start"] for s in steps),
-             "duration": statistics.median(s[i]["end"] - s[i]["start"] for s in steps)}
-            for i in range(len(steps[0]))]
+    keyed = [by_occurrence(s) for s in steps]
+    rows = [{"name": name, "occurrence": nth, "stream": keyed[0][(name, nth)]["stream"],
+             "start": statistics.median(ks[(name, nth)]["start"] - s[0]["start"] for ks, s in zip(keyed, steps)),
+             "duration": statistics.median(ks[(name, nth)]["end"] - ks[(name, nth)]["start"] for ks in keyed)}
+            for name, nth in keyed[0]]
     return step_us, rows
 
 
@@ -128,6 +157,9 @@ def main() -> None:
     ap.add_argument("--harness", action="store_true",
                     help="also time steps as a comparison does (host gate, eviction, events; 2 rounds x 20) under "
                          "the profiler, and print the events' median beside the median kernel span of those steps")
+    ap.add_argument("--beside", action="append", default=[], metavar="SPEC",
+                    help="with --harness: methods timed in the same paired rounds (repeatable; the same kernels "
+                         "a step, e.g. scan32 or the method itself again), each reported as a mode")
     ap.add_argument("--json", type=Path, help="write every step's tail and the medians here")
     args = ap.parse_args()
     if args.steps < 1:
@@ -139,26 +171,33 @@ def main() -> None:
 
     session = MeasurementSession.open("cuda", args.workload, {"rounds": 2, "observations": 20, "warmup_pairs": 5},
                                       config_mode="default")
-    prepared = session.prepare(args.method, args.method, "subject").prepared
+    if args.beside and not args.harness:
+        raise SystemExit("--beside needs --harness")
+    labels = [args.method] + [f"{spec} ({i + 1})" for i, spec in enumerate(args.beside)]
+    runs = {label: session.prepare(spec, label, "subject").prepared.run
+            for label, spec in zip(labels, [args.method, *args.beside])}
+    prepared_run = runs[args.method]
     for _ in range(10):
-        prepared.run()
+        for run in runs.values():
+            run()
     torch.cuda.synchronize()
     by_mode = {}
     with tempfile.TemporaryDirectory() as tmp:
         for mode in modes:
             evict = None if mode == "none" else EvictionBuffer(torch.device("cuda"), DEFAULT_MIB, mode).evict
-            by_mode[mode] = step_kernels(prepared.run, args.steps, Path(tmp), evict)
+            by_mode[mode] = step_kernels(prepared_run, args.steps, Path(tmp), evict)
+        events = {}
         if args.harness:
-            one = profile_steps(prepared.run, 1, Path(tmp))
-            events, kernels = harness_steps(session, prepared.run, {k["name"] for k in one}, Path(tmp))
-            steps = split_steps(kernels, len(one))
-            spans = [max(k["end"] for k in st) - st[0]["start"] for st in steps]
-            print(f"as timed by the harness: events {statistics.median(events):,.1f} us (median of {len(events)}), "
-                  f"kernel span of the same run's {len(steps)} steps (warm-up included) "
-                  f"{statistics.median(spans):,.1f} us (median)")
-            by_mode["harness"] = steps
-            modes = [*modes, "harness"]
-    report = {"workload": args.workload, "method": args.method, "modes": {}}
+            one = profile_steps(prepared_run, 1, Path(tmp))
+            timed = harness_steps(session, runs, {k["name"] for k in one}, len(one), Path(tmp))
+            for label, (times, steps) in timed.items():
+                spans = [max(k["end"] for k in st) - st[0]["start"] for st in steps]
+                print(f"{label} as timed by the harness: events {statistics.median(times):,.1f} us (median of "
+                      f"{len(times)}), the same steps' kernel spans {statistics.median(spans):,.1f} us (median)")
+                events[f"harness {label}"] = times
+                by_mode[f"harness {label}"] = steps
+                modes = [*modes, f"harness {label}"]
+    report = {"workload": args.workload, "method": args.method, "modes": {}, "harness_events_us": events}
     for mode, steps in by_mode.items():
         tails = [tail(step) for step in steps]
         if min(len(t) for t in tails) == 0:
@@ -171,7 +210,7 @@ def main() -> None:
                  "duration": statistics.median(t[i]["end"] - t[i]["start"] for t in tails)} for i in range(width)]
         total = statistics.median(t[-1]["end"] for t in tails)
         step_us, kernels = summary(steps)
-        print(f"{args.method} on {args.workload}, eviction {mode}: {len(tails)} steps, {len(steps[0])} kernels a step, "
+        print(f"{args.method} on {args.workload}, {mode}: {len(tails)} steps, {len(steps[0])} kernels a step, "
               f"step {step_us:,.1f} us (first kernel start to last end, profiled); the tail after the scan "
               f"{total:,.1f} us (medians)")
         print(f"{'kernel':>28s} {'stream':>6s} {'start':>9s} {'end':>9s} {'us':>8s}")
@@ -181,12 +220,14 @@ def main() -> None:
         report["modes"][mode] = {"step_us": step_us, "tail_us": total, "tail": rows, "kernels": kernels,
                                  "steps": tails}
     if len(by_mode) > 1:
-        print("every kernel of the step, median us from the step's first start / duration, per eviction mode")
-        print(f"{'kernel':>28s} " + " ".join(f"{m:>19s}" for m in by_mode))
-        for i, row in enumerate(report["modes"][modes[0]]["kernels"]):
-            cells = " ".join(f"{report['modes'][m]['kernels'][i]['start']:9.1f}/"
-                             f"{report['modes'][m]['kernels'][i]['duration']:9.1f}" for m in by_mode)
-            print(f"{row['name'][:28]:>28s} {cells}")
+        print("every kernel of the step, median us from the step's first start / duration, per mode")
+        for n, m in enumerate(by_mode):
+            print(f"  mode {n}: {m}")
+        print(f"{'kernel':>28s} " + " ".join(f"{'mode ' + str(n):>19s}" for n in range(len(by_mode))))
+        rows = {m: {(r["name"], r["occurrence"]): r for r in report["modes"][m]["kernels"]} for m in by_mode}
+        for key in rows[modes[0]]:
+            cells = " ".join(f"{rows[m][key]['start']:9.1f}/{rows[m][key]['duration']:9.1f}" for m in by_mode)
+            print(f"{key[0][:26]:>26s} {key[1]} {cells}")
     if args.json:
         args.json.write_text(json.dumps(report, indent=1))
 

@@ -163,7 +163,7 @@ def synthesis_workers(spec: WorkloadSpec) -> int:
         return 1
     try:
         free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError):  # not Linux: no figure, no pool
+    except (AttributeError, ValueError, OSError):  # not Linux: no figure, no pool
         return 1
     per_head = 3 * 2 * spec.n * spec.d * 8
     return max(1, min(spec.hkv, os.cpu_count() or 1, free // per_head))
@@ -195,20 +195,21 @@ def synthesize(spec: WorkloadSpec | str, recipe: SyntheticRecipe | None = None, 
     q = torch.empty(spec.hq, spec.d, dtype=dtype)
     group = spec.hq // spec.hkv
     workers = workers or synthesis_workers(spec)
-    if workers <= 1:
-        heads = (_head(spec, recipe, h) for h in range(spec.hkv))
-    else:
-        context = multiprocessing.get_context("spawn")  # the caller may hold a CUDA context: never fork it
-        pool = ProcessPoolExecutor(workers, mp_context=context)
-        raw = pool.map(_head_in_worker, [spec] * spec.hkv, [recipe] * spec.hkv, range(spec.hkv))
-        heads = (tuple(torch.from_numpy(a).view(dtype) for a in arrays) for arrays in raw)
+    pool = None
     try:
-        for h, (qh, kh, vh) in enumerate(heads):
+        if workers <= 1:
+            heads = (_head(spec, recipe, h) for h in range(spec.hkv))
+        else:
+            context = multiprocessing.get_context("spawn")  # the caller may hold a CUDA context: never fork it
+            pool = ProcessPoolExecutor(workers, mp_context=context)
+            raw = pool.map(_head_in_worker, [spec] * spec.hkv, [recipe] * spec.hkv, range(spec.hkv))
+            heads = (tuple(torch.from_numpy(a).view(dtype) for a in arrays) for arrays in raw)
+        for h, (qh, kh, vh) in enumerate(heads):  # in head order (map keeps it)
             q[h * group : (h + 1) * group] = qh
             k[h] = kh
             v[h] = vh
     finally:
-        if workers > 1:
+        if pool is not None:
             pool.shutdown(cancel_futures=True)
     metadata = {
         "name": spec.name,

@@ -5,8 +5,8 @@ loads: ``cp.async`` (the pipelined loops) and TMA loads ignore or drop them. A s
 policy window is applied by the hardware to every access in its byte range, whatever the load
 form: lines the kernel brings into L2 there replace one another rather than what the caller left
 in L2. The window is set on the launching stream just before a launch and the stream's previous
-window restored right after it, so nothing else launched on that stream is affected. Graph
-capture records the window on the captured kernel node.
+window restored right after it, so nothing else launched on that stream is affected. CUDA-graph
+replays of a captured launch kept the window's gain on the H200, so capture takes it along.
 
 Only the CUDA driver API has the call (``cuStreamSetAttribute``); it is reached through ctypes.
 """
@@ -39,7 +39,15 @@ class _AttrValue(ctypes.Union):  # CUlaunchAttributeValue: 64 bytes
 
 @functools.cache
 def _driver() -> ctypes.CDLL:
-    return ctypes.CDLL("libcuda.so.1")
+    try:
+        driver = ctypes.CDLL("libcuda.so.1")
+    except OSError as exc:
+        raise ConfigError(f"the CUDA driver library cannot be loaded ({exc}): run without the L2 window option") \
+            from None
+    for call in (driver.cuStreamGetAttribute, driver.cuStreamSetAttribute):
+        call.argtypes = (ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)
+        call.restype = ctypes.c_int
+    return driver
 
 
 def _check(result: int, what: str) -> None:
@@ -58,50 +66,61 @@ def max_window_bytes(device: torch.device) -> int:
     return value.value
 
 
+def check_fits(nbytes: int, device: torch.device, option: str) -> None:
+    """Refuse, before anything is allocated, a buffer no window on ``device`` can cover."""
+    if device.type != "cuda":
+        raise ConfigError(f"{option} needs a CUDA device: drop it on the CPU")
+    limit = max_window_bytes(device)
+    if nbytes > limit:
+        raise ConfigError(f"{option}: {nbytes / 2**20:,.0f} MiB is more than this GPU's largest L2 window "
+                          f"({limit / 2**20:,.0f} MiB): drop the option at this context length")
+
+
 @dataclass(frozen=True)
 class StreamingWindow:
-    """The byte range ``[base, base + nbytes)`` of one tensor, marked streaming in L2."""
+    """The byte range ``[base, base + nbytes)`` of one tensor on device ``device``, marked streaming in L2."""
 
     base: int
     nbytes: int
+    device: int
 
     @classmethod
     def over(cls, buffer: torch.Tensor, option: str) -> "StreamingWindow":
         """A window over all of ``buffer`` (contiguous, on a CUDA device); ``option`` names the
         setting in errors."""
-        if buffer.device.type != "cuda":
-            raise ConfigError(f"{option} needs a CUDA device: drop it on the CPU")
+        nbytes = buffer.numel() * buffer.element_size()
+        check_fits(nbytes, buffer.device, option)
         if not buffer.is_contiguous():
             raise ConfigError(f"{option}: the buffer must be contiguous")
-        nbytes = buffer.numel() * buffer.element_size()
-        limit = max_window_bytes(buffer.device)
-        if nbytes > limit:
-            raise ConfigError(f"{option}: {nbytes / 2**20:,.0f} MiB is more than this GPU's largest L2 window "
-                              f"({limit / 2**20:,.0f} MiB): drop the option at this context length")
-        return cls(buffer.data_ptr(), nbytes)
+        index = buffer.device.index if buffer.device.index is not None else torch.cuda.current_device()
+        return cls(buffer.data_ptr(), nbytes, index)
 
-    def wrap(self, launch: Callable[[], None]) -> Callable[[], None]:
-        """``launch`` run with the window set on the current stream, the stream's window restored
-        after. The driver calls' arguments are built once: the pair costs the host about as much
-        as one more launch."""
+    def wrap(self, launch: Callable[[], None]) -> "WindowedLaunch":
+        """``launch`` run with this window set on the current stream of the buffer's device."""
+        return WindowedLaunch(self, launch)
+
+
+class WindowedLaunch:
+    """A launch between setting a window on the current stream and restoring the stream's own.
+    The driver calls' arguments are built once: the three calls cost the host about 6 us."""
+
+    def __init__(self, window: StreamingWindow, launch: Callable[[], None]):
+        self.launch = launch
+        self._mine, self._before = _AttrValue(), _AttrValue()  # the addresses below point into these
+        self._mine.window = _Window(window.base, window.nbytes, 1.0, _STREAMING, _STREAMING)
+        self._mine_p, self._before_p = ctypes.addressof(self._mine), ctypes.addressof(self._before)
         driver = _driver()
-        get, put = driver.cuStreamGetAttribute, driver.cuStreamSetAttribute
-        for call in (get, put):
-            call.argtypes = (ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)
-            call.restype = ctypes.c_int
-        mine, before = _AttrValue(), _AttrValue()
-        mine.window = _Window(self.base, self.nbytes, 1.0, _STREAMING, _STREAMING)
-        mine_p, before_p = ctypes.addressof(mine), ctypes.addressof(before)
-        stream_of, device = current_stream_source()
+        self._get, self._put = driver.cuStreamGetAttribute, driver.cuStreamSetAttribute
+        self._stream_of, _ = current_stream_source()
+        self._device = window.device
 
-        def windowed() -> None:
-            stream = stream_of(device)
-            _check(get(stream, _ACCESS_POLICY_WINDOW, before_p), "reading the stream's L2 access-policy window")
-            _check(put(stream, _ACCESS_POLICY_WINDOW, mine_p), "setting an L2 access-policy window on the stream")
-            try:
-                launch()
-            finally:
-                _check(put(stream, _ACCESS_POLICY_WINDOW, before_p), "restoring the stream's L2 access-policy window")
-
-        windowed.keep = (mine, before)  # the structures the addresses point into live as long as the launch
-        return windowed
+    def __call__(self) -> None:
+        stream, attr = self._stream_of(self._device), _ACCESS_POLICY_WINDOW
+        _check(self._get(stream, attr, self._before_p), "reading the stream's L2 access-policy window")
+        _check(self._put(stream, attr, self._mine_p), "setting an L2 access-policy window on the stream")
+        try:
+            self.launch()
+        except BaseException:
+            self._put(stream, attr, self._before_p)  # best effort: the launch's own error is the one to see
+            raise
+        _check(self._put(stream, attr, self._before_p), "restoring the stream's L2 access-policy window")

@@ -56,9 +56,9 @@ class TritonDense(Method):
 
     def __init__(self, pdl: int | None = None, window: int = 0):
         """``triton-dense:pdl=0|1``: launch the combine as a programmatic dependent of the partials
-        (sm_90+; default: where supported). ``window=1``: K and V in one buffer that an L2
+        (sm_90+; default: where supported). ``window=1``: K and V copied into one buffer that an L2
         access-policy window marks streaming for the partial launch (CUDA only; the buffer must fit
-        the GPU's largest window)."""
+        the GPU's largest window; later in-place writes to the workload's K and V are not seen)."""
         for key, value in (("pdl", pdl), ("window", window)):
             if value not in (None, 0, 1) or (key == "window" and value is None):
                 raise ConfigError(f"triton-dense option {key}={value}: use {_CHOICES[key]}")

@@ -27,7 +27,7 @@ from kprof.core.config_space import Constraint, LaunchConfig, LaunchSpace, Param
 from kprof.kernels.common.bound_launch import bound_launch
 from kprof.kernels.common.dependent_launch import release_dependents, resolve_pdl, wait_for_predecessor
 from kprof.kernels.common.grid_sync import sm_count
-from kprof.kernels.common.l2_window import StreamingWindow
+from kprof.kernels.common.l2_window import StreamingWindow, check_fits
 from kprof.kernels.common.split_kv_combine import combine_head
 from kprof.kernels.dense.key_range import group_partials
 from kprof.kernels.dense.operands import DenseOperands
@@ -123,12 +123,14 @@ LAUNCH_KERNELS = {"partial": (_split_kv_partial,), "combine": (_combine_columns,
 class SplitKVDecode:
     """Owns the workspace and launch geometry of one split-KV decode; launches allocate nothing.
     ``pdl``: None where supported (:func:`resolve_pdl`), else as given. ``window``: the partial runs
-    under an L2 window that marks K and V streaming (:mod:`kprof.kernels.common.l2_window`)."""
+    under an L2 window that marks K and V streaming (:mod:`kprof.kernels.common.l2_window`); it reads
+    a copy of K and V made here, so K and V written in place afterwards are not seen."""
 
     def __init__(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, config: dict[str, LaunchConfig],
                  pdl: bool | None = None, window: bool = False):
         o = DenseOperands.of(q, k, v, "triton-dense")
         if window:  # K and V side by side in one buffer, so that one window covers both
+            check_fits(2 * o.k.numel() * o.k.element_size(), q.device, "triton-dense:window=1")
             kv = torch.stack((o.k, o.v))
             o = dataclasses.replace(o, k=kv[0], v=kv[1])
         self.pdl = resolve_pdl(pdl, q.device)

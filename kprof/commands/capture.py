@@ -55,7 +55,7 @@ def capture_workload(opts: CaptureOptions, status: Callable[[str], None] = lambd
     if opts.synthetic:
         workers = synthesis_workers(get_spec(opts.synthetic))
         status(f"generating {opts.synthetic}" + (f" ({workers} processes, a KV head each)" if workers > 1 else ""))
-        workload = synthesize(opts.synthetic)
+        workload = synthesize(opts.synthetic, workers=workers)
     else:
         from kprof.workloads.capture import CaptureRequest, capture
 

@@ -152,9 +152,19 @@ def test_heads_drawn_in_worker_processes_give_the_same_bytes(dtype):
     assert synthesize(spec, workers=2).content_hash() == synthesize(spec, workers=1).content_hash()
 
 
-def test_only_millions_of_tokens_start_processes():
-    from kprof.workloads.synthetic import synthesis_workers
+def test_only_millions_of_tokens_start_processes_as_many_as_cores_and_memory_allow(monkeypatch):
+    import os
 
-    assert synthesis_workers(get_spec("qwen2.5-7b-l14-32k")) == 1
-    assert synthesis_workers(get_spec("qwen3-8b-128k")) == 1
-    assert synthesis_workers(get_spec("qwen3-8b-1m")) >= 1
+    from kprof.workloads import synthetic
+
+    gib = 2**30
+    pages = {"SC_PAGE_SIZE": 4096, "SC_AVPHYS_PAGES": 64 * gib // 4096}
+    monkeypatch.setattr(os, "sysconf", lambda name: pages[name])
+    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    assert synthetic.synthesis_workers(get_spec("qwen2.5-7b-l14-32k")) == 1
+    assert synthetic.synthesis_workers(get_spec("qwen3-8b-128k")) == 1
+    assert synthetic.synthesis_workers(get_spec("qwen3-8b-1m")) == 8  # one per KV head: 8 x 6 GiB fit in 64
+    pages["SC_AVPHYS_PAGES"] = 20 * gib // 4096
+    assert synthetic.synthesis_workers(get_spec("qwen3-8b-1m")) == 3  # a head takes ~6 GiB while drawn
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    assert synthetic.synthesis_workers(get_spec("qwen3-8b-1m")) == 2

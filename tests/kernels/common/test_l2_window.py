@@ -50,25 +50,35 @@ def test_a_window_needs_a_cuda_buffer():
     assert l2_window.max_window_bytes(torch.device("cpu")) == 0
 
 
+def _window_of(stream) -> tuple[int, int]:
+    """The stream's window: its size and hit property (the driver may align its base)."""
+    value = l2_window._AttrValue()
+    assert l2_window._driver().cuStreamGetAttribute(stream.cuda_stream, 1, ctypes.addressof(value)) == 0
+    return value.window.num_bytes, value.window.hit_prop
+
+
 @pytest.mark.gpu
-def test_the_streams_window_is_restored_after_the_launch():
+def test_the_window_is_on_the_stream_during_the_launch_and_the_streams_own_after():
     if not torch.cuda.is_available():
         pytest.skip("needs a GPU")
     buf = torch.zeros(1 << 20, device="cuda")
-    ran = []
-    windowed = l2_window.StreamingWindow.over(buf, "test").wrap(lambda: ran.append(1))
-    driver = l2_window._driver()
     stream = torch.cuda.Stream()
+    seen = []
+    windowed = l2_window.StreamingWindow.over(buf, "test").wrap(lambda: seen.append(_window_of(stream)))
     theirs = l2_window._AttrValue()
     theirs.window = l2_window._Window(buf.data_ptr(), 4096, 0.5, 0, 0)
+    assert l2_window._driver().cuStreamSetAttribute(stream.cuda_stream, 1, ctypes.addressof(theirs)) == 0
     with torch.cuda.stream(stream):
-        handle = ctypes.c_void_p(stream.cuda_stream)
-        assert driver.cuStreamSetAttribute(handle, 1, ctypes.byref(theirs)) == 0
         windowed()
-        after = l2_window._AttrValue()
-        assert driver.cuStreamGetAttribute(handle, 1, ctypes.byref(after)) == 0
-    assert ran == [1]
-    assert (after.window.num_bytes, after.window.hit_prop) == (4096, 0)
+    assert seen == [(buf.numel() * 4, l2_window._STREAMING)]
+    assert _window_of(stream) == (4096, 0)
+
+    def fails():
+        raise RuntimeError("the launch failed")
+
+    with torch.cuda.stream(stream), pytest.raises(RuntimeError, match="the launch failed"):
+        l2_window.StreamingWindow.over(buf, "test").wrap(fails)()
+    assert _window_of(stream) == (4096, 0)
     with pytest.raises(ConfigError, match="largest L2 window"):
         l2_window.StreamingWindow.over(torch.empty(l2_window.max_window_bytes(buf.device) // 2 + 1,
                                                    dtype=torch.float16, device="cuda"), "test")
