@@ -46,6 +46,9 @@ class TritonDecode(Method):
 
 _CHOICES = {"pdl": "pdl=1 (programmatic dependent launch) or pdl=0",
             "window": "window=1 (K and V under a streaming L2 window) or window=0"}
+_OPTIONS = {"pdl": "0|1: the combine as a programmatic dependent launch (default: where supported, sm_90+)",
+            "window": "0|1: K and V copied into one buffer that an L2 access-policy window marks streaming for "
+                      "the partial (CUDA; at most the GPU's largest window, 128 MiB on an H200)"}
 
 
 @register
@@ -53,6 +56,7 @@ class TritonDense(Method):
     name = "triton-dense"
     summary = "Triton split-KV decode: per-split partials for a whole GQA group, then a combine"
     pow2_head_dim = True
+    options = _OPTIONS
 
     def __init__(self, pdl: int | None = None, window: int = 0):
         """``triton-dense:pdl=0|1``: launch the combine as a programmatic dependent of the partials
@@ -67,7 +71,7 @@ class TritonDense(Method):
 
     @classmethod
     def from_options(cls, options: dict[str, str]) -> "TritonDense":
-        unknown = sorted(set(options) - {"pdl", "window"})
+        unknown = sorted(set(options) - set(cls.options))
         if unknown:
             raise ConfigError(f"unknown triton-dense option {unknown[0]!r}: use {_CHOICES['pdl']}, "
                               f"{_CHOICES['window']}")

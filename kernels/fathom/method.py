@@ -38,11 +38,21 @@ from kprof.workloads.workload import Workload
 
 _CHOICES = {"index": ("host", "hbm"), "rows": ("host", "hbm"), "basis": ("raw", "klt"), "gather": ("copy", "fused"),
             "pages": ("default", "huge", "wc")}
+_OPTIONS = {
+    "k": "int (512): tokens the exact top-k selects per query head",
+    "index": "host|hbm: where the bit-plane index lives (host: pinned memory, read over PCIe)",
+    "rows": "host|hbm: where the K/V rows the fetch reads live",
+    "basis": "raw|klt: channels as stored, or rotated to the keys' eigenbasis",
+    "gather": "fused|copy: the scan reads the planes where they live, or from an HBM copy staged first",
+    "pages": "default|huge|wc: the pinned memory's kind (cudaHostAlloc, huge pages, write-combined)",
+    "pieces": "int or sizes like 3+3+1+1 (4 with the host index): KV-head ranges the step is pipelined over",
+}
 
 
 class _FathomFamily(Method):
     selection_dependent = True
     pow2_head_dim = True
+    options = _OPTIONS
     dtypes = (torch.float16, torch.bfloat16, torch.float32)
     takes_budget: ClassVar[bool] = False
 
@@ -78,8 +88,7 @@ class _FathomFamily(Method):
                 if key == "pieces" and kw[key] < 1:
                     raise ConfigError(f"{cls.name} option pieces={value}: use 1 (no pipelining) or more")
             else:
-                allowed = ["k", "pieces", *_CHOICES] + (["budget"] if cls.takes_budget else [])
-                raise ConfigError(f"unknown {cls.name} option {key!r}: use {', '.join(allowed)}")
+                raise ConfigError(f"unknown {cls.name} option {key!r}: use {', '.join(cls.options)}")
         return cls(**kw)
 
     fixed_channels: ClassVar[int | None] = None  # baselines: channels read at 4 bits (None: all)
@@ -156,6 +165,7 @@ class Fathom(_FathomFamily):
     name = "fathom"
     summary = "Fathom: per-query water-filled read depth over 4-bit bit planes (budget = code bits/token)"
     takes_budget = True
+    options = {"budget": "bits (48): code bits per token the water-filling spends", **_OPTIONS}
 
 
 @register

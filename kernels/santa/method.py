@@ -28,6 +28,14 @@ from kprof.methods.registry import register
 from kprof.workloads.workload import Workload
 
 _INT_OPTIONS = ("p", "r", "s", "k", "seed", "noise_seed", "fresh", "pdl")
+_OPTIONS = {
+    "p": "int (16): tokens per parent cluster (N / P clusters)", "r": "int (4): teams per parent (divides P)",
+    "s": "int (124): the budget S; K = min(teams, S / (P / R))", "k": "int: K itself, instead of the budget's",
+    "parents": "kmeans|contiguous: how parent clusters are formed", "seed": "int (0): the k-means seed",
+    "noise_seed": "int (0): the Gumbel noise's seed",
+    "fresh": "0|1: new noise every call (seed advanced on the device)",
+    "out": "native|fp32: the output's dtype", "pdl": "0|1: programmatic dependent launches (default: sm_90+)",
+}
 
 
 @register
@@ -39,6 +47,7 @@ class Santa(Method):
     sampled = True
     selection_dependent = True
     pow2_head_dim = True
+    options = _OPTIONS
 
     def __init__(self, p: int = 16, r: int = 4, s: int = 124, k: int | None = None, parents: str = "kmeans",
                  seed: int = 0, noise_seed: int = 0, fresh: int = 0, out: str = "native", pdl: int | None = None):
@@ -66,7 +75,7 @@ class Santa(Method):
                 except ValueError:
                     raise ConfigError(f"santa option {key}={value!r} must be an integer") from None
             else:
-                raise ConfigError(f"unknown santa option {key!r}: use {', '.join(_INT_OPTIONS + ('parents', 'out'))}")
+                raise ConfigError(f"unknown santa option {key!r}: use {', '.join(cls.options)}")
         return cls(**kw)
 
     decode_class = SantaDecode

@@ -6,6 +6,7 @@ import json
 import sys
 
 import click
+from rich.markup import escape
 from rich.table import Table
 
 from kprof.cli.console import console, err_console
@@ -25,8 +26,8 @@ def _target_options(fn):
 @click.option("--json", "as_json", is_flag=True,
               help="Print each method with its module, launches, tunable parameters and source hash as JSON.")
 def methods(as_json: bool) -> None:
-    """List registered methods, where each comes from, their launches and tunable launch
-    parameters (defaults in bold).
+    """List registered methods, where each comes from, their options (NAME:key=value; --json says
+    what each does), their launches and tunable launch parameters (defaults in bold).
 
     Your own methods: --method MODULE:NAME on any command (a Method subclass or a function
     f(q, k, v) -> o), an entry point in the group kprof.methods of an installed package, or
@@ -52,7 +53,9 @@ def methods(as_json: bool) -> None:
                 for name, p in space.items())
             for launch, space in c.launches.items()
         ) or "(library call, nothing to tune)"
-        t.add_row(c.name, c.origin, "yes" if c.needs_cuda else "no", c.summary, params)
+        options = ", ".join(f"{key}={text.split(':', 1)[0]}" for key, text in c.options.items())
+        summary = escape(c.summary) + (f"\n[dim]options: {escape(options)}[/]" if options else "")
+        t.add_row(c.name, c.origin, "yes" if c.needs_cuda else "no", summary, params)
     console.print(t)
 
 

@@ -3,7 +3,7 @@ method's output is right (poisoned output, fp64 reference, launch catalog)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kprof.commands import preflight
 from kprof.core.config_space import parse_overrides
@@ -20,6 +20,7 @@ class MethodCard:
     needs_cuda: bool
     launches: dict[str, dict[str, dict]]  # launch -> parameter -> {"values", "default"}
     source_hash: str | None = None  # asked for: it needs the kernels' code, so torch and Triton
+    options: dict[str, str] = field(default_factory=dict)  # name:key=value options -> "values: meaning"
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -31,8 +32,8 @@ def cards(source_hash: bool = False) -> list[MethodCard]:
     from kprof.methods.catalogue import plugins_present, stored
 
     if not source_hash and not plugins_present():
-        return [MethodCard(c["name"], c["module"], "built-in", c["summary"], c["needs_cuda"], c["launches"])
-                for c in stored()]
+        return [MethodCard(c["name"], c["module"], "built-in", c["summary"], c["needs_cuda"], c["launches"],
+                           options=c.get("options", {})) for c in stored()]
     from kprof.methods import registered
     from kprof.methods.registry import origin
     from kprof.tuning.source_key import source_hash as hash_of
@@ -43,7 +44,7 @@ def cards(source_hash: bool = False) -> list[MethodCard]:
         launches = {launch: {p.name: {"values": list(p.values), "default": p.default} for p in space.params}
                     for launch, space in m.config_space().items()}
         out.append(MethodCard(name, cls.__module__, origin(name), m.summary, m.needs_cuda, launches,
-                              hash_of(m) if source_hash else None))
+                              hash_of(m) if source_hash else None, dict(cls.options)))
     return out
 
 

@@ -64,6 +64,9 @@ class Method(ABC):
     # keys hash them for a launch that names no kernels (kprof.tuning.source_key)
     kernel_modules: ClassVar[tuple[str, ...]] = ()
     dtypes: ClassVar[tuple[torch.dtype, ...]] = (torch.float16, torch.bfloat16, torch.float32)
+    # what each ``name:key=value`` option takes and does, as "values: meaning" by key (``kprof
+    # methods`` lists them); ``from_options`` refuses every other key
+    options: ClassVar[dict[str, str]] = {}
 
     def config_space(self) -> Mapping[str, LaunchSpace]:
         """Tunable launch parameters per launch name; empty for library calls."""

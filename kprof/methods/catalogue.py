@@ -17,9 +17,10 @@ ENTRY_POINT_GROUP = "kprof.methods"  # kprof.methods.registry's, named here so t
 
 
 def card(name: str, cls) -> dict:
-    """One method as listed: where it lives, what it is, its launches and their parameters."""
+    """One method as listed: where it lives, what it is, its options, its launches and their parameters."""
     m = cls()
     return {"name": name, "module": cls.__module__, "summary": m.summary, "needs_cuda": m.needs_cuda,
+            "options": dict(cls.options),
             "launches": {launch: {p.name: {"values": list(p.values), "default": p.default} for p in space.params}
                          for launch, space in m.config_space().items()}}
 

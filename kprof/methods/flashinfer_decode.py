@@ -43,6 +43,7 @@ class FlashInferDecode(Method):
                "cores for grouped queries (optional: pip install 'kprof[flashinfer]')")
     needs_cuda = True
     dtypes = (torch.float16, torch.bfloat16)
+    options = {"page": "int, a power of two (16): tokens per KV page"}
 
     def __init__(self, page: int = 16):
         if page < 1 or page & (page - 1):
@@ -51,7 +52,7 @@ class FlashInferDecode(Method):
 
     @classmethod
     def from_options(cls, options: dict[str, str]) -> "FlashInferDecode":
-        unknown = set(options) - {"page"}
+        unknown = set(options) - set(cls.options)
         if unknown:
             raise ConfigError(f"flashinfer takes the option page=N (tokens per KV page), not "
                               f"{', '.join(sorted(unknown))}")

@@ -36,3 +36,13 @@ def test_validate_runs_three_realisations_of_santa(tmp_path, make_workload):
     assert all(x["passed"] and x["max_abs_error"] < 1e-5 for x in recs)
     r = CliRunner().invoke(cli, ["validate", "--method", "math", "--workload", str(path), "--device", "cpu", "--json"])
     assert r.exit_code == 0 and len(json.loads(r.output)) == 1
+
+
+def test_methods_lists_each_methods_options_and_keeps_brackets_in_summaries(runner):
+    r = runner.invoke(cli, ["methods"], env={"COLUMNS": "200"})
+    assert r.exit_code == 0, r.output
+    assert "options: pdl=0|1, window=0|1" in r.output
+    assert "kprof[flashinfer]" in r.output  # rich markup would eat "[flashinfer]"
+    doc = json.loads(runner.invoke(cli, ["methods", "--json"]).output)
+    dense = next(c for c in doc if c["name"] == "triton-dense")
+    assert dense["options"]["window"].startswith("0|1: K and V copied into one buffer")

@@ -78,3 +78,17 @@ def test_method_spec_carries_options_and_launch_parameters(cpu_target, make_work
         get_method("santa:q=3")
     with pytest.raises(KprofError, match="bad method option"):
         get_method("santa:p")
+
+
+@pytest.mark.parametrize("name", sorted(registered()))
+def test_the_listed_options_are_the_accepted_ones(name):
+    """Every option ``kprof methods`` lists is one ``from_options`` takes (a bad value is refused
+    naming the value, as an unknown key's refusal never does), and any other key is refused with
+    the listed ones named."""
+    cls = registered()[name]
+    for key in cls.options:
+        with pytest.raises((KprofError, ValueError), match="zzz"):
+            cls.from_options({key: "zzz"})
+    with pytest.raises(KprofError) as exc:
+        cls.from_options({"no_such_option": "1"})
+    assert all(key in str(exc.value) for key in cls.options), str(exc.value)
