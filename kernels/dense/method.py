@@ -44,11 +44,13 @@ class TritonDecode(Method):
         )
 
 
-_CHOICES = {"pdl": "pdl=1 (programmatic dependent launch) or pdl=0",
-            "window": "window=1 (K and V under a streaming L2 window) or window=0"}
 _OPTIONS = {"pdl": "0|1: the combine as a programmatic dependent launch (default: where supported, sm_90+)",
             "window": "0|1: K and V copied into one buffer that an L2 access-policy window marks streaming for "
                       "the partial (CUDA; at most the GPU's largest window, 128 MiB on an H200)"}
+
+
+def _use(key: str) -> str:
+    return f"{key}=1 or {key}=0 ({_OPTIONS[key].split(': ', 1)[1]})"
 
 
 @register
@@ -64,8 +66,8 @@ class TritonDense(Method):
         access-policy window marks streaming for the partial launch (CUDA only; the buffer must fit
         the GPU's largest window; later in-place writes to the workload's K and V are not seen)."""
         for key, value in (("pdl", pdl), ("window", window)):
-            if value not in (None, 0, 1) or (key == "window" and value is None):
-                raise ConfigError(f"triton-dense option {key}={value}: use {_CHOICES[key]}")
+            if value not in (None, 0, 1):
+                raise ConfigError(f"triton-dense option {key}={value}: use {_use(key)}")
         self.pdl = None if pdl is None else bool(pdl)
         self.window = bool(window)
 
@@ -73,14 +75,14 @@ class TritonDense(Method):
     def from_options(cls, options: dict[str, str]) -> "TritonDense":
         unknown = sorted(set(options) - set(cls.options))
         if unknown:
-            raise ConfigError(f"unknown triton-dense option {unknown[0]!r}: use {_CHOICES['pdl']}, "
-                              f"{_CHOICES['window']}")
+            raise ConfigError(f"unknown triton-dense option {unknown[0]!r}: use "
+                              f"{' or '.join(f'{key}=0|1' for key in cls.options)} (kprof methods says what each does)")
         kw = {}
         for key, value in options.items():
             try:
                 kw[key] = int(value)
             except ValueError:
-                raise ConfigError(f"triton-dense option {key}={value!r}: use {_CHOICES[key]}") from None
+                raise ConfigError(f"triton-dense option {key}={value!r}: use {_use(key)}") from None
         return cls(**kw)
 
     def config_space(self):
