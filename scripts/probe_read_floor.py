@@ -17,12 +17,16 @@ ramp of the grid, the tail) matters at 32K. This probe times, in one run of pair
   ``triton-dense:window=1``), and ``torch
   amax``: torch's own reductions over K and over V (two launches), so the floor does not rest on
   one kernel's shape;
-- the dense methods named by ``--method`` (default triton-decode, triton-dense, flash).
+- the dense methods named by ``--method`` (default triton-decode, triton-dense, flash);
+- with ``--loop SPEC`` (a triton-dense spec), that spec's partial launch alone, and the same launch
+  with its loop's online softmax taken out (the loads, their pipeline and the two dots stay:
+  ``BODY=1`` of ``kernels/dense/key_range.py``, not attention): what the softmax adds to the loop,
+  and how far the loads and dots alone sit from the fastest full read.
 
 Each stream's sum is checked against torch's first, so the probe provably reads each byte once.
 
     python scripts/probe_read_floor.py [--workload qwen2.5-7b-l14-32k] [--method M ...] [--json FILE]
-        [--eviction read] [--shape 2:16384:8:1 ...] [--shape 8:8192:4:1:first ...]
+        [--eviction read] [--shape 2:16384:8:1 ...] [--shape 8:8192:4:1:first ...] [--loop triton-dense:window=1]
         [--device cpu --workload cpu-smoke]   (a smoke run through the interpreter: not GPU numbers)
 """
 
@@ -38,6 +42,7 @@ import torch
 
 from kprof.kernels.common.l2_window import StreamingWindow
 from kprof.kernels.common.stream_read import StreamRead
+from kprof.kernels.dense.split_kv import SplitKVDecode
 from kprof.measure.harness import TimedOp
 from kprof.measure.protocol import EVICTION_MODES
 
@@ -68,6 +73,9 @@ def main() -> None:
                     help="another full stream: P programs per SM, B elements a step, W warps, S stages, "
                          "'first' for evict-first loads, 'window' for a streaming L2 window over K and V "
                          f"(repeatable; default {' '.join(DEFAULT_SHAPES)})")
+    ap.add_argument("--loop", action="append", metavar="SPEC", default=[],
+                    help="a triton-dense spec whose partial launch is timed alone and with its loop's softmax "
+                         "taken out (the loads and the two dots alone; repeatable)")
     ap.add_argument("--eviction", choices=EVICTION_MODES, default=None,
                     help="the protocol's eviction mode (kprof compare --help)")
     ap.add_argument("--rounds", type=int, default=None, help="rounds (default: the protocol's)")
@@ -107,6 +115,14 @@ def main() -> None:
         if not stream.empty:
             _check(stream)
     prepared = {m: session.prepare(m, m, "subject").prepared for m in methods}
+    loops = {}  # label -> launch: each --loop spec's partial, and the same without its softmax
+    for spec in args.loop:
+        p = session.prepare(spec, f"{spec} (loop)", "subject").prepared
+        if not isinstance(p.handle, SplitKVDecode):
+            raise SystemExit(f"--loop {spec}: name a triton-dense spec (its partial launch is what is probed)")
+        dots = SplitKVDecode(w.q, w.k, w.v, p.config, pdl=p.handle.pdl, window=bool(p.details["l2_window"]), body=1)
+        loops[f"{spec} partial"] = p.handle.launch_partial
+        loops[f"{spec} dots only"] = dots.launch_partial
     sink = torch.empty((), dtype=w.k.dtype, device=w.k.device)
     flat_k, flat_v = w.k.reshape(-1), w.v.reshape(-1)
 
@@ -115,7 +131,8 @@ def main() -> None:
         torch.amax(flat_v, dim=0, out=sink)
 
     ops = ([TimedOp(label, runs.get(label, s.run)) for label, s in streams.items()]
-           + [TimedOp("torch amax", torch_amax)] + [TimedOp(m, p.run) for m, p in prepared.items()])
+           + [TimedOp("torch amax", torch_amax)] + [TimedOp(m, p.run) for m, p in prepared.items()]
+           + [TimedOp(label, launch) for label, launch in loops.items()])
     obs = session.harness().paired(ops).observations
     medians = {op.label: _median(x) for op, x in zip(ops, obs)}
 
@@ -125,15 +142,20 @@ def main() -> None:
     gbs = 1e-3 / slope if slope > 0 else float("inf")
     kv_bytes = streams["stream"].bytes
     print(f"{w.metadata.get('name', args.workload)}: K+V {kv_bytes / 2**20:.0f} MiB, {programs} stream programs")
-    print(f"{'row':>16s} {'median us':>10s} {'GB/s':>8s}")
+    width = max(16, *(len(label) for label in medians))
+    print(f"{'row':>{width}s} {'median us':>10s} {'GB/s':>8s}")
     for label, m in medians.items():
         b = streams[label].bytes if label in streams else kv_bytes
-        print(f"{label:>16s} {m:10.2f} {b / m / 1e3 if b else 0:8.0f}")
+        print(f"{label:>{width}s} {m:10.2f} {b / m / 1e3 if b else 0:8.0f}")
     full = {label: m for label, m in medians.items() if label == "torch amax"
             or (label in streams and streams[label].bytes == kv_bytes)}
     best = min(full, key=full.get)
     print(f"stream time = {fixed:.2f} us + bytes / {gbs:,.4g} GB/s ({list(FRACTIONS)[-1]}); the floor of a call "
           f"moving this workload's K and V here: {full[best]:.2f} us ({best}, the fastest full read)")
+    for spec in args.loop:
+        whole, dots = medians[f"{spec} partial"], medians[f"{spec} dots only"]
+        print(f"{spec}: partial {whole:.2f} us, without its softmax {dots:.2f}: the softmax adds {whole - dots:+.2f} "
+              f"us; the loads and dots alone sit {dots - full[best]:+.2f} us from the fastest full read")
     if args.json:
         args.json.write_text(json.dumps({"workload": w.metadata.get("name", args.workload), "kv_bytes": kv_bytes,
                                          "programs": programs, "medians_us": medians, "fixed_us": fixed,

@@ -91,6 +91,7 @@ def _split_kv_partial(
     stride_mh, stride_ah, stride_as,
     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_D: tl.constexpr,
     DOT_PRECISION: tl.constexpr, PDL: tl.constexpr = False, EVICT: tl.constexpr = 0, PREFETCH: tl.constexpr = 0,
+    BODY: tl.constexpr = 0,
 ):
     # The first launch of the pair (launched plainly, after everything before it in the stream):
     # the combine may be scheduled now; it waits for this whole grid before it reads a partial.
@@ -100,7 +101,7 @@ def _split_kv_partial(
     group_partials(Q, K, V, M_out, L_out, Acc_out, tl.program_id(0), split, start,
                    tl.minimum(start + split_len, N), qk_scale_log2,
                    stride_qh, stride_kh, stride_kn, stride_vh, stride_vn, stride_mh, stride_ah, stride_as,
-                   GROUP, BLOCK_G, BLOCK_N, HEAD_D, False, DOT_PRECISION, EVICT=EVICT, PREFETCH=PREFETCH)
+                   GROUP, BLOCK_G, BLOCK_N, HEAD_D, False, DOT_PRECISION, EVICT=EVICT, PREFETCH=PREFETCH, BODY=BODY)
 
 
 @triton.jit
@@ -124,10 +125,12 @@ class SplitKVDecode:
     """Owns the workspace and launch geometry of one split-KV decode; launches allocate nothing.
     ``pdl``: None where supported (:func:`resolve_pdl`), else as given. ``window``: the partial runs
     under an L2 window that marks K and V streaming (:mod:`kprof.kernels.common.l2_window`); it reads
-    a copy of K and V made here, so K and V written in place afterwards are not seen."""
+    a copy of K and V made here, so K and V written in place afterwards are not seen. ``body``: the
+    partial's loop body, for the loop probe only (``attend_key_range``'s ``BODY``; attention only
+    at 0)."""
 
     def __init__(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, config: dict[str, LaunchConfig],
-                 pdl: bool | None = None, window: bool = False):
+                 pdl: bool | None = None, window: bool = False, body: int = 0):
         o = DenseOperands.of(q, k, v, "triton-dense")
         if window:  # K and V side by side in one buffer, so that one window covers both
             check_fits(2 * o.k.numel() * o.k.element_size(), q.device, "triton-dense:window=1")
@@ -151,7 +154,7 @@ class SplitKVDecode:
             o.q.stride(0), o.k.stride(0), o.k.stride(1), o.v.stride(0), o.v.stride(1),
             m.stride(0), acc.stride(0), acc.stride(1),
             GROUP=o.group, BLOCK_G=o.block_g, BLOCK_N=cfg["BLOCK_N"], HEAD_D=o.d,
-            DOT_PRECISION=o.precision, PDL=self.pdl, EVICT=cfg["EVICT"], PREFETCH=cfg["PREFETCH"],
+            DOT_PRECISION=o.precision, PDL=self.pdl, EVICT=cfg["EVICT"], PREFETCH=cfg["PREFETCH"], BODY=body,
             num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
         )
         if window:

@@ -249,3 +249,29 @@ def test_window_matches_fp64_eager_and_in_graphs(target, make_workload):
     graph.replay()
     torch.cuda.synchronize()
     assert compare_outputs(prepared.output, reference, 1e-2).passed
+
+
+
+@pytest.mark.parametrize("hq, hkv, n, d, block_n, splits", [(14, 2, 1000, 64, 64, 4), (8, 4, 77, 64, 32, 2)])
+def test_probe_body_is_the_two_dots(target, make_workload, hq, hkv, n, d, block_n, splits):
+    """The loop probe's body (``body=1``: not attention) against fp64: the two dots without the
+    softmax, so a split holds sum_j (q . k_j * scale) v_j over its rows. Ragged last tiles must
+    add nothing (masked rows load as zeros)."""
+    from kprof.core.config_space import resolve_method_config
+    from kprof.kernels.dense.split_kv import LAUNCH_SPACES, SplitKVDecode
+
+    w = make_workload(hq, hkv, n, d, seed=n + d, scale=2.0).to(target.device)
+    config = resolve_method_config(LAUNCH_SPACES, {"partial": {"BLOCK_N": block_n, "NUM_SPLITS": splits,
+                                                               "PROGRAMS_PER_SM": 0}}, w.shape)
+    k, v, q = w.k.double().cpu(), w.v.double().cpu(), w.q.double().cpu()
+    op = SplitKVDecode(w.q, w.k, w.v, config, body=1)
+    acc = op.workspace[2]
+    acc.fill_(float("nan"))
+    op.launch_partial()
+    acc = acc.double().cpu()
+    for h in range(hq):
+        kvh = h // (hq // hkv)
+        for s in range(op.num_splits):
+            rows = slice(s * op.split_len, min((s + 1) * op.split_len, n))
+            scores = k[kvh, rows] @ q[h] / d**0.5 * 1.4426950408889634
+            torch.testing.assert_close(acc[h, s], (scores[:, None] * v[kvh, rows]).sum(0), rtol=1e-4, atol=1e-3)
