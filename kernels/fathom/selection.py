@@ -152,7 +152,7 @@ def fathom_topk(
     CHUNK: tl.constexpr, SINK: tl.constexpr, RECENT: tl.constexpr,
     BLOCK_C: tl.constexpr, BLOCK_T: tl.constexpr, TILE: tl.constexpr, RADIX_BITS: tl.constexpr,
     SEARCH: tl.constexpr, WAIT: tl.constexpr, GROUP: tl.constexpr, UNION: tl.constexpr, BLOCK_E: tl.constexpr,
-    SEARCH_STEPS: tl.constexpr,
+    SEARCH_STEPS: tl.constexpr, LISTS: tl.constexpr = 0,
 ):
     """Grid (Hq,): the exact top-k tokens of one head, ascending, with forced tokens first.
 
@@ -212,25 +212,25 @@ def fathom_topk(
         if tl.atomic_add(Arrived + kvh, 1, sem="acq_rel", scope="gpu") == GROUP - 1:
             tl.atomic_xchg(Arrived + kvh, 0)
             _union(TopIdx, SortedRows, First, Slot, HeadSlots, kvh, k, n_entries, stride_th, stride_hs, GROUP,
-                   BLOCK_E, SEARCH_STEPS)
+                   BLOCK_E, SEARCH_STEPS, LISTS)
 
 
 @triton.jit
 def fathom_union(
     TopIdx, SortedRows, First, Slot, HeadSlots,
     k, n_entries, stride_th, stride_hs,
-    GROUP: tl.constexpr, BLOCK_E: tl.constexpr, SEARCH_STEPS: tl.constexpr,
+    GROUP: tl.constexpr, BLOCK_E: tl.constexpr, SEARCH_STEPS: tl.constexpr, LISTS: tl.constexpr = 0,
 ):
     """Grid (Hkv,): the union of each KV head's winners (``_union``) as a launch of its own."""
     _union(TopIdx, SortedRows, First, Slot, HeadSlots, tl.program_id(0), k, n_entries, stride_th, stride_hs,
-           GROUP, BLOCK_E, SEARCH_STEPS)
+           GROUP, BLOCK_E, SEARCH_STEPS, LISTS)
 
 
 @triton.jit
 def _union(
     TopIdx, SortedRows, First, Slot, HeadSlots, kvh,
     k, n_entries, stride_th, stride_hs,
-    GROUP: tl.constexpr, BLOCK_E: tl.constexpr, SEARCH_STEPS: tl.constexpr,
+    GROUP: tl.constexpr, BLOCK_E: tl.constexpr, SEARCH_STEPS: tl.constexpr, LISTS: tl.constexpr = 0,
 ):
     """Merge KV head ``kvh``'s G ascending winner lists into one sorted list of G*k entries
     (``SortedRows``), flag each distinct row's first entry (``First``), number the distinct rows
@@ -240,6 +240,11 @@ def _union(
     count of smaller rows found by binary search (equal rows of lower heads count too, so
     duplicates sit together, lowest head first). SEARCH_STEPS >= log2(k + 1). The winner lists
     are read from L2 (``.cg``): inside the top-k launch, other programs wrote them.
+
+    LISTS 0: every search step loads from the lists in L2 (G x (log2 k + 1) dependent rounds of
+    G x k loads, all from this one SM). LISTS 1: the lists are read once, as the entries
+    themselves (entry (a, i) is list a's i-th row), and each step gathers from that register copy
+    (``tl.gather``, through shared memory), and each entry's slot from the numbering in registers.
     """
     offs = tl.arange(0, BLOCK_E)
     live = offs < n_entries
@@ -254,17 +259,29 @@ def _union(
         hi = tl.zeros([BLOCK_E], dtype=tl.int32) + k
         for _ in tl.static_range(SEARCH_STEPS):  # lower bound: first index with row[idx] >= x
             mid = (lo + hi) // 2
-            smaller = tl.load(row + mid, mask=live & (mid < k), other=9223372036854775807, cache_modifier=".cg") < x
+            if LISTS == 1:
+                at = tl.gather(x, tl.minimum(b * k + mid, BLOCK_E - 1), 0)
+                smaller = live & (mid < k) & (at < x)
+            else:
+                smaller = tl.load(row + mid, mask=live & (mid < k), other=9223372036854775807,
+                                  cache_modifier=".cg") < x
             lo = tl.where(smaller, mid + 1, lo)
             hi = tl.where(smaller, hi, mid)
-        found = tl.load(row + lo, mask=live & (lo < k), other=-1, cache_modifier=".cg") == x
+        if LISTS == 1:
+            found = live & (lo < k) & (tl.gather(x, tl.minimum(b * k + lo, BLOCK_E - 1), 0) == x)
+        else:
+            found = tl.load(row + lo, mask=live & (lo < k), other=-1, cache_modifier=".cg") == x
         pos += tl.where(b < a, lo + found.to(tl.int32), tl.where(b > a, lo, 0))
         first = first & ~(found & (b < a))
     tl.store(SortedRows + kvh * n_entries + pos, x, mask=live)
     tl.store(First + kvh * n_entries + pos, first, mask=live)
     tl.debug_barrier()  # the numbering below reads the flags in merged order
     f = tl.load(First + kvh * n_entries + offs, mask=live, other=0).to(tl.int32)
-    tl.store(Slot + kvh * n_entries + offs, (tl.cumsum(f, axis=0) - 1).to(tl.int64), mask=live)
-    tl.debug_barrier()
-    slot = tl.load(Slot + kvh * n_entries + pos, mask=live, other=0)
+    numbered = (tl.cumsum(f, axis=0) - 1).to(tl.int64)
+    tl.store(Slot + kvh * n_entries + offs, numbered, mask=live)
+    if LISTS == 1:
+        slot = tl.gather(numbered, tl.minimum(pos, BLOCK_E - 1), 0)
+    else:
+        tl.debug_barrier()
+        slot = tl.load(Slot + kvh * n_entries + pos, mask=live, other=0)
     tl.store(HeadSlots + (kvh * GROUP + a) * stride_hs + i, slot, mask=live)

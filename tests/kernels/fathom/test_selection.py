@@ -99,7 +99,7 @@ def test_topk_ranks_negative_and_infinite_scores(target, radix_bits, search):
     assert set(range(1000, 1004)) <= set(got[1].tolist())
 
 
-def _union(top_idx: torch.Tensor, group: int, device):
+def _union(top_idx: torch.Tensor, group: int, device, lists: int = 0):
     hq, k = top_idx.shape
     hkv, e = hq // group, group * k
     poison = dict(dtype=torch.int64, device=device)
@@ -108,17 +108,20 @@ def _union(top_idx: torch.Tensor, group: int, device):
     head_slots = torch.full((hq, k), -5, **poison)
     top = top_idx.to(device)
     fathom_union[(hkv,)](top, rows, first, slot, head_slots, k, e, top.stride(0), head_slots.stride(0),
-                         GROUP=group, BLOCK_E=triton.next_power_of_2(e), SEARCH_STEPS=k.bit_length(), num_warps=4)
+                         GROUP=group, BLOCK_E=triton.next_power_of_2(e), SEARCH_STEPS=k.bit_length(), LISTS=lists,
+                         num_warps=4)
     return rows.cpu(), first.cpu(), slot.cpu(), head_slots.cpu()
 
 
+@pytest.mark.parametrize("lists", [0, 1])
 @pytest.mark.parametrize("group,k,universe", [(3, 37, 60), (4, 64, 1000), (1, 40, 100), (8, 20, 25), (7, 9, 12)])
-def test_union_merges_sorted_lists_and_numbers_distinct_rows(group, k, universe, target):
-    """G = 3 and k = 37: no power of two anywhere; a small universe forces many shared rows."""
+def test_union_merges_sorted_lists_and_numbers_distinct_rows(group, k, universe, lists, target):
+    """G = 3 and k = 37: no power of two anywhere; a small universe forces many shared rows.
+    ``lists=1`` searches a register copy of the lists (``union.LISTS``): the same union."""
     g = torch.Generator().manual_seed(group * k)
     hkv = 2
     top = torch.stack([torch.sort(torch.randperm(universe, generator=g)[:k]).values for _ in range(hkv * group)])
-    rows, first, slot, head_slots = _union(top, group, target.device)
+    rows, first, slot, head_slots = _union(top, group, target.device, lists)
     for kvh in range(hkv):
         mine = top[kvh * group : (kvh + 1) * group]
         assert torch.equal(rows[kvh], torch.sort(mine.flatten()).values)

@@ -12,10 +12,12 @@ from kprof.kernels.fathom.step import LAUNCH_SPACES, RECENT_TOKENS, SINK_TOKENS,
 from kprof.methods import get_method
 
 
-def _decode(make_workload, target, k_top=48, n=256, seed=0, prune=2, attend=None, fetch=None, union=1, **kw):
+def _decode(make_workload, target, k_top=48, n=256, seed=0, prune=2, attend=None, fetch=None, union=1, lists=0,
+            **kw):
     w = make_workload(4, 2, n, 32, seed=seed, scale=2.0)
     cfg = resolve_method_config(LAUNCH_SPACES, {"gather": {"CHUNK": 256}, "topk": {"PRUNE": prune, "UNION": union},
-                                                "attend": attend or {}, "fetch": fetch or {}}, w.shape)
+                                                "union": {"LISTS": lists}, "attend": attend or {},
+                                                "fetch": fetch or {}}, w.shape)
     return w, FathomDecode(w.q, w.k, w.v, water(40), k_top, cfg, target.device, **kw)
 
 
@@ -65,10 +67,11 @@ def test_union_fetches_each_distinct_row_once_and_heads_see_their_own_rows(make_
 def test_the_union_built_inside_the_top_k_equals_the_union_launch(make_workload, target):
     """topk.UNION=1: the last top-k program of each KV head merges the group's lists; its sorted
     rows, first flags, slots and head slots equal the union launch's (poisoned before each run),
-    and its arrival count is back at zero after every run."""
+    and its arrival count is back at zero after every run. union.LISTS=1 (the searches in a
+    register copy of the lists), in either place, gives the same."""
     runs = {}
-    for union in (0, 1):
-        w, op = _decode(make_workload, target, n=4100, seed=4, union=union)
+    for union, lists in ((0, 0), (1, 0), (1, 1), (0, 1)):
+        w, op = _decode(make_workload, target, n=4100, seed=4, union=union, lists=lists)
         assert op.union_in_topk == bool(union)
         assert [name for name, _ in op.stages()] == ["plan", "scan", "topk", *(["union"] if not union else []),
                                                      "fetch", "attend"]
@@ -79,9 +82,10 @@ def test_the_union_built_inside_the_top_k_equals_the_union_launch(make_workload,
             op.head_slots.fill_(-9)
             op.run()
             assert op.arrived.tolist() == [0, 0]
-        runs[union] = [t.cpu() for t in (op.sorted_rows, op.first, op.slot, op.head_slots, op.out)]
-    for a, b in zip(runs[0], runs[1]):
-        assert torch.equal(a, b)
+        runs[union, lists] = [t.cpu() for t in (op.sorted_rows, op.first, op.slot, op.head_slots, op.out)]
+    for other in ((1, 0), (1, 1), (0, 1)):
+        for a, b in zip(runs[0, 0], runs[other]):
+            assert torch.equal(a, b), other
 
 
 @pytest.mark.parametrize("gather,block_r", [("copy", 32), ("fused", 32), ("copy", 16), ("copy", 128)])
