@@ -36,16 +36,24 @@ def main() -> None:
     ap.add_argument("--other", action="append", required=True, metavar="SPEC",
                     help="a method prepared in phase 2 and interleaved in phase 3 (repeatable)")
     ap.add_argument("--workload", required=True, help="workload name or captured file")
-    ap.add_argument("--rounds", type=int, default=10, help="rounds per phase")
+    ap.add_argument("--rounds", type=int, default=10,
+                    help="rounds per phase (rounded up to whole cycles of the balanced design, as in kprof compare)")
     ap.add_argument("--observations", type=int, default=100, help="timed calls per method per round")
     ap.add_argument("--device", default="cuda", help="cuda, or cpu for a smoke run through the interpreter")
     ap.add_argument("--json", type=Path, help="write every phase's medians and round medians here")
     args = ap.parse_args()
     if args.rounds < 1 or args.observations < 1:
         raise SystemExit("--rounds and --observations must be at least 1")
+    specs = [args.subject] + ([args.baseline] if args.baseline else []) + args.other
+    if len(set(specs)) < len(specs):
+        raise SystemExit("--subject, --baseline and --other must name different specs (each is a row of its own)")
 
     from kprof.commands.session import MeasurementSession
     from kprof.measure.harness import TimedOp
+    from kprof.methods import get_method
+
+    for spec in specs:  # every name and option checked before the first phase is timed
+        get_method(spec)
 
     session = MeasurementSession.open(args.device, args.workload, {"rounds": args.rounds,
                                                                    "observations": args.observations},

@@ -164,4 +164,9 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from kprof.core.errors import KprofError
+
+    try:
+        main()
+    except KprofError as exc:  # an unknown spec, a workload that does not load: one line, not a traceback
+        raise SystemExit(f"error: {exc}") from None

@@ -7,7 +7,7 @@ scores are pre-multiplied by log2(e)/sqrt(d)). ``EVEN`` drops the row masks when
 holds whole tiles only. Tiles come by per-thread pointers or, with ``TMA``, by the Hopper
 tensor-memory accelerator (one bulk copy per tile, no per-thread address arithmetic).
 
-``BODY`` is for the loop probe (``scripts/probe_dense_loop.py``) only: 1 keeps the loads, their
+``BODY`` is for the loop probe (``scripts/probe_read_floor.py --loop``) only: 1 keeps the loads, their
 shared-memory pipeline and the two dots but drops the online softmax, so the probe can tell what
 the softmax adds to the loop. It does not compute attention. (A body without the dots would take
 the loads off the pipeline: Triton stages only loads that feed a dot through shared memory.)

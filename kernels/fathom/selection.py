@@ -152,7 +152,7 @@ def fathom_topk(
     CHUNK: tl.constexpr, SINK: tl.constexpr, RECENT: tl.constexpr,
     BLOCK_C: tl.constexpr, BLOCK_T: tl.constexpr, TILE: tl.constexpr, RADIX_BITS: tl.constexpr,
     SEARCH: tl.constexpr, WAIT: tl.constexpr, GROUP: tl.constexpr, UNION: tl.constexpr, BLOCK_E: tl.constexpr,
-    SEARCH_STEPS: tl.constexpr, LISTS: tl.constexpr = 0,
+    SEARCH_STEPS: tl.constexpr, GATHER: tl.constexpr = 0,
 ):
     """Grid (Hq,): the exact top-k tokens of one head, ascending, with forced tokens first.
 
@@ -212,25 +212,25 @@ def fathom_topk(
         if tl.atomic_add(Arrived + kvh, 1, sem="acq_rel", scope="gpu") == GROUP - 1:
             tl.atomic_xchg(Arrived + kvh, 0)
             _union(TopIdx, SortedRows, First, Slot, HeadSlots, kvh, k, n_entries, stride_th, stride_hs, GROUP,
-                   BLOCK_E, SEARCH_STEPS, LISTS)
+                   BLOCK_E, SEARCH_STEPS, GATHER)
 
 
 @triton.jit
 def fathom_union(
     TopIdx, SortedRows, First, Slot, HeadSlots,
     k, n_entries, stride_th, stride_hs,
-    GROUP: tl.constexpr, BLOCK_E: tl.constexpr, SEARCH_STEPS: tl.constexpr, LISTS: tl.constexpr = 0,
+    GROUP: tl.constexpr, BLOCK_E: tl.constexpr, SEARCH_STEPS: tl.constexpr, GATHER: tl.constexpr = 0,
 ):
     """Grid (Hkv,): the union of each KV head's winners (``_union``) as a launch of its own."""
     _union(TopIdx, SortedRows, First, Slot, HeadSlots, tl.program_id(0), k, n_entries, stride_th, stride_hs,
-           GROUP, BLOCK_E, SEARCH_STEPS, LISTS)
+           GROUP, BLOCK_E, SEARCH_STEPS, GATHER)
 
 
 @triton.jit
 def _union(
     TopIdx, SortedRows, First, Slot, HeadSlots, kvh,
     k, n_entries, stride_th, stride_hs,
-    GROUP: tl.constexpr, BLOCK_E: tl.constexpr, SEARCH_STEPS: tl.constexpr, LISTS: tl.constexpr = 0,
+    GROUP: tl.constexpr, BLOCK_E: tl.constexpr, SEARCH_STEPS: tl.constexpr, GATHER: tl.constexpr = 0,
 ):
     """Merge KV head ``kvh``'s G ascending winner lists into one sorted list of G*k entries
     (``SortedRows``), flag each distinct row's first entry (``First``), number the distinct rows
@@ -241,8 +241,8 @@ def _union(
     duplicates sit together, lowest head first). SEARCH_STEPS >= log2(k + 1). The winner lists
     are read from L2 (``.cg``): inside the top-k launch, other programs wrote them.
 
-    LISTS 0: every search step loads from the lists in L2 (G x (log2 k + 1) dependent rounds of
-    G x k loads, all from this one SM). LISTS 1: the lists are read once, as the entries
+    GATHER 0: every search step loads from the lists in L2 (G x (SEARCH_STEPS + 1) dependent rounds
+    of G x k loads, all from this one SM). GATHER 1: the lists are read once, as the entries
     themselves (entry (a, i) is list a's i-th row), and each step gathers from that register copy
     (``tl.gather``, through shared memory), and each entry's slot from the numbering in registers.
     """
@@ -259,7 +259,7 @@ def _union(
         hi = tl.zeros([BLOCK_E], dtype=tl.int32) + k
         for _ in tl.static_range(SEARCH_STEPS):  # lower bound: first index with row[idx] >= x
             mid = (lo + hi) // 2
-            if LISTS == 1:
+            if GATHER == 1:
                 at = tl.gather(x, tl.minimum(b * k + mid, BLOCK_E - 1), 0)
                 smaller = live & (mid < k) & (at < x)
             else:
@@ -267,7 +267,7 @@ def _union(
                                   cache_modifier=".cg") < x
             lo = tl.where(smaller, mid + 1, lo)
             hi = tl.where(smaller, hi, mid)
-        if LISTS == 1:
+        if GATHER == 1:
             found = live & (lo < k) & (tl.gather(x, tl.minimum(b * k + lo, BLOCK_E - 1), 0) == x)
         else:
             found = tl.load(row + lo, mask=live & (lo < k), other=-1, cache_modifier=".cg") == x
@@ -277,11 +277,12 @@ def _union(
     tl.store(First + kvh * n_entries + pos, first, mask=live)
     tl.debug_barrier()  # the numbering below reads the flags in merged order
     f = tl.load(First + kvh * n_entries + offs, mask=live, other=0).to(tl.int32)
-    numbered = (tl.cumsum(f, axis=0) - 1).to(tl.int64)
-    tl.store(Slot + kvh * n_entries + offs, numbered, mask=live)
-    if LISTS == 1:
+    if GATHER == 1:
+        numbered = (tl.cumsum(f, axis=0) - 1).to(tl.int64)
+        tl.store(Slot + kvh * n_entries + offs, numbered, mask=live)
         slot = tl.gather(numbered, tl.minimum(pos, BLOCK_E - 1), 0)
     else:
+        tl.store(Slot + kvh * n_entries + offs, (tl.cumsum(f, axis=0) - 1).to(tl.int64), mask=live)
         tl.debug_barrier()
         slot = tl.load(Slot + kvh * n_entries + pos, mask=live, other=0)
     tl.store(HeadSlots + (kvh * GROUP + a) * stride_hs + i, slot, mask=live)

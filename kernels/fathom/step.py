@@ -54,11 +54,11 @@ LAUNCH_SPACES = dict(SCAN_SPACES) | {
                                     lambda c, s: c["SEARCH"] == 0 or c["RADIX_BITS"] == 0),)),
     # 16 warps: with fewer, each thread holds more of the G x k merge and runs out of registers
     "union": LaunchSpace("union", (Param("num_warps", (8, 16), 16),
-                                   Param("LISTS", (0, 1), 0, "where the union's binary searches read the G winner "
+                                   Param("GATHER", (0, 1), 0, "where the union's binary searches read the G winner "
                                          "lists: 0 from L2, 1 from one register copy of them (tl.gather); wherever "
                                          "the union is built, in the top-k launch (topk.UNION=1) or its own")),
-                         (Constraint("union.LISTS=1 needs tl.gather (Triton 3.2+)",
-                                     lambda c, s: not c["LISTS"] or hasattr(tl, "gather")),)),
+                         (Constraint("union.GATHER=1 needs tl.gather (Triton 3.2+)",
+                                     lambda c, s: not c["GATHER"] or hasattr(tl, "gather")),)),
     # 64 rows x 8 warps: the fastest fetch of interleaved K|V rows at the 1M-token workload
     "fetch": LaunchSpace("fetch", (Param("ROWS", (8, 16, 32, 64, 128), 64, "winner rows per program"),
                                    Param("num_warps", (1, 2, 4, 8, 16), 8),
@@ -229,7 +229,7 @@ class FathomDecode:
             CHUNK=CHUNK, SINK=SINK_TOKENS, RECENT=RECENT_TOKENS, BLOCK_C=block_c, BLOCK_T=block_t,
             TILE=min(4096, block_c, block_t), RADIX_BITS=c["RADIX_BITS"], SEARCH=c["SEARCH"], WAIT=wait,
             GROUP=self.group, UNION=self.union_in_topk, BLOCK_E=triton.next_power_of_2(self.entries),
-            SEARCH_STEPS=self.k_top.bit_length(), LISTS=self.cfg["union"]["LISTS"], num_warps=c["num_warps"])
+            SEARCH_STEPS=self.k_top.bit_length(), GATHER=self.cfg["union"]["GATHER"], num_warps=c["num_warps"])
 
     def _torch_topk(self) -> None:
         """The torch top-k launches (PRUNE 0: one torch.topk per row; 1: chunk-pruned), all heads."""
@@ -253,7 +253,7 @@ class FathomDecode:
             self.top_idx[heads.q], self.sorted_rows[heads.kv], self.first[heads.kv], self.slot[heads.kv],
             self.head_slots[heads.q], self.k_top, self.entries, self.top_idx.stride(0), self.head_slots.stride(0),
             GROUP=self.group, BLOCK_E=triton.next_power_of_2(self.entries), SEARCH_STEPS=self.k_top.bit_length(),
-            LISTS=self.cfg["union"]["LISTS"], num_warps=self.cfg["union"]["num_warps"])
+            GATHER=self.cfg["union"]["GATHER"], num_warps=self.cfg["union"]["num_warps"])
 
     def bound_fetch(self, heads: HeadRange) -> Callable[[], None]:
         c = self.cfg["fetch"]

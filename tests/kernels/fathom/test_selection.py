@@ -108,7 +108,7 @@ def _union(top_idx: torch.Tensor, group: int, device, lists: int = 0):
     head_slots = torch.full((hq, k), -5, **poison)
     top = top_idx.to(device)
     fathom_union[(hkv,)](top, rows, first, slot, head_slots, k, e, top.stride(0), head_slots.stride(0),
-                         GROUP=group, BLOCK_E=triton.next_power_of_2(e), SEARCH_STEPS=k.bit_length(), LISTS=lists,
+                         GROUP=group, BLOCK_E=triton.next_power_of_2(e), SEARCH_STEPS=k.bit_length(), GATHER=lists,
                          num_warps=4)
     return rows.cpu(), first.cpu(), slot.cpu(), head_slots.cpu()
 
@@ -117,7 +117,7 @@ def _union(top_idx: torch.Tensor, group: int, device, lists: int = 0):
 @pytest.mark.parametrize("group,k,universe", [(3, 37, 60), (4, 64, 1000), (1, 40, 100), (8, 20, 25), (7, 9, 12)])
 def test_union_merges_sorted_lists_and_numbers_distinct_rows(group, k, universe, lists, target):
     """G = 3 and k = 37: no power of two anywhere; a small universe forces many shared rows.
-    ``lists=1`` searches a register copy of the lists (``union.LISTS``): the same union."""
+    ``lists=1`` searches a register copy of the lists (``union.GATHER``): the same union."""
     g = torch.Generator().manual_seed(group * k)
     hkv = 2
     top = torch.stack([torch.sort(torch.randperm(universe, generator=g)[:k]).values for _ in range(hkv * group)])
@@ -131,6 +131,21 @@ def test_union_merges_sorted_lists_and_numbers_distinct_rows(group, k, universe,
         assert torch.equal(slot[kvh], torch.searchsorted(distinct, rows[kvh])), "slot = rank among distinct rows"
         for a in range(group):
             assert torch.equal(distinct[head_slots[kvh * group + a]], mine[a]), "each head finds its own rows"
+
+
+@pytest.mark.parametrize("lists", [0, 1])
+def test_union_of_lists_that_follow_one_another(lists, target):
+    """Each list's rows all above the previous list's: every search of a later row runs off the end
+    of an earlier list (lower bound k), where the next list's first row lies; it must not count as
+    found there."""
+    group, k = 3, 5
+    top = torch.arange(2 * group * k).view(2 * group, k)
+    rows, first, slot, head_slots = _union(top, group, target.device, lists)
+    for kvh in range(2):
+        mine = top[kvh * group : (kvh + 1) * group].flatten()
+        assert torch.equal(rows[kvh], mine) and bool(first[kvh].all())
+        assert torch.equal(slot[kvh], torch.arange(group * k))
+        assert torch.equal(head_slots[kvh * group : (kvh + 1) * group].flatten(), torch.arange(group * k))
 
 
 @pytest.mark.parametrize("search", [0, 1])

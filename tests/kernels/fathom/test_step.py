@@ -16,7 +16,7 @@ def _decode(make_workload, target, k_top=48, n=256, seed=0, prune=2, attend=None
             **kw):
     w = make_workload(4, 2, n, 32, seed=seed, scale=2.0)
     cfg = resolve_method_config(LAUNCH_SPACES, {"gather": {"CHUNK": 256}, "topk": {"PRUNE": prune, "UNION": union},
-                                                "union": {"LISTS": lists}, "attend": attend or {},
+                                                "union": {"GATHER": lists}, "attend": attend or {},
                                                 "fetch": fetch or {}}, w.shape)
     return w, FathomDecode(w.q, w.k, w.v, water(40), k_top, cfg, target.device, **kw)
 
@@ -67,7 +67,7 @@ def test_union_fetches_each_distinct_row_once_and_heads_see_their_own_rows(make_
 def test_the_union_built_inside_the_top_k_equals_the_union_launch(make_workload, target):
     """topk.UNION=1: the last top-k program of each KV head merges the group's lists; its sorted
     rows, first flags, slots and head slots equal the union launch's (poisoned before each run),
-    and its arrival count is back at zero after every run. union.LISTS=1 (the searches in a
+    and its arrival count is back at zero after every run. union.GATHER=1 (the searches in a
     register copy of the lists), in either place, gives the same."""
     runs = {}
     for union, lists in ((0, 0), (1, 0), (1, 1), (0, 1)):
