@@ -252,17 +252,19 @@ def test_window_matches_fp64_eager_and_in_graphs(target, make_workload):
 
 
 
+@pytest.mark.parametrize("prefetch", [0, 1])
 @pytest.mark.parametrize("hq, hkv, n, d, block_n, splits", [(14, 2, 1000, 64, 64, 4), (8, 4, 77, 64, 32, 2)])
-def test_probe_body_is_the_two_dots(target, make_workload, hq, hkv, n, d, block_n, splits):
+def test_probe_body_is_the_two_dots(target, make_workload, hq, hkv, n, d, block_n, splits, prefetch):
     """The loop probe's body (``body=1``: not attention) against fp64: the two dots without the
-    softmax, so a split holds sum_j (q . k_j * scale) v_j over its rows. Ragged last tiles must
-    add nothing (masked rows load as zeros)."""
+    softmax, so a split holds sum_j (q . k_j * scale) v_j over its rows, in either loop (the
+    pipelined one and PREFETCH's). Ragged last tiles must add nothing (masked rows load as zeros)."""
     from kprof.core.config_space import resolve_method_config
     from kprof.kernels.dense.split_kv import LAUNCH_SPACES, SplitKVDecode
 
     w = make_workload(hq, hkv, n, d, seed=n + d, scale=2.0).to(target.device)
     config = resolve_method_config(LAUNCH_SPACES, {"partial": {"BLOCK_N": block_n, "NUM_SPLITS": splits,
-                                                               "PROGRAMS_PER_SM": 0}}, w.shape)
+                                                               "PROGRAMS_PER_SM": 0, "PREFETCH": prefetch,
+                                                               "num_stages": 1 if prefetch else 3}}, w.shape)
     k, v, q = w.k.double().cpu(), w.v.double().cpu(), w.q.double().cpu()
     op = SplitKVDecode(w.q, w.k, w.v, config, body=1)
     acc = op.workspace[2]
