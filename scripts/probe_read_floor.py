@@ -164,9 +164,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    from kprof.core.errors import KprofError
+    from kprof.core.errors import run_reporting_errors
 
-    try:
-        main()
-    except KprofError as exc:  # an unknown spec, a workload that does not load: one line, not a traceback
-        raise SystemExit(f"error: {exc}") from None
+    run_reporting_errors(main)

@@ -36,3 +36,15 @@ class InvalidOutput(KprofError):
     """A method's output failed validation, so nothing was timed (exit 3, as a failed check)."""
 
     exit_code = 3
+
+
+def run_reporting_errors(main) -> None:
+    """Run a script's ``main`` as the CLI runs a command: a :class:`KprofError` ends it with its
+    one-line message and exit code, not a traceback (the probes under ``scripts/``)."""
+    import sys
+
+    try:
+        main()
+    except KprofError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(exc.exit_code) from None
