@@ -36,15 +36,16 @@ from kprof.methods.base import Method, Prepared, Stage
 from kprof.methods.registry import register
 from kprof.workloads.workload import Workload
 
-_CHOICES = {"index": ("host", "hbm"), "rows": ("host", "hbm"), "basis": ("raw", "klt"), "gather": ("copy", "fused"),
-            "pages": ("default", "huge", "wc")}
+_CHOICES = {  # the values each choice option takes, its default first, and what it sets
+    "index": (("host", "hbm"), "where the bit-plane index lives (host: pinned memory, read over PCIe)"),
+    "rows": (("host", "hbm"), "where the K/V rows the fetch reads live"),
+    "basis": (("raw", "klt"), "channels as stored, or rotated to the keys' eigenbasis"),
+    "gather": (("fused", "copy"), "the scan reads the planes where they live, or from an HBM copy staged first"),
+    "pages": (("default", "huge", "wc"), "the pinned memory's kind (cudaHostAlloc, huge pages, write-combined)"),
+}
 _OPTIONS = {
     "k": "int (512): tokens the exact top-k selects per query head",
-    "index": "host|hbm: where the bit-plane index lives (host: pinned memory, read over PCIe)",
-    "rows": "host|hbm: where the K/V rows the fetch reads live",
-    "basis": "raw|klt: channels as stored, or rotated to the keys' eigenbasis",
-    "gather": "fused|copy: the scan reads the planes where they live, or from an HBM copy staged first",
-    "pages": "default|huge|wc: the pinned memory's kind (cudaHostAlloc, huge pages, write-combined)",
+    **{key: f"{'|'.join(values)}: {meaning}" for key, (values, meaning) in _CHOICES.items()},
     "pieces": "int or sizes like 3+3+1+1 (4 with the host index): KV-head ranges the step is pipelined over",
 }
 
@@ -69,8 +70,9 @@ class _FathomFamily(Method):
         kw: dict = {}
         for key, value in options.items():
             if key in _CHOICES:
-                if value not in _CHOICES[key]:
-                    raise ConfigError(f"{cls.name} option {key}={value!r}: choose {' or '.join(_CHOICES[key])}")
+                values = _CHOICES[key][0]
+                if value not in values:
+                    raise ConfigError(f"{cls.name} option {key}={value!r}: choose {' or '.join(values)}")
                 kw[key] = value
             elif key == "pieces" and "+" in value:
                 try:

@@ -133,7 +133,7 @@ def test_gather_option_picks_the_fused_scan_and_rejects_unknown_values(make_work
     # 128 tokens cannot hold k = 40 chunks: the torch top-k runs, and the union launches on its own
     assert [s.name for s in p.stages] == ["plan", "scan", "topk", "union", "fetch", "attend"]
     assert p.details["scan_bits_per_token"] == [136.0, 136.0], "the same bytes as the staged gather"
-    with pytest.raises(ConfigError, match="gather='stream': choose copy or fused"):
+    with pytest.raises(ConfigError, match="gather='stream': choose fused or copy"):
         get_method("fathom:gather=stream")
 
 
