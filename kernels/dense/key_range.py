@@ -101,45 +101,6 @@ def attend_key_range(
 
 
 @triton.jit
-def attend_key_range_warps(
-    q, k_base, v_base, start, end, stride_kn, stride_vn, qk_scale_log2,
-    BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_D: tl.constexpr, WARPS: tl.constexpr,
-    DOT_PRECISION: tl.constexpr,
-):
-    """The same range with each tile cut into ``WARPS`` sub-tiles of ``BLOCK_N / WARPS`` rows,
-    each with its own running max, mass and values, as batched dots (batch first), which Triton
-    gives one warp each when ``WARPS`` is the program's warp count: row max and sums then stay in
-    a warp, and the scores reach the second dot without crossing warps. The sub-tiles merge once,
-    after the loop. Their running max starts finite, so a sub-tile with no valid row yet folds in
-    zeros instead of exp2(-inf + inf)."""
-    SUB: tl.constexpr = BLOCK_N // WARPS
-    offs_d = tl.arange(0, HEAD_D)
-    rows = tl.arange(0, WARPS)[:, None] * SUB + tl.arange(0, SUB)[None, :]
-    qw = tl.broadcast_to(q[None, :, :], (WARPS, BLOCK_G, HEAD_D))
-    m_i = tl.full([WARPS, BLOCK_G], -1.0e38, dtype=tl.float32)
-    l_i = tl.zeros([WARPS, BLOCK_G], dtype=tl.float32)
-    acc = tl.zeros([WARPS, BLOCK_G, HEAD_D], dtype=tl.float32)
-    for n0 in range(start, end, BLOCK_N):
-        offs_n = n0 + rows
-        valid = offs_n < end
-        k = tl.load(k_base + offs_n[:, :, None] * stride_kn + offs_d[None, None, :], mask=valid[:, :, None],
-                    other=0.0)
-        v = tl.load(v_base + offs_n[:, :, None] * stride_vn + offs_d[None, None, :], mask=valid[:, :, None],
-                    other=0.0)
-        s = dot(qw, tl.permute(k, (0, 2, 1)), DOT_PRECISION) * qk_scale_log2
-        s = tl.where(valid[:, None, :], s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, axis=2))
-        alpha = tl.exp2(m_i - m_new)
-        p = tl.exp2(s - m_new[:, :, None])
-        l_i = l_i * alpha + tl.sum(p, axis=2)
-        acc = acc * alpha[:, :, None] + dot(p.to(v.dtype), v, DOT_PRECISION)
-        m_i = m_new
-    m = tl.max(m_i, axis=0)
-    scale = tl.exp2(m_i - m[None, :])
-    return m, tl.sum(l_i * scale, axis=0), tl.sum(acc * scale[:, :, None], axis=0)
-
-
-@triton.jit
 def attend_key_range_tma(
     q, k_desc, v_desc, row0, start, end, qk_scale_log2,
     BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_D: tl.constexpr,
@@ -165,12 +126,11 @@ def group_partials(
     stride_qh, stride_kh, stride_kn, stride_vh, stride_vn, stride_mh, stride_ah, stride_as,
     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_D: tl.constexpr,
     EVEN: tl.constexpr, DOT_PRECISION: tl.constexpr, TMA: tl.constexpr = False, N=0, EVICT: tl.constexpr = 0,
-    PREFETCH: tl.constexpr = 0, BODY: tl.constexpr = 0, WARPS: tl.constexpr = 0,
+    PREFETCH: tl.constexpr = 0, BODY: tl.constexpr = 0,
 ):
     """One program's whole share: load KV head ``kvh``'s G queries, attend keys ``[start, end)``
     and store the partials of split ``split`` for each of the G heads (``EVICT``, ``PREFETCH`` and
-    ``BODY``: as ``attend_key_range``; pointer loads only). ``WARPS`` > 0: the range runs as
-    ``attend_key_range_warps`` with that many sub-tiles."""
+    ``BODY``: as ``attend_key_range``; pointer loads only)."""
     offs_g = tl.arange(0, BLOCK_G)
     offs_d = tl.arange(0, HEAD_D)
     head_mask = offs_g < GROUP
@@ -179,10 +139,6 @@ def group_partials(
     if TMA:  # K and V are tensor descriptors over [Hkv*N, d]
         m_i, l_i, acc = attend_key_range_tma(q, K, V, kvh * N, start, end, qk_scale_log2,
                                              BLOCK_G, BLOCK_N, HEAD_D, EVEN, DOT_PRECISION)
-    elif WARPS:
-        m_i, l_i, acc = attend_key_range_warps(
-            q, K + kvh.to(tl.int64) * stride_kh, V + kvh.to(tl.int64) * stride_vh, start, end, stride_kn, stride_vn,
-            qk_scale_log2, BLOCK_G, BLOCK_N, HEAD_D, WARPS, DOT_PRECISION)
     else:
         m_i, l_i, acc = attend_key_range(
             q, K + kvh.to(tl.int64) * stride_kh, V + kvh.to(tl.int64) * stride_vh, start, end, stride_kn, stride_vn,

@@ -62,18 +62,11 @@ LAUNCH_SPACES = {
             Param("PREFETCH", (0, 1), 0,
                   "1: each tile's K and V are loaded into registers while the tile before is reduced, "
                   "instead of Triton's shared-memory pipeline (needs num_stages=1)"),
-            Param("WARP_SPLIT", (0, 1), 0,
-                  "1: each warp keeps its own softmax over its own BLOCK_N / num_warps rows of every tile "
-                  "(batched dots), so no row max or sum crosses warps inside the loop; warps merge once at the end"),
         ),
         constraints=(
             Constraint("K and V tiles of all pipeline stages must fit in 227 KiB of shared memory", tiles_fit_smem),
             Constraint("partial.PREFETCH=1 replaces the shared-memory pipeline: it needs partial.num_stages=1",
                        lambda c, s: not c["PREFETCH"] or c["num_stages"] == 1),
-            Constraint("partial.WARP_SPLIT=1 gives each warp BLOCK_N / num_warps rows, at least 16 (a tensor-core "
-                       "tile): raise partial.BLOCK_N or lower partial.num_warps; PREFETCH stays 0",
-                       lambda c, s: not c["WARP_SPLIT"] or (c["BLOCK_N"] // c["num_warps"] >= 16
-                                                            and not c["PREFETCH"])),
             Constraint("partial.NUM_SPLITS applies only with partial.PROGRAMS_PER_SM=0 (else the grid comes from "
                        "the SM count): set both, or leave NUM_SPLITS at 64",
                        lambda c, s: c["PROGRAMS_PER_SM"] == 0 or c["NUM_SPLITS"] == 64),
@@ -98,7 +91,7 @@ def _split_kv_partial(
     stride_mh, stride_ah, stride_as,
     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_D: tl.constexpr,
     DOT_PRECISION: tl.constexpr, PDL: tl.constexpr = False, EVICT: tl.constexpr = 0, PREFETCH: tl.constexpr = 0,
-    BODY: tl.constexpr = 0, WARPS: tl.constexpr = 0,
+    BODY: tl.constexpr = 0,
 ):
     # The first launch of the pair (launched plainly, after everything before it in the stream):
     # the combine may be scheduled now; it waits for this whole grid before it reads a partial.
@@ -108,8 +101,7 @@ def _split_kv_partial(
     group_partials(Q, K, V, M_out, L_out, Acc_out, tl.program_id(0), split, start,
                    tl.minimum(start + split_len, N), qk_scale_log2,
                    stride_qh, stride_kh, stride_kn, stride_vh, stride_vn, stride_mh, stride_ah, stride_as,
-                   GROUP, BLOCK_G, BLOCK_N, HEAD_D, False, DOT_PRECISION, EVICT=EVICT, PREFETCH=PREFETCH, BODY=BODY,
-                   WARPS=WARPS)
+                   GROUP, BLOCK_G, BLOCK_N, HEAD_D, False, DOT_PRECISION, EVICT=EVICT, PREFETCH=PREFETCH, BODY=BODY)
 
 
 @triton.jit
@@ -163,7 +155,6 @@ class SplitKVDecode:
             m.stride(0), acc.stride(0), acc.stride(1),
             GROUP=o.group, BLOCK_G=o.block_g, BLOCK_N=cfg["BLOCK_N"], HEAD_D=o.d,
             DOT_PRECISION=o.precision, PDL=self.pdl, EVICT=cfg["EVICT"], PREFETCH=cfg["PREFETCH"], BODY=body,
-            WARPS=cfg["num_warps"] if cfg["WARP_SPLIT"] else 0,
             num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
         )
         if window:

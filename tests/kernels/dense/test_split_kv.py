@@ -92,28 +92,6 @@ def test_prefetch_needs_one_stage(target, make_workload):
         get_method("triton-dense").prepare(w, target, {"partial": {"PREFETCH": 1, "num_stages": 3}})
 
 
-@pytest.mark.parametrize("hq, hkv, n, d, block_n, warps, splits", [
-    (14, 2, 1000, 64, 64, 4, 4),   # group 7, ragged last tile
-    (16, 4, 333, 128, 64, 2, 8),   # group 4, two sub-tiles
-    (8, 2, 21, 64, 64, 4, 1),      # one partial tile: three sub-tiles never see a valid row
-    (4, 4, 77, 64, 32, 2, 4),      # MHA, one tile per split, the last one ragged
-])
-def test_warp_split_matches_fp64(target, make_workload, hq, hkv, n, d, block_n, warps, splits):
-    """partial.WARP_SPLIT: each warp's own running softmax over its rows of every tile, merged after
-    the loop; sub-tiles that end a range with no valid row must fold in nothing (not NaN)."""
-    w = make_workload(hq, hkv, n, d, seed=hq * n + warps, scale=2.0)
-    _check(w, target, {"partial": {"BLOCK_N": block_n, "NUM_SPLITS": splits, "PROGRAMS_PER_SM": 0,
-                                   "num_warps": warps, "WARP_SPLIT": 1}}, tol=1e-5)
-
-
-def test_warp_split_needs_whole_tensor_core_rows(target, make_workload):
-    from kprof.core.errors import ConfigError
-
-    w = make_workload(4, 1, 64, 64, seed=1)
-    with pytest.raises(ConfigError, match="WARP_SPLIT=1 gives each warp BLOCK_N / num_warps rows, at least 16"):
-        get_method("triton-dense").prepare(w, target, {"partial": {"WARP_SPLIT": 1, "BLOCK_N": 32, "num_warps": 4}})
-
-
 @pytest.mark.parametrize("d, block_d", [(64, 16), (128, 32), (64, 128)])
 def test_combine_by_column_blocks_matches_fp64(target, make_workload, d, block_d):
     """Every column block of every head is written (poisoned output) and right; a BLOCK_D above d is d."""
@@ -170,13 +148,6 @@ def test_gpu_shapes_and_dtypes(target, make_workload, hq, hkv, d, dtype):
 def test_prefetch_on_gpu(target, make_workload, per_sm):
     w = make_workload(28, 4, 5000, 128, torch.float16, seed=per_sm, scale=2.0)
     _check(w, target, {"partial": {"PREFETCH": 1, "num_stages": 1, "EVICT": 1, "PROGRAMS_PER_SM": per_sm}}, tol=1e-2)
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("warps, block_n", [(4, 64), (2, 64), (4, 128)])
-def test_warp_split_on_gpu(target, make_workload, warps, block_n):
-    w = make_workload(28, 4, 5000, 128, torch.bfloat16, seed=warps + block_n, scale=2.0)
-    _check(w, target, {"partial": {"WARP_SPLIT": 1, "num_warps": warps, "BLOCK_N": block_n}}, tol=2e-2)
 
 
 def test_pdl_option_is_checked(target, make_workload):
