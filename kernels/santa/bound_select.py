@@ -26,6 +26,7 @@ from kprof.kernels.common.matmul import dot
 from kprof.kernels.santa.triton_kernels import (
     _key_index,
     _to_key,
+    correct_and_list,
     correct_and_union,
     reset_union_tables,
     select_keys,
@@ -328,6 +329,7 @@ def santa_merge_bound(
     KPAD: tl.constexpr, UMAX: tl.constexpr, FRESH: tl.constexpr, SELECT: tl.constexpr,
     RADIX_BITS: tl.constexpr, GATHER: tl.constexpr = False, CARRY: tl.constexpr = False, PDL: tl.constexpr = False,
     PHASES: tl.constexpr = 4, DRAW_N: tl.constexpr = 0, PHILOX: tl.constexpr = 4, NARROW: tl.constexpr = False,
+    PER_HEAD: tl.constexpr = False,
 ):
     """Launch 3, grid (Hkv,): the candidates launch 2 kept (``bound_candidates``), then the
     global top-K, tau, corrections and union as the block top-k's merge does. PHASES below 4 stop
@@ -345,7 +347,11 @@ def santa_merge_bound(
     from the tables after the selection (a dependent round trip fewer). To find a ranked key's
     column, the key's low word becomes team * CAP + column for the selection: the order is
     unchanged (teams are unique in a row). After a bisection, the rows are read the usual way.
-    SELECT=3 (candidate order) is refused on the host: launch 2's atomic appends fix no order."""
+    SELECT=3 (candidate order) is refused on the host: launch 2's atomic appends fix no order.
+
+    PER_HEAD (``merge.PER_HEAD``): grid (Hq, 1 + drawers), one query head a program, whose
+    selection becomes a row list of its own (``correct_and_list``) instead of a share of its KV
+    head's union: no union tables to reset, no owner bids; each row's drawers draw its head's noise."""
     tl.static_assert((PHASES >= 1) & (PHASES <= 4), "PHASES is 1 to 4")
     tl.static_assert(not NARROW or ((not CARRY) and (SELECT != 3) and (CAP >= 2 * KPAD)),
                      "NARROW selects from half the rows: no CARRY, SELECT < 3, CAP >= 2 KPAD")
@@ -355,15 +361,21 @@ def santa_merge_bound(
             release_dependents(PDL)
             next_seed = tl.load(NoiseSeeds + 1)  # seed + 1, from the score launch: the head-0 merge advances SeedPtr
             for tile in range(tl.program_id(1) - 1, tl.cdiv(m_max, DRAW_N), tl.num_programs(1) - 1):
+                # with PER_HEAD a row of the grid is one query head, which draws its own noise
                 draw_noise_ahead(next_seed, Noise, NoiseSeeds, tl.program_id(0), tile, m_max, stride_nh,
-                                 GROUP, BLOCK_G, DRAW_N, PHILOX)
+                                 1 if PER_HEAD else GROUP, BLOCK_G, DRAW_N, PHILOX)
     else:
-        kvh = tl.program_id(0)
         offs_g = tl.arange(0, BLOCK_G)
-        heads = kvh * GROUP + offs_g
-        g_mask = offs_g < GROUP
-        # prologue (overlaps launch 2 under PDL): tables only this launch writes
-        reset_union_tables(UMask, ULogC, kvh, stride_uh, stride_um, BLOCK_G, UMAX)
+        if PER_HEAD:  # one query head; kvh indexes its KV head's team tables
+            kvh = tl.program_id(0) // GROUP
+            heads = tl.program_id(0) + offs_g
+            g_mask = offs_g < 1
+        else:
+            kvh = tl.program_id(0)
+            heads = kvh * GROUP + offs_g
+            g_mask = offs_g < GROUP
+            # prologue (overlaps launch 2 under PDL): tables only this launch writes
+            reset_union_tables(UMask, ULogC, kvh, stride_uh, stride_um, BLOCK_G, UMAX)
         wait_for_predecessor(PDL)
         release_dependents(PDL)
         offs_c = tl.arange(0, CAP)
@@ -411,7 +423,11 @@ def santa_merge_bound(
         if PHASES == 3:
             tl.store(SelTeam + heads[:, None] * stride_selh + sel_slot, team + n + start, mask=chosen)
             tl.store(SelLogC + heads[:, None] * stride_selh + sel_slot, phi - tau[:, None], mask=chosen)
-        if PHASES >= 4:
+        if PHASES >= 4 and PER_HEAD:
+            correct_and_list(team, chosen, tau, sel_slot, phi, n, start, heads, g_mask, SelTeam, SelLogC, UTeam, UStart,
+                             URowPre, UCount, ULogC, SeedPtr, tl.program_id(0) == 0, stride_selh, stride_uh,
+                             stride_um, WIDTH=KPAD, UMAX=UMAX, FRESH=FRESH)
+        if PHASES >= 4 and not PER_HEAD:
             correct_and_union(team, chosen, tau, sel_slot, phi, n, start, kvh, heads, offs_g, SelTeam, SelLogC,
                               UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos, SeedPtr,
                               m_max, stride_selh, stride_uh, stride_um, BLOCK_G=BLOCK_G,

@@ -112,6 +112,7 @@ class Santa(Method):
             details={
                 "settings": self.settings.__dict__, "noise_seed": self.noise_seed, "out": self.out, "k": op.k,
                 "all_teams": op.all_teams, "pdl": op.pdl, "noise_ahead": op.ahead, "narrow_merge": op.narrow,
+                "merge_per_head": op.per_head,
                 "teams_per_kv_head": layout.num_teams.tolist(), "teams_min_max": [m_min, m_max],
                 "memory_bytes": mem, "team_cache": outcome.status, "prepare_seconds": time.perf_counter() - t0,
             },

@@ -60,9 +60,12 @@ _BEST_SELECT = 1 if triton_kernels.HAS_TOPK else 0
 _BEST_TOPK_SELECT = 3 if triton_kernels.HAS_TOPK else 0
 _BEST_BOUND = 128 if triton_kernels.HAS_TOPK else 0
 _BEST_GATHER = 1 if triton_kernels.HAS_GATHER else 0
-# the merge at 16 warps where the bound filter is the default (faster with it at 8K and 32K; slower at
-# 128K, and for the block top-k's merge, topk.BOUND=0, at 32K: docs/perf-notes.md, topic 3)
-_BEST_MERGE_WARPS = 16 if triton_kernels.HAS_TOPK else 8
+# with the filter: a merge and a row list per query head (merge.PER_HEAD), its merge at 8 warps and attend
+# tiles of 32 rows, 64 ranges a head: the fastest measured at 8K and 32K (docs/perf-notes.md, topic 3);
+# without it, the block top-k's union form with one 64-row tile per split at 32K
+_BEST_PER_HEAD = 1 if triton_kernels.HAS_TOPK else 0
+_BEST_MERGE_WARPS = 8
+_BEST_BLOCK_R = 32 if triton_kernels.HAS_TOPK else 64
 # with the filter (docs/perf-notes.md, topic 3): the noise read from a table drawn ahead, faster at 8K and
 # 32K, slower at 128K; the merge's half-row selection, faster at 32K and 128K, slower at 8K. Together
 # they are the fastest at 32K, the main job's workload
@@ -115,11 +118,16 @@ LAUNCH_SPACES = {
               "with topk.BOUND at least 2 x (K+1) rounded up and no topk.CARRY (else ignored): 1 selects from "
               "half of each head's candidate row when no head of the group kept more (a branch on the "
               "counts), else from all of it; 0 always from all of it"),
+        Param("PER_HEAD", (0, 1), _BEST_PER_HEAD,
+              "with topk.BOUND (else ignored): 1 merges each query head in a program of its own and attends it "
+              "by programs of its own, each head over its own selected rows (no GQA union: a row two heads chose "
+              "is read twice); attend.NUM_SPLITS then counts row ranges per query head; 0 one program per KV head "
+              "and the union of its heads' rows"),
     ), (_TOPK_AVAILABLE, _GATHER_AVAILABLE)),
     "attend": LaunchSpace("attend", (
-        # 64 rows per tile: one tile per split at the 32K workload instead of two dependent ones
-        Param("BLOCK_R", (16, 32, 64), 64, "virtual rows per tile"),
-        Param("NUM_SPLITS", (1, 2, 4, 8, 16, 32, 64, 128), 64, "row ranges per KV head"),
+        Param("BLOCK_R", (16, 32, 64), _BEST_BLOCK_R, "virtual rows per tile"),
+        Param("NUM_SPLITS", (1, 2, 4, 8, 16, 32, 64, 128), 64,
+              "row ranges per KV head (per query head with merge.PER_HEAD)"),
         Param("SEARCH", (0, 1, 2), 2, "union entry of each row: 0 compares it with every entry's end, "
               "1 binary-searches the tile's first entry, then compares with BLOCK_R ends; 2 finds "
               "that first entry by counting all ends (one load) instead"),
@@ -177,6 +185,8 @@ class SantaDecode:
             # candidate order is the filter's atomic append order: the union's order would vary
             raise ConfigError("merge.SELECT=3 selects in candidate order, which topk.BOUND's atomic appends leave "
                               "unfixed: use merge.SELECT=1 (or topk.BOUND=0)")
+        # merge.PER_HEAD is a form of the filter's merge: ignored without it, as score.AHEAD and merge.NARROW are
+        self.per_head = bool(self.bound and self.cfg.get("merge", {}).get("PER_HEAD"))
         if not self.bound and self.cfg.get("score", {}).get("PHILOX", 4) != 4:
             raise ConfigError("score.PHILOX draws the noise in the score launch, which only topk.BOUND does: "
                               "drop score.PHILOX or set topk.BOUND")
@@ -192,7 +202,9 @@ class SantaDecode:
         self.n_blocks = triton.cdiv(self.m_max, self.cfg["topk"]["BLOCK_T"])
         self.ncand = self.n_blocks * self.kpad
         self.ncp = max(triton.next_power_of_2(self.ncand), self.kpad)
-        self.umax = triton.next_power_of_2(max(2, self.group * self.k))
+        # list capacity: a KV head's union of G selections, or with PER_HEAD one head's K (tables per query head)
+        self.umax = self.kpad if self.per_head else triton.next_power_of_2(max(2, self.group * self.k))
+        lists = hq if self.per_head else hkv
         self.splits = self.cfg["attend"]["NUM_SPLITS"]
         self.inv_sqrt_d = 1.0 / math.sqrt(d)
         self.precision = "ieee" if q.dtype == torch.float32 else "tf32"
@@ -204,12 +216,13 @@ class SantaDecode:
         self.sel_team = torch.empty(hq, self.kpad, dtype=i32, device=dev)
         self.sel_logc = torch.empty(hq, self.kpad, dtype=f32, device=dev)
         self.sel_key = torch.empty(hq, self.kpad, dtype=torch.int64, device=dev)  # merge's SELECT=2 scratch
-        self.u_team = torch.empty(hkv, self.umax, dtype=i32, device=dev)
-        self.u_start = torch.empty(hkv, self.umax, dtype=i32, device=dev)
-        self.u_rowpre = torch.empty(hkv, self.umax + 1, dtype=i32, device=dev)
-        self.u_count = torch.empty(hkv, dtype=i32, device=dev)
-        self.u_mask = torch.empty(hkv, self.umax, self.block_g, dtype=torch.int8, device=dev)
-        self.u_logc = torch.empty(hkv, self.umax, self.block_g, dtype=f32, device=dev)
+        self.u_team = torch.empty(lists, self.umax, dtype=i32, device=dev)
+        self.u_start = torch.empty(lists, self.umax, dtype=i32, device=dev)
+        self.u_rowpre = torch.empty(lists, self.umax + 1, dtype=i32, device=dev)
+        self.u_count = torch.empty(lists, dtype=i32, device=dev)
+        heads_per_list = 1 if self.per_head else self.block_g
+        self.u_mask = torch.empty(lists, self.umax, heads_per_list, dtype=torch.int8, device=dev)
+        self.u_logc = torch.empty(lists, self.umax, heads_per_list, dtype=f32, device=dev)
         # union bookkeeping per team slot; Owner must hold INT_MAX between calls (merge restores it)
         self.owner = torch.full((hkv, self.m_max), 2**31 - 1, dtype=i32, device=dev)
         self.pos = torch.empty(hkv, self.m_max, dtype=i32, device=dev)
@@ -263,7 +276,7 @@ class SantaDecode:
         else:
             self._bind_block_topk()
         self.launch_attend = bound_launch(
-            santa_attend, (self.hkv, self.splits),
+            santa_attend, (self.hq if self.per_head else self.hkv, self.splits),
             self.q, a.packed_k, a.packed_v, self.suffix_k, self.suffix_v,
             self.u_start, self.u_rowpre, self.u_logc,
             self.m_part, self.l_part, self.acc,
@@ -271,10 +284,12 @@ class SantaDecode:
             self.q.stride(0), a.packed_k.stride(0), a.packed_k.stride(1),
             self.suffix_k.stride(0), self.suffix_k.stride(1), self.u_mask.stride(0), self.u_mask.stride(1),
             self.m_part.stride(0), self.acc.stride(0), self.acc.stride(1),
-            GROUP=self.group, BLOCK_G=self.block_g, BLOCK_R=c["attend"]["BLOCK_R"], HEAD_D=self.d, UMAX=self.umax,
+            GROUP=1 if self.per_head else self.group, BLOCK_G=self.block_g, BLOCK_R=c["attend"]["BLOCK_R"],
+            HEAD_D=self.d, UMAX=self.umax,
             NUM_SPLITS=self.splits, ALL_TEAMS=self.all_teams, DOT_PRECISION=self.precision, PV_FP32=self.pv_fp32,
             SEARCH=c["attend"]["SEARCH"], LOG2_UMAX=self.umax.bit_length() - 1, SUFFIX=self.n_suffix > 0,
-            PDL=self.pdl, num_warps=c["attend"]["num_warps"], num_stages=c["attend"]["num_stages"], **dep,
+            PDL=self.pdl, KV_GROUP=self.group if self.per_head else 1,
+            num_warps=c["attend"]["num_warps"], num_stages=c["attend"]["num_stages"], **dep,
         )
         self.launch_reduce = bound_launch(
             split_kv_combine, (self.hq,),
@@ -334,8 +349,10 @@ class SantaDecode:
                 self.seed, *noise, self.m_max, self.noise_table.stride(0),
                 GROUP=self.group, BLOCK_G=self.merge_g, N=_DRAW_TEAMS, PHILOX=philox)
         draw_n = _DRAW_TEAMS if ahead and self.fresh else 0
-        # drawers per KV head: one wave beside the merge's programs (the attend launch waits for all)
-        drawers = (max(1, min(triton.cdiv(self.m_max, draw_n), (sm_count(self.q.device) - self.hkv) // self.hkv))
+        # drawers per merge row (a KV head, or with PER_HEAD a query head): one wave beside the merge's programs
+        # (the attend launch waits for all)
+        merges = self.hq if self.per_head else self.hkv
+        drawers = (max(1, min(triton.cdiv(self.m_max, draw_n), (sm_count(self.q.device) - merges) // merges))
                    if draw_n else 0)
         self.launch_score = bound_launch(
             santa_score_bound, (self.hkv, n_tiles),
@@ -359,7 +376,7 @@ class SantaDecode:
             num_warps=c["topk"]["num_warps"], **dep,
         )
         self.launch_merge = bound_launch(
-            santa_merge_bound, (self.hkv, 1 + drawers),
+            santa_merge_bound, (merges, 1 + drawers),
             self.y, self.part_max, self.bound_count, self.bound_keys, self.bound_phi, self.bound_len,
             self.bound_start, self.scores, a.team_len, a.team_start, self.sel_team, self.sel_logc, self.sel_key,
             self.u_team, self.u_start, self.u_rowpre, self.u_count, self.u_mask, self.u_logc,
@@ -367,12 +384,12 @@ class SantaDecode:
             self.inv_sqrt_d, self.k, self.m_max, self.n_parts,
             self.scores.stride(0), self.part_max.stride(0), self.bound_keys.stride(0), a.team_len.stride(0),
             self.sel_team.stride(0), self.u_mask.stride(0), self.u_mask.stride(1), self.noise_table.stride(0),
-            GROUP=self.group, BLOCK_G=self.merge_g, NTP=ntp,
+            GROUP=self.group, BLOCK_G=2 if self.per_head else self.merge_g, NTP=ntp,
             CAP=self.bound, CHUNK=c["merge"]["CHUNK"],
             KPAD=self.kpad, UMAX=self.umax, FRESH=self.fresh, SELECT=c["merge"]["SELECT"],
             RADIX_BITS=c["merge"]["RADIX_BITS"], GATHER=bool(c["merge"]["GATHER"]), CARRY=self.carry,
             PDL=self.pdl, DRAW_N=draw_n, PHILOX=philox if draw_n else 4, NARROW=self.narrow,
-            num_warps=c["merge"]["num_warps"], **dep,
+            PER_HEAD=self.per_head, num_warps=c["merge"]["num_warps"], **dep,
         )
 
     def stages(self):

@@ -281,6 +281,36 @@ def correct_and_union(team, chosen, tau, sel_slot, phi, n, start, kvh, heads, of
 
 
 @triton.jit
+def correct_and_list(team, chosen, tau, sel_slot, phi, n, start, heads, g_mask, SelTeam, SelLogC, UTeam, UStart,
+                     URowPre, UCount, ULogC, SeedPtr, advance_seed, stride_selh, stride_uh, stride_um,
+                     WIDTH: tl.constexpr, UMAX: tl.constexpr, FRESH: tl.constexpr):
+    """``merge.PER_HEAD``: the corrections, then each head's selection as a row list of its own in
+    the union tables' format (no union across the group: attend runs one program per query head), in
+    the selection's column order. Every entry below the count is written on every call and every one
+    past it holds the total, so the tables need no reset. ``advance_seed``: the one program that
+    advances the noise seed with FRESH."""
+    logc = _log_inclusion(phi - tau[:, None])
+    tl.store(SelTeam + heads[:, None] * stride_selh + sel_slot, team, mask=chosen)
+    tl.store(SelLogC + heads[:, None] * stride_selh + sel_slot, logc, mask=chosen)
+    pos = tl.cumsum(chosen.to(tl.int32), axis=1) - 1
+    rows = tl.where(chosen, n, 0)
+    count = tl.sum(chosen.to(tl.int32), axis=1)
+    tl.store(UTeam + heads[:, None] * UMAX + pos, team, mask=chosen)
+    tl.store(UStart + heads[:, None] * UMAX + pos, start, mask=chosen)
+    tl.store(UCount + heads, count, mask=g_mask)
+    row_pre = URowPre + heads[:, None] * (UMAX + 1)
+    offs_u = tl.arange(0, UMAX)[None, :]
+    tl.store(URowPre + heads * (UMAX + 1), tl.zeros_like(count), mask=g_mask)
+    tl.store(row_pre + 1 + pos, tl.cumsum(rows, axis=1), mask=chosen)
+    tl.store(row_pre + 1 + offs_u, tl.zeros([1, UMAX], dtype=tl.int32) + tl.sum(rows, axis=1)[:, None],
+             mask=g_mask[:, None] & (offs_u >= count[:, None]))
+    tl.store(ULogC + heads[:, None] * stride_uh + pos * stride_um, logc, mask=chosen)
+    if FRESH:
+        if advance_seed:
+            tl.store(SeedPtr, tl.load(SeedPtr) + 1)
+
+
+@triton.jit
 def reset_union_tables(UMask, ULogC, kvh, stride_uh, stride_um, BLOCK_G: tl.constexpr, UMAX: tl.constexpr):
     """Clear KV head ``kvh``'s selection mask and set its log c_g table to +inf (a head that did
     not select a team: attend's logit - log c_g is then -inf)."""
@@ -408,9 +438,11 @@ def santa_attend(
     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_R: tl.constexpr, HEAD_D: tl.constexpr,
     UMAX: tl.constexpr, NUM_SPLITS: tl.constexpr, ALL_TEAMS: tl.constexpr, DOT_PRECISION: tl.constexpr,
     PV_FP32: tl.constexpr, SEARCH: tl.constexpr = 1, LOG2_UMAX: tl.constexpr = 8, SUFFIX: tl.constexpr = True,
-    PDL: tl.constexpr = False,
+    PDL: tl.constexpr = False, KV_GROUP: tl.constexpr = 1,
 ):
-    """Launch 4, grid (Hkv, NUM_SPLITS): exact attention over the union's rows (``attend_split``)."""
+    """Launch 4, grid (Hkv, NUM_SPLITS): exact attention over the union's rows (``attend_split``).
+    With ``merge.PER_HEAD`` the grid is (Hq, NUM_SPLITS), GROUP 1 and KV_GROUP the GQA group: each
+    program reads its query head's own list and the K/V rows of that head's KV head."""
     kvh = tl.program_id(0)
     split = tl.program_id(1)
     offs_g = tl.arange(0, BLOCK_G)
@@ -423,7 +455,7 @@ def santa_attend(
                  n_prompt, n_suffix, qk_scale_log2, stride_kh, stride_kn, stride_sk_h, stride_sk_n,
                  stride_uh, stride_um, stride_mh, stride_ah, stride_as,
                  GROUP, BLOCK_G, BLOCK_R, HEAD_D, UMAX, NUM_SPLITS, ALL_TEAMS, DOT_PRECISION, PV_FP32,
-                 SEARCH, LOG2_UMAX, SUFFIX)
+                 SEARCH, LOG2_UMAX, SUFFIX, KV_GROUP)
 
 
 @triton.jit
@@ -435,6 +467,7 @@ def attend_split(
     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_R: tl.constexpr, HEAD_D: tl.constexpr,
     UMAX: tl.constexpr, NUM_SPLITS: tl.constexpr, ALL_TEAMS: tl.constexpr, DOT_PRECISION: tl.constexpr,
     PV_FP32: tl.constexpr, SEARCH: tl.constexpr, LOG2_UMAX: tl.constexpr, SUFFIX: tl.constexpr,
+    KV_GROUP: tl.constexpr = 1,
 ):
     """Split ``split`` of KV head ``kvh``: exact attention over its range of the union's rows, with
     per-head masks, into that split's partials (q [BLOCK_G, d], the group's queries).
@@ -445,8 +478,10 @@ def attend_split(
     (ULogC holds +inf where j did not select it, so the mask costs no extra load).
     With ALL_TEAMS (K = M) every packed row counts for every head with c = 1. Dependent loads
     are kept to three levels (union ends -> entry start, base, log c -> K/V rows): after the
-    upstream eviction each level is a DRAM round trip.
+    upstream eviction each level is a DRAM round trip. ``kvh`` indexes the tables; K and V are
+    those of KV head ``kvh // KV_GROUP`` (KV_GROUP > 1: ``merge.PER_HEAD``'s lists, one per query head).
     """
+    kv = kvh // KV_GROUP
     offs_g = tl.arange(0, BLOCK_G)
     offs_d = tl.arange(0, HEAD_D)
     heads = kvh * GROUP + offs_g
@@ -500,15 +535,15 @@ def attend_split(
             sel = g_mask[:, None] & live[None, :]
             bias = tl.load(ULogC + m_ptr, mask=g_mask[:, None] & in_union[None, :], other=0.0) * 1.4426950408889634
         # V rows are issued with K so both DRAM round trips overlap
-        k = tl.load(PK + kvh * stride_kh + packed[:, None] * stride_kn + offs_d[None, :],
+        k = tl.load(PK + kv * stride_kh + packed[:, None] * stride_kn + offs_d[None, :],
                     mask=in_union[:, None], other=0.0)
-        v = tl.load(PV + kvh * stride_kh + packed[:, None] * stride_kn + offs_d[None, :],
+        v = tl.load(PV + kv * stride_kh + packed[:, None] * stride_kn + offs_d[None, :],
                     mask=in_union[:, None], other=0.0)
         if SUFFIX:  # the exact suffix's rows follow the union's (masked loads, added in)
             srow = tl.where(in_suffix, rows - union_rows, 0)
-            k += tl.load(SK + kvh * stride_sk_h + srow[:, None] * stride_sk_n + offs_d[None, :],
+            k += tl.load(SK + kv * stride_sk_h + srow[:, None] * stride_sk_n + offs_d[None, :],
                          mask=in_suffix[:, None], other=0.0)
-            v += tl.load(SV + kvh * stride_sk_h + srow[:, None] * stride_sk_n + offs_d[None, :],
+            v += tl.load(SV + kv * stride_sk_h + srow[:, None] * stride_sk_n + offs_d[None, :],
                          mask=in_suffix[:, None], other=0.0)
         s = dot(q, tl.trans(k), DOT_PRECISION) * qk_scale_log2 - bias
         s = tl.where(sel, s, float("-inf"))

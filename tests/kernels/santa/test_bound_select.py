@@ -16,7 +16,9 @@ from kprof.kernels.santa.step import LAUNCH_SPACES, SantaDecode
 
 pytestmark = pytest.mark.skipif(not triton_kernels.HAS_TOPK, reason="topk.BOUND needs tl.topk")
 
-SMALL = {"score": {"BLOCK_M": 16}, "topk": {"BLOCK_T": 32}, "attend": {"BLOCK_R": 16, "NUM_SPLITS": 4}}
+# the union form, whose tables the tests below compare entry by entry (merge.PER_HEAD has tests of its own)
+SMALL = {"score": {"BLOCK_M": 16}, "topk": {"BLOCK_T": 32}, "merge": {"PER_HEAD": 0},
+         "attend": {"BLOCK_R": 16, "NUM_SPLITS": 4}}
 
 
 def _ops(make_workload, target, overs, hq=4, hkv=2, n=300, d=16, k=5, dtype=torch.float32, seed=0, fresh=False,
@@ -29,7 +31,8 @@ def _ops(make_workload, target, overs, hq=4, hkv=2, n=300, d=16, k=5, dtype=torc
     q = w.q.to(target.device)
     ops = []
     for over in overs:
-        cfg = resolve_method_config(LAUNCH_SPACES, SMALL | over, w.shape)
+        cfg = resolve_method_config(LAUNCH_SPACES, {launch: SMALL.get(launch, {}) | over.get(launch, {})
+                                                    for launch in SMALL.keys() | over.keys()}, w.shape)
         ops.append(SantaDecode(q, arts, k, cfg, seed=seed, fresh=fresh, pdl=pdl))
     return w, layout, ops
 
@@ -110,6 +113,54 @@ def test_bound_selects_what_the_block_topk_selects(make_workload, target, hq, hk
     teams, corr = by_bound.selections()
     ref = attention_with_selection(w.q, w.k, w.v, layout.teams(), [Selection(t, c) for t, c in zip(teams, corr)])
     assert (out - ref).abs().max() < 1e-5
+
+
+@pytest.mark.parametrize("hq, hkv, n, k, bound, narrow, fresh", [
+    (4, 2, 300, 5, 64, 1, False),    # few teams, the half-row branch
+    (7, 1, 1201, 6, 32, 0, True),    # a group of seven, fresh noise: the seed advances once per call
+    (6, 2, 1200, 7, 8, 0, False),    # CAP = K+1: heads bisect
+])
+def test_per_head_lists_select_and_attend_what_the_union_does(make_workload, target, hq, hkv, n, k, bound, narrow,
+                                                              fresh):
+    """merge.PER_HEAD: one merge program and one row list per query head, attended by programs of
+    their own; the same selection and corrections as the union form for the same noise, an output
+    equal to the fp64 replay of that selection, and a list per head of its own teams' rows."""
+    overs = [{"topk": {"BLOCK_T": 32, "BOUND": bound}, "merge": {"NARROW": narrow, "PER_HEAD": per_head},
+              "attend": {"BLOCK_R": 16, "NUM_SPLITS": splits}} for per_head, splits in ((0, 4), (1, 2))]
+    w, layout, (by_union, by_head) = _ops(make_workload, target, overs, hq=hq, hkv=hkv, n=n, k=k, seed=n,
+                                          fresh=fresh)
+    for call in range(2):
+        a = by_union.run().clone()
+        _poison(by_head)
+        by_head.u_rowpre.fill_(-7)
+        by_head.u_start.fill_(-7)
+        b = by_head.run().clone()
+        assert int(by_head.seed[0]) == int(by_union.seed[0]) == n + (call + 1 if fresh else 0)
+        for h in range(hq):
+            assert by_head.sel_team[h, :k].tolist() == by_union.sel_team[h, :k].tolist(), (call, h)
+            assert torch.allclose(by_head.sel_logc[h, :k], by_union.sel_logc[h, :k], rtol=1e-6, atol=1e-7)
+            teams = by_head.sel_team[h, :k].long().cpu()
+            kvh = h // (hq // hkv)
+            assert int(by_head.u_count[h]) == k
+            assert by_head.u_start[h, :k].cpu().tolist() == layout.start[kvh, teams].tolist()
+            ends = torch.cumsum(layout.length[kvh, teams], 0)
+            assert by_head.u_rowpre[h, 1 : k + 1].cpu().tolist() == ends.tolist()
+            assert int(by_head.u_rowpre[h, 0]) == 0 and set(by_head.u_rowpre[h, k + 1 :].tolist()) <= {int(ends[-1])}
+        teams, corr = by_head.selections()
+        ref = attention_with_selection(w.q, w.k, w.v, layout.teams(), [Selection(t, c) for t, c in zip(teams, corr)])
+        assert (b.cpu().double() - ref).abs().max() < 1e-5
+        assert (a.double() - b.double()).abs().max() < 1e-5
+
+
+def test_per_head_is_off_without_the_filter_and_said_so(make_workload, target):
+    from kprof.methods import get_method
+
+    w = make_workload(4, 2, 300, 16, seed=3, scale=2.0)
+    for bound, want in ((0, False), (64, True)):
+        prepared = get_method("santa").prepare(w, target, SMALL | {"topk": {"BLOCK_T": 32, "BOUND": bound},
+                                                                   "merge": {"PER_HEAD": 1},
+                                                                   "attend": {"BLOCK_R": 16, "NUM_SPLITS": 2}})
+        assert prepared.details["merge_per_head"] is want
 
 
 @pytest.mark.skipif(not triton_kernels.HAS_GATHER, reason="topk.CARRY needs tl.gather")
@@ -355,19 +406,23 @@ def test_part_size_leaves_twice_the_working_set_of_parts():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("carry, block_m, ahead, narrow", [(0, 16, 0, 0), (1, 16, 0, 0), (0, 64, 0, 0), (0, 64, 1, 0),
-                                                          (0, 64, 1, 1), (0, 16, 0, 1)])
-def test_gpu_bound_matches_the_block_topk_eager_and_replayed(make_workload, target, carry, block_m, ahead, narrow):
+@pytest.mark.parametrize("carry, block_m, ahead, narrow, per_head", [
+    (0, 16, 0, 0, 0), (1, 16, 0, 0, 0), (0, 64, 0, 0, 0), (0, 64, 1, 0, 0), (0, 64, 1, 1, 0), (0, 16, 0, 1, 0),
+    (0, 64, 1, 1, 1), (0, 16, 0, 0, 1)])
+def test_gpu_bound_matches_the_block_topk_eager_and_replayed(make_workload, target, carry, block_m, ahead, narrow,
+                                                             per_head):
     """At the 32K workload's shape family (G = 7, K = 31, d = 128) with fresh noise: the same
     selection as the block top-k call after call, with and without PDL, and from a CUDA graph.
     BLOCK_M = 64 at this length takes parts of 32 teams, two per score tile (8K's default form);
     ``score.AHEAD`` reads the noise the merge of the call before drew; ``merge.NARROW`` selects
-    from half the rows where a group kept at most 64."""
+    from half the rows where a group kept at most 64; ``merge.PER_HEAD`` merges and attends each
+    query head on its own (its noise drawers draw per head)."""
     kw = dict(hq=28, hkv=4, n=8192, d=128, k=31, dtype=torch.float16, seed=5, fresh=True)
     for pdl in (False, True):
         overs = [{"topk": {"BLOCK_T": 32, "BOUND": bound} | ({"CARRY": carry} if bound else {}),
                   "score": {"BLOCK_M": block_m} | ({"AHEAD": ahead} if bound else {}),
-                  "merge": {"NARROW": narrow if bound else 0}} for bound in (0, 128)]
+                  "merge": {"NARROW": narrow if bound else 0, "PER_HEAD": per_head if bound else 0}}
+                 for bound in (0, 128)]
         w, layout, (by_topk, by_bound) = _ops(make_workload, target, overs, pdl=pdl, **kw)
         assert by_bound.part == (32 if block_m == 64 else block_m)
         for call in range(3):
