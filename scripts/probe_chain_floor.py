@@ -14,7 +14,9 @@ Flash and SANTA++ itself (eviction before every call, host gate, CUDA events):
   maximum; merge loads the candidates, then the team starts at the candidates' team ids, then
   (through an index that depends on those) the union starts and row prefix sums of the real
   union; attend loads the union's ends, its rows' entry starts and then the K/V rows of the
-  real union (three dependent levels, as in the real kernel) and stores partials. Left out, so
+  real union (three dependent levels, as in the real kernel) and stores partials. With
+  ``merge.PER_HEAD`` (santa's default) the lists are one per query head, and the merge and attend
+  skeletons run on Hq lists as the real launches do. Left out, so
   the skeleton is a lower bound: top-k's team lengths and noise seed, merge's score and length
   gathers, table resets and scattered mask stores, attend's log c_g loads.
 - ``skeleton`` and ``empty`` without PDL (each launch waits for the last one to drain).
@@ -71,8 +73,8 @@ def _skel_topk(Scores, Cand, m_max, stride_sh, stride_ch, stride_cb,
 @triton.jit
 def _skel_merge(Cand, Starts, SrcStart, SrcRowPre, UStart, URowPre, m_max, stride_ch, stride_lh, sentinel,
                 GROUP: tl.constexpr, BLOCK_G: tl.constexpr, NCP: tl.constexpr, NCAND: tl.constexpr,
-                UMAX: tl.constexpr, EMPTY: tl.constexpr, PDL: tl.constexpr):
-    kvh = tl.program_id(0)
+                UMAX: tl.constexpr, EMPTY: tl.constexpr, PDL: tl.constexpr, KV_GROUP: tl.constexpr = 1):
+    kvh = tl.program_id(0)  # the list (a KV head's union, or with KV_GROUP > 1 one query head's own)
     wait_for_predecessor(PDL)
     release_dependents(PDL)
     offs_u = tl.arange(0, UMAX)
@@ -86,7 +88,7 @@ def _skel_merge(Cand, Starts, SrcStart, SrcRowPre, UStart, URowPre, m_max, strid
         cand = tl.load(Cand + heads[:, None] * stride_ch + offs_c[None, :], mask=live, other=0)
         # each candidate column's team id (low word of its best key), then that team's start
         team = (tl.max(cand, axis=0) & 0xFFFFFFFF).to(tl.int32) % m_max
-        start = tl.load(Starts + kvh * stride_lh + team)
+        start = tl.load(Starts + (kvh // KV_GROUP) * stride_lh + team)
         zero = (tl.min(start, axis=0) == sentinel).to(tl.int32)  # 0 at run time, not foldable
         src = tl.load(SrcStart + kvh * UMAX + offs_u + zero)
         tl.store(UStart + kvh * UMAX + offs_u, src)
@@ -98,7 +100,7 @@ def _skel_merge(Cand, Starts, SrcStart, SrcRowPre, UStart, URowPre, m_max, strid
 def _skel_attend(PK, PV, UStart, URowPre, M_out, L_out, Acc_out, stride_kh, stride_kn, stride_mh, stride_ah,
                  stride_as, GROUP: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_R: tl.constexpr,
                  HEAD_D: tl.constexpr, UMAX: tl.constexpr, NUM_SPLITS: tl.constexpr, EMPTY: tl.constexpr,
-                 PDL: tl.constexpr):
+                 PDL: tl.constexpr, KV_GROUP: tl.constexpr = 1):
     kvh = tl.program_id(0)
     split = tl.program_id(1)
     offs_g = tl.arange(0, BLOCK_G)
@@ -125,10 +127,10 @@ def _skel_attend(PK, PV, UStart, URowPre, M_out, L_out, Acc_out, stride_kh, stri
             start = tl.load(UStart + kvh * UMAX + u, mask=live, other=0)
             base = tl.load(row_pre + u, mask=live, other=0)
             packed = start + rows - base
-            k = tl.load(PK + kvh * stride_kh + packed[:, None] * stride_kn + offs_d[None, :], mask=live[:, None],
-                        other=0.0)
-            v = tl.load(PV + kvh * stride_kh + packed[:, None] * stride_kn + offs_d[None, :], mask=live[:, None],
-                        other=0.0)
+            k = tl.load(PK + (kvh // KV_GROUP) * stride_kh + packed[:, None] * stride_kn + offs_d[None, :],
+                        mask=live[:, None], other=0.0)
+            v = tl.load(PV + (kvh // KV_GROUP) * stride_kh + packed[:, None] * stride_kn + offs_d[None, :],
+                        mask=live[:, None], other=0.0)
             acc += tl.sum((k + v).to(tl.float32), axis=0)[None, :]
     tl.store(M_out + heads * stride_mh + split, tl.zeros([BLOCK_G], dtype=tl.float32), mask=g_mask)
     tl.store(L_out + heads * stride_mh + split, tl.zeros([BLOCK_G], dtype=tl.float32) + 1.0, mask=g_mask)
@@ -161,7 +163,10 @@ class SkeletonChain:
         self.block_m = geometry.block_m or op.cfg["score"]["BLOCK_M"]
         self.block_r = geometry.block_r or op.cfg["attend"]["BLOCK_R"]
         self.splits = geometry.splits or op.splits
-        self.src_start = op.u_start.clone()  # the real union of the operator's last run
+        # the row lists of the operator's last run: a union per KV head, or with merge.PER_HEAD a list per query head
+        self.lists = op.u_start.shape[0]
+        self.kv_group = op.group if op.per_head else 1
+        self.src_start = op.u_start.clone()
         self.src_rowpre = op.u_rowpre.clone()
         self.u_start = torch.empty_like(op.u_start)
         self.u_rowpre = torch.empty_like(op.u_rowpre)
@@ -203,20 +208,20 @@ class SkeletonChain:
 
     def merge(self):
         op = self.op
-        _skel_merge[(op.hkv,)](
+        _skel_merge[(self.lists,)](
             self.cand, op.arts.team_start, self.src_start, self.src_rowpre, self.u_start, self.u_rowpre, op.m_max,
-            self.cand.stride(0), op.arts.team_start.stride(0), -1, GROUP=op.group, BLOCK_G=op.merge_g, NCP=op.ncp,
-            NCAND=op.ncand, UMAX=op.umax, EMPTY=self.empty, PDL=self.pdl, num_warps=op.cfg["merge"]["num_warps"],
-            **self._dep)
+            self.cand.stride(0), op.arts.team_start.stride(0), -1, GROUP=1 if op.per_head else op.group,
+            BLOCK_G=2 if op.per_head else op.merge_g, NCP=op.ncp, NCAND=op.ncand, UMAX=op.umax, EMPTY=self.empty,
+            PDL=self.pdl, KV_GROUP=self.kv_group, num_warps=op.cfg["merge"]["num_warps"], **self._dep)
 
     def attend(self):
         op = self.op
         a = op.arts
-        _skel_attend[(op.hkv, self.splits)](
+        _skel_attend[(self.lists, self.splits)](
             a.packed_k, a.packed_v, self.u_start, self.u_rowpre, self.m_part, self.l_part, self.acc,
             a.packed_k.stride(0), a.packed_k.stride(1), self.m_part.stride(0), self.acc.stride(0),
-            self.acc.stride(1), GROUP=op.group, BLOCK_G=op.block_g, BLOCK_R=self.block_r, HEAD_D=op.d,
-            UMAX=op.umax, NUM_SPLITS=self.splits, EMPTY=self.empty, PDL=self.pdl,
+            self.acc.stride(1), GROUP=1 if op.per_head else op.group, BLOCK_G=op.block_g, BLOCK_R=self.block_r,
+            HEAD_D=op.d, UMAX=op.umax, NUM_SPLITS=self.splits, EMPTY=self.empty, PDL=self.pdl, KV_GROUP=self.kv_group,
             num_warps=op.cfg["attend"]["num_warps"], num_stages=op.cfg["attend"]["num_stages"], **self._dep)
 
     def reduce(self):
@@ -267,7 +272,9 @@ def main() -> None:
                                     and torch.equal(chain.u_rowpre, op.u_rowpre)):
             raise SystemExit(f"{label}: the skeleton's union differs from the operator's")
     rows = int(op.u_rowpre[:, -1].sum())
-    print(f"union rows over {op.hkv} KV heads: {rows} ({rows * op.d * 2 * 2 / 1e6:.2f} MB of K/V); "
+    per = "query" if op.per_head else "KV"
+    print(f"list rows over {chains['skeleton'].lists} lists (per {per} head): {rows} "
+          f"({rows * op.d * 2 * 2 / 1e6:.2f} MB of K/V); "
           f"representative key table {op.arts.rep_keys.numel() * op.arts.rep_keys.element_size() / 1e6:.2f} MB "
           f"(padded to the largest head's teams); PDL {op.pdl}")
     ops = [TimedOp("flash", flash.run), TimedOp("santa", santa.run), *real,

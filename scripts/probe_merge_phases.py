@@ -1,13 +1,15 @@
 """Where ``santa``'s merge launch (the bound filter's launch 3) spends its time, by phases.
 
-The merge runs on one program per KV head and is several microseconds above its skeleton at 32K.
+The merge runs on one program per KV head (per query head with ``merge.PER_HEAD``, the default) and
+was several microseconds above its skeleton at 32K in its union form.
 This probe times, in the same paired rounds (eviction before every call, host gate, CUDA events),
 the score and filter launches followed by the merge stopped after each of its phases:
 
-- ``candidates``: the wait, the union tables' reset and each head's kept keys (count and rows);
+- ``candidates``: the wait, the union tables' reset (not with PER_HEAD) and each head's kept keys;
 - ``+ select``: and the exact top-(K+1) of those keys and tau;
 - ``+ inputs``: and the chosen teams' score, length and first row (the corrections' inputs);
-- ``+ union``: and the corrections and the GQA union (the real launch);
+- ``+ union``: and the corrections and the GQA union, or with PER_HEAD each head's own list (the
+  real launch);
 
 beside the two launches alone and the complete operator. Differences between consecutive rows are
 each phase's cost on the chain's critical path, as the chain runs it (inputs in L2, dependent

@@ -331,8 +331,9 @@ def santa_merge_bound(
     PHASES: tl.constexpr = 4, DRAW_N: tl.constexpr = 0, PHILOX: tl.constexpr = 4, NARROW: tl.constexpr = False,
     PER_HEAD: tl.constexpr = False,
 ):
-    """Launch 3, grid (Hkv,): the candidates launch 2 kept (``bound_candidates``), then the
-    global top-K, tau, corrections and union as the block top-k's merge does. PHASES below 4 stop
+    """Launch 3, grid (Hkv, 1 + drawers) (or (Hq, ...) with PER_HEAD, below): the candidates launch
+    2 kept (``bound_candidates``), then the global top-K, tau, corrections and union as the block
+    top-k's merge does. PHASES below 4 stop
     after the candidates (1), the selection (2) or the corrections' inputs (3), storing what they
     have so none of it is dropped: ``scripts/probe_merge_phases.py`` times each cut.
 
@@ -426,7 +427,7 @@ def santa_merge_bound(
         if PHASES >= 4 and PER_HEAD:
             correct_and_list(team, chosen, tau, sel_slot, phi, n, start, heads, g_mask, SelTeam, SelLogC, UTeam, UStart,
                              URowPre, UCount, ULogC, SeedPtr, tl.program_id(0) == 0, stride_selh, stride_uh,
-                             stride_um, WIDTH=KPAD, UMAX=UMAX, FRESH=FRESH)
+                             stride_um, UMAX=UMAX, FRESH=FRESH)
         if PHASES >= 4 and not PER_HEAD:
             correct_and_union(team, chosen, tau, sel_slot, phi, n, start, kvh, heads, offs_g, SelTeam, SelLogC,
                               UTeam, UStart, URowPre, UCount, UMask, ULogC, Owner, Pos, SeedPtr,

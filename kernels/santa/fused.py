@@ -364,7 +364,7 @@ class SantaFusedDecode(SantaDecode):
         """Fix both launches' grids and arguments (``select.BLOCK_T`` and ``attend.NUM_SPLITS`` size
         buffers: changing them needs a new operator)."""
         sel, att, a, dep = self.fused_cfg["select"], self.fused_cfg["attend"], self.arts, self._dependent
-        if (sel["BLOCK_T"], att["NUM_SPLITS"]) != self._sized_by:
+        if (sel["BLOCK_T"], att["NUM_SPLITS"]) != self._sized_by[:2]:  # SantaDecode's BLOCK_T and NUM_SPLITS
             raise ValueError("select.BLOCK_T and attend.NUM_SPLITS size this step's buffers: build a new "
                              "SantaFusedDecode to change them")
         common = dict(GROUP=self.group, BLOCK_G=self.block_g, BLOCK_T=sel["BLOCK_T"], BLOCK_M=sel["BLOCK_M"],

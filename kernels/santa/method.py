@@ -41,8 +41,8 @@ _OPTIONS = {
 @register
 class Santa(Method):
     name = "santa"
-    summary = ("SANTA++: score representatives, Gumbel top-(K+1) through a bound filter, merge + GQA union, "
-               "selected attention, reduce")
+    summary = ("SANTA++: score representatives, Gumbel top-(K+1) through a bound filter, merge and selected "
+               "attention per query head, reduce")
     dtypes = (torch.float16, torch.bfloat16, torch.float32)
     sampled = True
     selection_dependent = True
@@ -121,16 +121,18 @@ class Santa(Method):
         )
 
     def bytes_per_call(self, workload: Workload, prepared: Prepared) -> int:
-        """Every representative key scored, the K and V rows of the teams a KV head's query heads
-        selected (their union, read once per KV head, as launch 4 does), the query and the output."""
+        """Every representative key scored, the K and V rows of the teams selected as launch 4 reads
+        them (each query head's own with ``merge.PER_HEAD``; else a KV head's query heads' union, once
+        per KV head), the query and the output."""
         op = prepared.handle
         teams, _ = op.selections()
         lengths = op.arts.layout.length
         item, s = workload.dtype.itemsize, workload.shape
         rows = 0
         for h in range(s.hkv):
-            union = torch.unique(torch.cat(teams[h * s.group:(h + 1) * s.group]))
-            rows += int(lengths[h, union].sum())
+            group = teams[h * s.group:(h + 1) * s.group]
+            chosen = torch.cat(group) if getattr(op, "per_head", False) else torch.unique(torch.cat(group))
+            rows += int(lengths[h, chosen].sum())
         reps = int(op.arts.layout.num_teams.sum()) * s.d * op.arts.rep_keys.element_size()
         return reps + 2 * rows * s.d * item + 2 * s.hq * s.d * item
 

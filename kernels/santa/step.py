@@ -61,8 +61,10 @@ _BEST_TOPK_SELECT = 3 if triton_kernels.HAS_TOPK else 0
 _BEST_BOUND = 128 if triton_kernels.HAS_TOPK else 0
 _BEST_GATHER = 1 if triton_kernels.HAS_GATHER else 0
 # with the filter: a merge and a row list per query head (merge.PER_HEAD), its merge at 8 warps and attend
-# tiles of 32 rows, 64 ranges a head: the fastest measured at 8K and 32K (docs/perf-notes.md, topic 3);
-# without it, the block top-k's union form with one 64-row tile per split at 32K
+# tiles of 32 rows, 64 ranges a head: the fastest measured at 8K and 32K (docs/perf-notes.md, topic 3).
+# Defaults are static per parameter, so the union form (merge.PER_HEAD=0, or topk.BOUND=0) gets them too
+# where tl.topk exists, though it was measured faster at 16 merge warps and 64-row tiles; without
+# tl.topk (no filter) one 64-row tile per split, the fastest there at 32K
 _BEST_PER_HEAD = 1 if triton_kernels.HAS_TOPK else 0
 _BEST_MERGE_WARPS = 8
 _BEST_BLOCK_R = 32 if triton_kernels.HAS_TOPK else 64
@@ -186,7 +188,8 @@ class SantaDecode:
             raise ConfigError("merge.SELECT=3 selects in candidate order, which topk.BOUND's atomic appends leave "
                               "unfixed: use merge.SELECT=1 (or topk.BOUND=0)")
         # merge.PER_HEAD is a form of the filter's merge: ignored without it, as score.AHEAD and merge.NARROW are
-        self.per_head = bool(self.bound and self.cfg.get("merge", {}).get("PER_HEAD"))
+        # (and with K = M, where attend streams whole KV heads: once per KV head, not once per query head)
+        self.per_head = bool(self.bound and self.cfg.get("merge", {}).get("PER_HEAD") and not self.all_teams)
         if not self.bound and self.cfg.get("score", {}).get("PHILOX", 4) != 4:
             raise ConfigError("score.PHILOX draws the noise in the score launch, which only topk.BOUND does: "
                               "drop score.PHILOX or set topk.BOUND")
@@ -198,7 +201,7 @@ class SantaDecode:
                               f"working set: use BLOCK_T >= {self.kpad}")
         self.block_g = max(16, triton.next_power_of_2(self.group))  # tl.dot needs >= 16 rows
         self.merge_g = max(2, triton.next_power_of_2(self.group))
-        self._sized_by = (self.cfg["topk"]["BLOCK_T"], self.cfg["attend"]["NUM_SPLITS"])
+        self._sized_by = self._sizing(self.cfg)
         self.n_blocks = triton.cdiv(self.m_max, self.cfg["topk"]["BLOCK_T"])
         self.ncand = self.n_blocks * self.kpad
         self.ncp = max(triton.next_power_of_2(self.ncand), self.kpad)
@@ -263,13 +266,20 @@ class SantaDecode:
         """score.AHEAD in effect: it chooses where the noise comes from, which only the filter adds."""
         return bool(self.bound and self.cfg["score"].get("AHEAD") and not self.all_teams)
 
+    @staticmethod
+    def _sizing(cfg) -> tuple:
+        """The parameters that size buffers or choose the launches' form: a change needs a new SantaDecode."""
+        return (cfg["topk"]["BLOCK_T"], cfg["attend"]["NUM_SPLITS"], cfg["topk"].get("BOUND", 0),
+                cfg.get("merge", {}).get("PER_HEAD", 0))
+
     def bind(self) -> None:
         """Fix the five launches' grids and arguments, so a call costs only Triton's dispatch. Call
-        it again after changing a parameter that sizes no buffer (all but ``topk.BLOCK_T`` and
-        ``attend.NUM_SPLITS``, which need a new SantaDecode)."""
+        it again after changing a parameter that sizes no buffer (all but ``topk.BLOCK_T``,
+        ``attend.NUM_SPLITS``, ``topk.BOUND`` and ``merge.PER_HEAD``, which need a new SantaDecode)."""
         c, a, dep = self.cfg, self.arts, self._dependent
-        if (c["topk"]["BLOCK_T"], c["attend"]["NUM_SPLITS"]) != self._sized_by:
-            raise ValueError("topk.BLOCK_T and attend.NUM_SPLITS size this step's buffers: build a new SantaDecode "
+        if self._sizing(c) != self._sized_by:
+            raise ValueError("topk.BLOCK_T, attend.NUM_SPLITS, topk.BOUND and merge.PER_HEAD size this step's "
+                             "buffers: build a new SantaDecode "
                              "to change them")
         if self.bound:
             self._bind_bound()

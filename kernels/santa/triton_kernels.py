@@ -283,7 +283,7 @@ def correct_and_union(team, chosen, tau, sel_slot, phi, n, start, kvh, heads, of
 @triton.jit
 def correct_and_list(team, chosen, tau, sel_slot, phi, n, start, heads, g_mask, SelTeam, SelLogC, UTeam, UStart,
                      URowPre, UCount, ULogC, SeedPtr, advance_seed, stride_selh, stride_uh, stride_um,
-                     WIDTH: tl.constexpr, UMAX: tl.constexpr, FRESH: tl.constexpr):
+                     UMAX: tl.constexpr, FRESH: tl.constexpr):
     """``merge.PER_HEAD``: the corrections, then each head's selection as a row list of its own in
     the union tables' format (no union across the group: attend runs one program per query head), in
     the selection's column order. Every entry below the count is written on every call and every one

@@ -22,18 +22,21 @@ SMALL = {"score": {"BLOCK_M": 16}, "topk": {"BLOCK_T": 32}, "merge": {"PER_HEAD"
 
 
 def _ops(make_workload, target, overs, hq=4, hkv=2, n=300, d=16, k=5, dtype=torch.float32, seed=0, fresh=False,
-         pdl=None, parents="contiguous"):
+         pdl=None, parents="contiguous", suffix=0):
     """One SantaDecode per launch-parameter override in ``overs`` on one workload, same noise seed
-    (k-means parents: KV heads with different numbers of teams)."""
-    w = make_workload(hq, hkv, n, d, dtype, seed=seed, scale=2.0)
-    layout = build_layout(w.k, SantaSettings(p=8, r=2, s=8, parents=parents))
-    arts = pack(w.k.to(target.device), w.v.to(target.device), layout)
-    q = w.q.to(target.device)
+    (k-means parents: KV heads with different numbers of teams; ``suffix``: the workload's last rows
+    attended exactly, after the teams of the first ``n``)."""
+    w = make_workload(hq, hkv, n + suffix, d, dtype, seed=seed, scale=2.0)
+    dev = target.device
+    layout = build_layout(w.k[:, :n], SantaSettings(p=8, r=2, s=8, parents=parents))
+    arts = pack(w.k[:, :n].contiguous().to(dev), w.v[:, :n].contiguous().to(dev), layout)
+    tail = {"suffix_k": w.k[:, n:].contiguous().to(dev), "suffix_v": w.v[:, n:].contiguous().to(dev)} if suffix else {}
+    q = w.q.to(dev)
     ops = []
     for over in overs:
         cfg = resolve_method_config(LAUNCH_SPACES, {launch: SMALL.get(launch, {}) | over.get(launch, {})
                                                     for launch in SMALL.keys() | over.keys()}, w.shape)
-        ops.append(SantaDecode(q, arts, k, cfg, seed=seed, fresh=fresh, pdl=pdl))
+        ops.append(SantaDecode(q, arts, k, cfg, seed=seed, fresh=fresh, pdl=pdl, **tail))
     return w, layout, ops
 
 
@@ -115,25 +118,30 @@ def test_bound_selects_what_the_block_topk_selects(make_workload, target, hq, hk
     assert (out - ref).abs().max() < 1e-5
 
 
-@pytest.mark.parametrize("hq, hkv, n, k, bound, narrow, fresh", [
-    (4, 2, 300, 5, 64, 1, False),    # few teams, the half-row branch
-    (7, 1, 1201, 6, 32, 0, True),    # a group of seven, fresh noise: the seed advances once per call
-    (6, 2, 1200, 7, 8, 0, False),    # CAP = K+1: heads bisect
+@pytest.mark.parametrize("hq, hkv, n, k, bound, narrow, fresh, carry, suffix", [
+    (4, 2, 300, 5, 64, 1, False, 0, 0),    # few teams, the half-row branch
+    (7, 1, 1201, 6, 32, 0, True, 0, 0),    # a group of seven, fresh noise: the seed advances once per call
+    (6, 2, 1200, 7, 8, 0, False, 0, 0),    # CAP = K+1: heads bisect
+    (6, 2, 700, 6, 16, 0, True, 1, 0),     # the corrections' inputs carried from the filter
+    (4, 2, 500, 5, 32, 1, False, 0, 7),    # an exact suffix after each head's rows
 ])
 def test_per_head_lists_select_and_attend_what_the_union_does(make_workload, target, hq, hkv, n, k, bound, narrow,
-                                                              fresh):
+                                                              fresh, carry, suffix):
     """merge.PER_HEAD: one merge program and one row list per query head, attended by programs of
     their own; the same selection and corrections as the union form for the same noise, an output
     equal to the fp64 replay of that selection, and a list per head of its own teams' rows."""
-    overs = [{"topk": {"BLOCK_T": 32, "BOUND": bound}, "merge": {"NARROW": narrow, "PER_HEAD": per_head},
+    overs = [{"topk": {"BLOCK_T": 32, "BOUND": bound, "CARRY": carry},
+              "merge": {"NARROW": narrow, "PER_HEAD": per_head},
               "attend": {"BLOCK_R": 16, "NUM_SPLITS": splits}} for per_head, splits in ((0, 4), (1, 2))]
     w, layout, (by_union, by_head) = _ops(make_workload, target, overs, hq=hq, hkv=hkv, n=n, k=k, seed=n,
-                                          fresh=fresh)
+                                          fresh=fresh, suffix=suffix)
+    assert by_head.per_head and not by_union.per_head
     for call in range(2):
         a = by_union.run().clone()
         _poison(by_head)
-        by_head.u_rowpre.fill_(-7)
-        by_head.u_start.fill_(-7)
+        for table in (by_head.u_rowpre, by_head.u_start, by_head.u_team):
+            table.fill_(-7)
+        by_head.u_logc.fill_(float("nan"))
         b = by_head.run().clone()
         assert int(by_head.seed[0]) == int(by_union.seed[0]) == n + (call + 1 if fresh else 0)
         for h in range(hq):
@@ -142,12 +150,14 @@ def test_per_head_lists_select_and_attend_what_the_union_does(make_workload, tar
             teams = by_head.sel_team[h, :k].long().cpu()
             kvh = h // (hq // hkv)
             assert int(by_head.u_count[h]) == k
+            assert by_head.u_team[h, :k].cpu().tolist() == teams.tolist()
             assert by_head.u_start[h, :k].cpu().tolist() == layout.start[kvh, teams].tolist()
             ends = torch.cumsum(layout.length[kvh, teams], 0)
             assert by_head.u_rowpre[h, 1 : k + 1].cpu().tolist() == ends.tolist()
             assert int(by_head.u_rowpre[h, 0]) == 0 and set(by_head.u_rowpre[h, k + 1 :].tolist()) <= {int(ends[-1])}
         teams, corr = by_head.selections()
-        ref = attention_with_selection(w.q, w.k, w.v, layout.teams(), [Selection(t, c) for t, c in zip(teams, corr)])
+        ref = attention_with_selection(w.q, w.k, w.v, layout.teams(), [Selection(t, c) for t, c in zip(teams, corr)],
+                                       suffix=suffix)
         assert (b.cpu().double() - ref).abs().max() < 1e-5
         assert (a.double() - b.double()).abs().max() < 1e-5
 
@@ -161,6 +171,16 @@ def test_per_head_is_off_without_the_filter_and_said_so(make_workload, target):
                                                                    "merge": {"PER_HEAD": 1},
                                                                    "attend": {"BLOCK_R": 16, "NUM_SPLITS": 2}})
         assert prepared.details["merge_per_head"] is want
+        op = prepared.handle
+        assert op.u_start.shape[0] == (w.shape.hq if want else w.shape.hkv)  # one list per query or KV head
+        op.out.fill_(float("nan"))
+        assert torch.isfinite(prepared.run()).all()
+        op.cfg["merge"]["PER_HEAD"] = 1 - op.cfg["merge"]["PER_HEAD"]
+        with pytest.raises(ValueError, match="merge.PER_HEAD size this step's buffers"):
+            op.bind()  # the lists are sized for one form
+    # with K = M attend streams whole KV heads: once per KV head, so the union form stays
+    _, _, (every,) = _ops(make_workload, target, [{"topk": {"BOUND": 64}, "merge": {"PER_HEAD": 1}}], k=10**6)
+    assert every.all_teams and not every.per_head
 
 
 @pytest.mark.skipif(not triton_kernels.HAS_GATHER, reason="topk.CARRY needs tl.gather")
