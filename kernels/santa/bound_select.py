@@ -333,9 +333,9 @@ def santa_merge_bound(
 ):
     """Launch 3, grid (Hkv, 1 + drawers) (or (Hq, ...) with PER_HEAD, below): the candidates launch
     2 kept (``bound_candidates``), then the global top-K, tau, corrections and union as the block
-    top-k's merge does. PHASES below 4 stop
-    after the candidates (1), the selection (2) or the corrections' inputs (3), storing what they
-    have so none of it is dropped: ``scripts/probe_merge_phases.py`` times each cut.
+    top-k's merge does. PHASES below 4 stop after the candidates (1), the selection (2) or the
+    corrections' inputs (3), storing what they have so none of it is dropped:
+    ``scripts/probe_merge_phases.py`` times each cut.
 
     DRAW_N > 0 (``score.AHEAD`` with fresh noise): grid (Hkv, 1 + drawers); the programs past the
     first draw the next call's noise table, DRAW_N teams at a time, on SMs the merge's Hkv programs
