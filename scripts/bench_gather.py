@@ -16,11 +16,13 @@ from __future__ import annotations
 import argparse
 import itertools
 
+# isort: off
+import kprof.kernels  # noqa: F401  (decides on the interpreter before triton, whose own jit functions it sets)
+# isort: on
 import torch
 import triton
 import triton.language as tl
 
-import kprof.kernels  # noqa: F401
 from kprof.core.config_space import resolve_method_config
 from kprof.kernels.fathom.scan import ALL_CHANNELS, LAUNCH_SPACES, FathomScan
 from kprof.kernels.fathom.store import FathomStore

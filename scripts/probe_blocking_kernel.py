@@ -14,11 +14,13 @@ import argparse
 import json
 import time
 
+# isort: off
+import kprof.kernels  # noqa: F401  (decides on the interpreter before triton, whose own jit functions it sets)
+# isort: on
 import torch
 import triton
 import triton.language as tl
 
-import kprof.kernels  # noqa: F401  (decides on the interpreter before triton is imported)
 from kprof.measure.blocking_kernel import MAX_POLLS, MAX_WAIT_NS, BlockingKernel, _now_ns
 
 

@@ -40,12 +40,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+# isort: off
+import kprof.kernels  # noqa: F401  (decides on the interpreter before triton, whose own jit functions it sets)
+# isort: on
 import torch
 import triton
 import triton.language as tl
 from probe_session import open_probe_session, probe_arguments
 
-import kprof.kernels  # noqa: F401  (decides on the interpreter before triton is imported)
 from kprof.kernels.common.dependent_launch import release_dependents, wait_for_predecessor
 from kprof.kernels.common.split_kv_combine import split_kv_combine
 from kprof.kernels.santa.triton_kernels import santa_score
