@@ -277,12 +277,11 @@ def _union(
     tl.store(First + kvh * n_entries + pos, first, mask=live)
     tl.debug_barrier()  # the numbering below reads the flags in merged order
     f = tl.load(First + kvh * n_entries + offs, mask=live, other=0).to(tl.int32)
+    numbered = (tl.cumsum(f, axis=0) - 1).to(tl.int64)
+    tl.store(Slot + kvh * n_entries + offs, numbered, mask=live)
     if GATHER == 1:
-        numbered = (tl.cumsum(f, axis=0) - 1).to(tl.int64)
-        tl.store(Slot + kvh * n_entries + offs, numbered, mask=live)
         slot = tl.gather(numbered, tl.minimum(pos, BLOCK_E - 1), 0)
     else:
-        tl.store(Slot + kvh * n_entries + offs, (tl.cumsum(f, axis=0) - 1).to(tl.int64), mask=live)
         tl.debug_barrier()
         slot = tl.load(Slot + kvh * n_entries + pos, mask=live, other=0)
     tl.store(HeadSlots + (kvh * GROUP + a) * stride_hs + i, slot, mask=live)
