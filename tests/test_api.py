@@ -133,7 +133,7 @@ def test_tune_a_callable_rejects_a_wrong_variant_and_confirms_the_fastest():
 
     a, b = torch.randn(96, 96), torch.randn(96, 96)
     got = kprof.tune(mm, space={"REPEAT": [16, 1], "WRONG": [0, 1]}, inputs={"a": a, "b": b},
-                     reference=lambda a, b: a @ b, device="cpu", tolerance=1e-4, rounds=20)
+                     reference=lambda a, b: a @ b, device="cpu", tolerance=1e-4, rounds=40)
     status = {(s.config["REPEAT"], s.config["WRONG"]): s.status for s in got.screened}
     assert status == {(16, 0): "ok", (1, 0): "ok", (16, 1): "rejected", (1, 1): "rejected"}
     assert got.default == {"REPEAT": 16, "WRONG": 0} and got.config == {"REPEAT": 1, "WRONG": 0}
