@@ -227,13 +227,14 @@ class SkeletonChain:
             num_warps=op.cfg["attend"]["num_warps"], num_stages=op.cfg["attend"]["num_stages"], **self._dep)
 
     def reduce(self):
-        op = self.op
+        op, c = self.op, self.op.cfg["reduce"]
+        block_d = min(c["BLOCK_D"], op.d)
         if self.empty:
-            return self._empty((op.hq, 1), op.cfg["reduce"]["num_warps"])
-        split_kv_combine[(op.hq,)](
+            return self._empty((op.hq, op.d // block_d), c["num_warps"])
+        split_kv_combine[(op.hq, op.d // block_d)](
             self.m_part, self.l_part, self.acc, self.out, self.splits, self.m_part.stride(0), self.acc.stride(0),
             self.acc.stride(1), self.out.stride(0), BLOCK_S=max(2, triton.next_power_of_2(self.splits)),
-            HEAD_D=op.d, PDL=self.pdl, num_warps=op.cfg["reduce"]["num_warps"], **self._dep)
+            BLOCK_D=block_d, PDL=self.pdl, SKIP_EMPTY=c["SKIP_EMPTY"], num_warps=c["num_warps"], **self._dep)
 
     def run(self):
         for _, launch in self.launches():

@@ -98,7 +98,7 @@ class TritonDense(Method):
             config=config,
             run=op.run,
             stages=(Stage("partial", op.launch_partial), Stage("combine", op.launch_combine)),
-            expected_kernels=("_split_kv_partial", "_combine_columns"),
+            expected_kernels=("_split_kv_partial", "split_kv_combine"),
             output=op.out,
             details={"num_splits": op.num_splits, "split_len": op.split_len, "pdl": op.pdl, "l2_window": self.window},
             handle=op,

@@ -25,10 +25,10 @@ import triton.language as tl
 
 from kprof.core.config_space import Constraint, LaunchConfig, LaunchSpace, Param
 from kprof.kernels.common.bound_launch import bound_launch
-from kprof.kernels.common.dependent_launch import release_dependents, resolve_pdl, wait_for_predecessor
+from kprof.kernels.common.dependent_launch import release_dependents, resolve_pdl
 from kprof.kernels.common.grid_sync import sm_count
 from kprof.kernels.common.l2_window import StreamingWindow, check_fits
-from kprof.kernels.common.split_kv_combine import combine_head
+from kprof.kernels.common.split_kv_combine import bound_combine, split_kv_combine
 from kprof.kernels.dense.key_range import group_partials
 from kprof.kernels.dense.operands import DenseOperands
 
@@ -104,21 +104,7 @@ def _split_kv_partial(
                    GROUP, BLOCK_G, BLOCK_N, HEAD_D, False, DOT_PRECISION, EVICT=EVICT, PREFETCH=PREFETCH, BODY=BODY)
 
 
-@triton.jit
-def _combine_columns(
-    M_in, L_in, Acc_in, Out, num_splits,
-    stride_mh, stride_ah, stride_as, stride_oh,
-    BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr, PDL: tl.constexpr,
-):
-    """``combine_head`` over columns ``[d0, d0 + BLOCK_D)`` of head ``program_id(0)``."""
-    wait_for_predecessor(PDL)  # the partials come from the launch before
-    release_dependents(PDL)
-    d0 = tl.program_id(1) * BLOCK_D
-    combine_head(M_in, L_in, Acc_in + d0, Out + d0, tl.program_id(0), num_splits,
-                 stride_mh, stride_ah, stride_as, stride_oh, BLOCK_S, BLOCK_D)
-
-
-LAUNCH_KERNELS = {"partial": (_split_kv_partial,), "combine": (_combine_columns,)}
+LAUNCH_KERNELS = {"partial": (_split_kv_partial,), "combine": (split_kv_combine,)}
 
 
 class SplitKVDecode:
@@ -159,15 +145,8 @@ class SplitKVDecode:
         )
         if window:
             self.launch_partial = StreamingWindow.over(kv, "triton-dense:window=1").wrap(self.launch_partial)
-        block_d = min(combine_cfg["BLOCK_D"], o.d)
-        self.launch_combine = bound_launch(
-            _combine_columns, (o.hq, o.d // block_d),
-            m, mass, acc, self.out,
-            self.num_splits,
-            m.stride(0), acc.stride(0), acc.stride(1), self.out.stride(0),
-            BLOCK_S=max(2, triton.next_power_of_2(self.num_splits)), BLOCK_D=block_d, PDL=self.pdl,
-            num_warps=combine_cfg["num_warps"], **({"launch_pdl": True} if self.pdl else {}),
-        )
+        self.launch_combine = bound_combine(m, mass, acc, self.out, self.num_splits, combine_cfg["BLOCK_D"],
+                                            combine_cfg["num_warps"], pdl=self.pdl)
 
     def run(self) -> torch.Tensor:
         self.launch_partial()

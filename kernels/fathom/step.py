@@ -23,7 +23,7 @@ import triton.language as tl
 from kprof.core.config_space import Constraint, LaunchSpace, Param
 from kprof.core.host_memory import pinned_like
 from kprof.kernels.common.bound_launch import bound_launch
-from kprof.kernels.common.split_kv_combine import split_kv_combine
+from kprof.kernels.common.split_kv_combine import bound_combine, split_kv_combine
 from kprof.kernels.fathom.scan import CHUNK, ChannelPolicy, FathomScan, HeadRange, split_heads
 from kprof.kernels.fathom.scan import LAUNCH_KERNELS as SCAN_KERNELS
 from kprof.kernels.fathom.scan import LAUNCH_SPACES as SCAN_SPACES
@@ -274,11 +274,8 @@ class FathomDecode:
             self.part_acc[q], self.k_top, 1.4426950408889634 / math.sqrt(self.d),
             self.q.stride(0), self.union_k.stride(0), self.union_k.stride(1), self.head_slots.stride(0),
             self.part_m.stride(0), GROUP=self.group, D=self.d, BLOCK_R=c["BLOCK_R"], num_warps=c["num_warps"])
-        merge = bound_launch(
-            split_kv_combine, (heads.n_q,),
-            self.part_m[q], self.part_l[q], self.part_acc[q], self.out[q], self.splits, self.part_m.stride(0),
-            self.part_acc.stride(0), self.part_acc.stride(1), self.out.stride(0),
-            BLOCK_S=max(2, triton.next_power_of_2(self.splits)), HEAD_D=self.d, num_warps=4)
+        merge = bound_combine(self.part_m[q], self.part_l[q], self.part_acc[q], self.out[q], self.splits,
+                              block_d=self.d, num_warps=4)
 
         def attend() -> None:
             tiles()

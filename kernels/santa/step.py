@@ -17,7 +17,7 @@ from kprof.core.errors import ConfigError
 from kprof.kernels.common.bound_launch import bound_launch
 from kprof.kernels.common.dependent_launch import resolve_pdl
 from kprof.kernels.common.grid_sync import sm_count
-from kprof.kernels.common.split_kv_combine import split_kv_combine
+from kprof.kernels.common.split_kv_combine import bound_combine, split_kv_combine
 from kprof.kernels.santa import triton_kernels
 from kprof.kernels.santa.bound_select import (
     part_size,
@@ -136,7 +136,14 @@ LAUNCH_SPACES = {
         Param("num_warps", (1, 2, 4, 8), 4),
         Param("num_stages", (1, 2, 3), 1),
     )),
-    "reduce": LaunchSpace("reduce", (Param("num_warps", (1, 2, 4, 8), 2),)),
+    "reduce": LaunchSpace("reduce", (
+        Param("BLOCK_D", (16, 32, 64, 128), 128,
+              "head-dim columns per program: grid (Hq, d / BLOCK_D); above d it is d"),
+        Param("SKIP_EMPTY", (0, 1), 0,
+              "1: values are read only from row ranges that held rows (with merge.PER_HEAD most of a head's "
+              "ranges can be empty), after their maxima; 0: from every range, beside the maxima"),
+        Param("num_warps", (1, 2, 4, 8), 2),
+    )),
 }
 
 LAUNCH_KERNELS = {"score": (santa_score, santa_score_bound), "topk": (santa_block_topk, santa_filter_bound),
@@ -301,13 +308,9 @@ class SantaDecode:
             PDL=self.pdl, KV_GROUP=self.group if self.per_head else 1,
             num_warps=c["attend"]["num_warps"], num_stages=c["attend"]["num_stages"], **dep,
         )
-        self.launch_reduce = bound_launch(
-            split_kv_combine, (self.hq,),
-            self.m_part, self.l_part, self.acc, self.out, self.splits,
-            self.m_part.stride(0), self.acc.stride(0), self.acc.stride(1), self.out.stride(0),
-            BLOCK_S=max(2, triton.next_power_of_2(self.splits)), HEAD_D=self.d, PDL=self.pdl,
-            num_warps=c["reduce"]["num_warps"], **dep,
-        )
+        self.launch_reduce = bound_combine(self.m_part, self.l_part, self.acc, self.out, self.splits,
+                                           c["reduce"]["BLOCK_D"], c["reduce"]["num_warps"], pdl=self.pdl,
+                                           skip_empty=c["reduce"]["SKIP_EMPTY"])
         self._launches = (self.launch_score, self.launch_topk, self.launch_merge, self.launch_attend,
                           self.launch_reduce)
 

@@ -13,7 +13,7 @@ import pytest
 # tokens) then has enough chunks for the Triton top-k (its union inside the top-k launch;
 # topk.UNION=0 launches the union on its own).
 _METHODS = {
-    "triton-dense": (2, ("_split_kv_partial(", "_combine_columns("), set()),
+    "triton-dense": (2, ("_split_kv_partial(", "split_kv_combine("), set()),
     "triton-decode": (2, ("_dense_decode(",), {"_dense_decode"}),
     "santa": (5, ("santa_score_bound(", "santa_filter_bound(", "santa_merge_bound(", "santa_attend(",
                   "split_kv_combine("), set()),
@@ -138,7 +138,7 @@ def test_workload_shape_alignment_and_dump(tmp_path):
     proc = subprocess.run(args, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert "_split_kv_partial(GROUP=4," in proc.stdout
-    ttgir = sorted(tmp_path.glob("*_split_kv_partial*.ttgir")) + sorted(tmp_path.glob("*_combine_columns*.ttgir"))
+    ttgir = sorted(tmp_path.glob("*_split_kv_partial*.ttgir")) + sorted(tmp_path.glob("*split_kv_combine*.ttgir"))
     assert len(ttgir) == 2 and all(p.with_suffix(".ptx").stat().st_size > 0 for p in ttgir)
     assert all("tt.divisibility = 16" in p.read_text() for p in ttgir)
     partial_ptx, combine_ptx = (p.with_suffix(".ptx").read_text() for p in ttgir)

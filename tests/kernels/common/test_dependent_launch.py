@@ -39,9 +39,10 @@ def test_grid_dependency_control_is_compiled_only_with_the_switch():
         from kprof.tools.compile_check import LaunchRecord, compile_record, with_pdl
         sig = {"M_in": "*fp32", "L_in": "*fp32", "Acc_in": "*fp32", "Out": "*fp16", "num_splits": "i32",
                "stride_mh": "i32", "stride_ah": "i32", "stride_as": "i32", "stride_oh": "i32",
-               "BLOCK_S": "constexpr", "HEAD_D": "constexpr", "PDL": "constexpr"}
+               "BLOCK_S": "constexpr", "BLOCK_D": "constexpr", "PDL": "constexpr",
+               "SKIP_EMPTY": "constexpr"}
         off = LaunchRecord("kprof.kernels.common.split_kv_combine", "split_kv_combine", sig,
-                           {"BLOCK_S": 16, "HEAD_D": 64, "PDL": False}, {"num_warps": 2})
+                           {"BLOCK_S": 16, "BLOCK_D": 64, "PDL": False, "SKIP_EMPTY": 0}, {"num_warps": 2})
         for name, rec in (("off", off), ("on", with_pdl(off))):
             ptx = compile_record(rec, 90).asm["ptx"]
             print("GDC", name, ptx.count("griddepcontrol.wait"), ptx.count("griddepcontrol.launch_dependents"))

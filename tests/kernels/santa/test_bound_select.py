@@ -183,6 +183,27 @@ def test_per_head_is_off_without_the_filter_and_said_so(make_workload, target):
     assert every.all_teams and not every.per_head
 
 
+@pytest.mark.parametrize("block_d, skip_empty", [(16, 1), (32, 0)])
+def test_reduce_by_column_blocks_and_only_the_ranges_with_rows(make_workload, target, block_d, skip_empty):
+    """reduce.BLOCK_D and reduce.SKIP_EMPTY over per-head lists whose ranges are partly empty: the
+    output equals the fp64 replay of the selection; with SKIP_EMPTY the empty ranges' values are
+    poisoned between attend and reduce and never read."""
+    over = {"topk": {"BLOCK_T": 32, "BOUND": 32}, "merge": {"PER_HEAD": 1}, "attend": {"BLOCK_R": 16, "NUM_SPLITS": 16},
+            "reduce": {"BLOCK_D": block_d, "SKIP_EMPTY": skip_empty}}
+    w, layout, (op,) = _ops(make_workload, target, [over], hq=4, hkv=2, n=500, d=32, k=4, seed=11)
+    op.out.fill_(float("nan"))
+    for name, launch in op.stages():
+        if name == "reduce":
+            empty = op.m_part == float("-inf")
+            assert 0 < int(empty.sum()) < empty.numel() and not empty.all(dim=1).any()
+            if skip_empty:
+                op.acc[empty] = float("nan")
+        launch()
+    teams, corr = op.selections()
+    ref = attention_with_selection(w.q, w.k, w.v, layout.teams(), [Selection(t, c) for t, c in zip(teams, corr)])
+    assert (op.out.cpu().double() - ref).abs().max() < 1e-5
+
+
 @pytest.mark.skipif(not triton_kernels.HAS_GATHER, reason="topk.CARRY needs tl.gather")
 @pytest.mark.parametrize("hq, hkv, n, k, bound, select", [
     (7, 1, 1201, 6, 32, 1),
