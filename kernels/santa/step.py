@@ -16,7 +16,7 @@ from kprof.core.config_space import Constraint, LaunchConfig, LaunchSpace, Param
 from kprof.core.errors import ConfigError
 from kprof.kernels.common.bound_launch import bound_launch
 from kprof.kernels.common.dependent_launch import resolve_pdl
-from kprof.kernels.common.grid_sync import sm_count
+from kprof.kernels.common.grid_sync import LINE_WORDS, sm_count
 from kprof.kernels.common.split_kv_combine import bound_combine, split_kv_combine
 from kprof.kernels.santa import triton_kernels
 from kprof.kernels.santa.bound_select import (
@@ -135,6 +135,10 @@ LAUNCH_SPACES = {
               "that first entry by counting all ends (one load) instead"),
         Param("num_warps", (1, 2, 4, 8), 4),
         Param("num_stages", (1, 2, 3), 1),
+        Param("REDUCE", (0, 1), 0,
+              "1: the last of each list's range programs combines that list's heads (it counts the others "
+              "done, it does not wait for them), and no reduce launch follows: one launch fewer, one "
+              "program's combine a list at the end instead"),
     )),
     "reduce": LaunchSpace("reduce", (
         Param("BLOCK_D", (16, 32, 64, 128), 128,
@@ -188,8 +192,8 @@ class SantaDecode:
         bound = int(self.cfg["topk"].get("BOUND", 0))
         self.bound = max(bound, self.kpad) if bound else 0  # candidates kept per head
         self.carry = bool(self.bound and self.cfg["topk"].get("CARRY"))
-        if self.bound:
-            self.kernel_names = ("santa_score_bound", "santa_filter_bound", "santa_merge_bound", *KERNEL_NAMES[3:])
+        self._kernels = (("santa_score_bound", "santa_filter_bound", "santa_merge_bound", *KERNEL_NAMES[3:])
+                         if self.bound else KERNEL_NAMES)
         if self.bound and self.cfg["merge"]["SELECT"] == 3:
             # candidate order is the filter's atomic append order: the union's order would vary
             raise ConfigError("merge.SELECT=3 selects in candidate order, which topk.BOUND's atomic appends leave "
@@ -251,6 +255,8 @@ class SantaDecode:
         self.m_part = torch.empty(hq, self.splits, dtype=f32, device=dev)
         self.l_part = torch.empty_like(self.m_part)
         self.acc = torch.empty(hq, self.splits, d, dtype=f32, device=dev)
+        # attend.REDUCE: per list, its range programs done this call (one 128-byte line each; zero between calls)
+        self.attend_done = torch.zeros(lists * LINE_WORDS.value, dtype=i32, device=dev)
         # out_dtype=float32 keeps P.V and the output in fp32: the accumulation error on its own
         self.out = torch.empty(hq, d, dtype=out_dtype or q.dtype, device=dev)
         self.pv_fp32 = self.out.dtype == torch.float32 and q.dtype != torch.float32
@@ -292,6 +298,7 @@ class SantaDecode:
             self._bind_bound()
         else:
             self._bind_block_topk()
+        reduce_in_attend = bool(c["attend"].get("REDUCE"))
         self.launch_attend = bound_launch(
             santa_attend, (self.hq if self.per_head else self.hkv, self.splits),
             self.q, a.packed_k, a.packed_v, self.suffix_k, self.suffix_v,
@@ -306,13 +313,17 @@ class SantaDecode:
             NUM_SPLITS=self.splits, ALL_TEAMS=self.all_teams, DOT_PRECISION=self.precision, PV_FP32=self.pv_fp32,
             SEARCH=c["attend"]["SEARCH"], LOG2_UMAX=self.umax.bit_length() - 1, SUFFIX=self.n_suffix > 0,
             PDL=self.pdl, KV_GROUP=self.group if self.per_head else 1,
+            Done=self.attend_done, Out=self.out, stride_oh=self.out.stride(0), REDUCE=reduce_in_attend,
+            BLOCK_S=max(2, triton.next_power_of_2(self.splits)),
             num_warps=c["attend"]["num_warps"], num_stages=c["attend"]["num_stages"], **dep,
         )
         self.launch_reduce = bound_combine(self.m_part, self.l_part, self.acc, self.out, self.splits,
                                            c["reduce"]["BLOCK_D"], c["reduce"]["num_warps"], pdl=self.pdl,
                                            skip_empty=c["reduce"]["SKIP_EMPTY"])
-        self._launches = (self.launch_score, self.launch_topk, self.launch_merge, self.launch_attend,
-                          self.launch_reduce)
+        # attend.REDUCE: the reduce launch is not made, and the stages and kernels say so
+        self.launch_names = type(self).launch_names[:4 if reduce_in_attend else 5]
+        self.kernel_names = self._kernels[:4 if reduce_in_attend else 5]
+        self._launches = tuple(getattr(self, f"launch_{name}") for name in self.launch_names)
 
     def _bind_block_topk(self) -> None:
         """Launches 1-3 with the block top-k (``topk.BOUND=0``)."""

@@ -13,7 +13,9 @@ import triton
 import triton.language as tl
 
 from kprof.kernels.common.dependent_launch import release_dependents, wait_for_predecessor
+from kprof.kernels.common.grid_sync import LINE_WORDS
 from kprof.kernels.common.matmul import dot
+from kprof.kernels.common.split_kv_combine import combine_head
 from kprof.kernels.santa.radix_select import select_top
 
 LOG2E = 1.4426950408889634
@@ -439,10 +441,15 @@ def santa_attend(
     UMAX: tl.constexpr, NUM_SPLITS: tl.constexpr, ALL_TEAMS: tl.constexpr, DOT_PRECISION: tl.constexpr,
     PV_FP32: tl.constexpr, SEARCH: tl.constexpr = 1, LOG2_UMAX: tl.constexpr = 8, SUFFIX: tl.constexpr = True,
     PDL: tl.constexpr = False, KV_GROUP: tl.constexpr = 1,
+    Done=None, Out=None, stride_oh=0, REDUCE: tl.constexpr = 0, BLOCK_S: tl.constexpr = 2,
 ):
     """Launch 4, grid (Hkv, NUM_SPLITS): exact attention over the union's rows (``attend_split``).
     With ``merge.PER_HEAD`` the grid is (Hq, NUM_SPLITS), GROUP 1 and KV_GROUP the GQA group: each
-    program reads its query head's own list and the K/V rows of that head's KV head."""
+    program reads its query head's own list and the K/V rows of that head's KV head.
+    ``REDUCE`` (``attend.REDUCE``): each program then counts itself done on its row's counter in
+    ``Done`` (one 128-byte line each), and the last of the row's NUM_SPLITS programs combines its
+    GROUP heads into ``Out`` and zeroes the counter for the next call, so no reduce launch follows.
+    Nothing waits: the last to count has every partial, so the interpreter's one-by-one order works."""
     kvh = tl.program_id(0)
     split = tl.program_id(1)
     offs_g = tl.arange(0, BLOCK_G)
@@ -456,6 +463,16 @@ def santa_attend(
                  stride_uh, stride_um, stride_mh, stride_ah, stride_as,
                  GROUP, BLOCK_G, BLOCK_R, HEAD_D, UMAX, NUM_SPLITS, ALL_TEAMS, DOT_PRECISION, PV_FP32,
                  SEARCH, LOG2_UMAX, SUFFIX, KV_GROUP)
+    if REDUCE:
+        tl.debug_barrier()  # every thread's partials are stored before the gpu-scope release below
+        done = tl.atomic_add(Done + kvh * LINE_WORDS, 1, sem="acq_rel", scope="gpu")
+        tl.debug_barrier()  # and every thread of the last program reads them after its acquire
+        if done == NUM_SPLITS - 1:
+            for g in range(GROUP):
+                # the chunked form bounds registers; empty ranges (many, with one list a head) are not read
+                combine_head(M_out, L_out, Acc_out, Out, kvh * GROUP + g, NUM_SPLITS,
+                             stride_mh, stride_ah, stride_as, stride_oh, BLOCK_S, HEAD_D, 32, SKIP_EMPTY=1)
+            tl.store(Done + kvh * LINE_WORDS, 0)
 
 
 @triton.jit

@@ -183,6 +183,32 @@ def test_per_head_is_off_without_the_filter_and_said_so(make_workload, target):
     assert every.all_teams and not every.per_head
 
 
+@pytest.mark.parametrize("per_head, splits", [(1, 16), (0, 4), (1, 1)])
+def test_attend_reduce_combines_in_the_last_range_program(make_workload, target, per_head, splits):
+    """attend.REDUCE: the last of a list's range programs combines its heads (two in the union
+    form) and no reduce launch is made; over three calls with partials and output poisoned before
+    each, the output equals the reduce launch's for the same noise and the fp64 replay, and every
+    counter is back at zero for the next call."""
+    base = {"topk": {"BLOCK_T": 32, "BOUND": 32}, "merge": {"PER_HEAD": per_head},
+            "attend": {"BLOCK_R": 16, "NUM_SPLITS": splits}}
+    in_attend = base | {"attend": base["attend"] | {"REDUCE": 1}}
+    w, layout, (plain, fused) = _ops(make_workload, target, [base, in_attend], hq=4, hkv=2, n=500, d=32, k=4,
+                                     seed=5)
+    assert fused.per_head == bool(per_head)
+    assert [name for name, _ in fused.stages()] == ["score", "topk", "merge", "attend"]
+    assert "split_kv_combine" not in fused.kernel_names and "split_kv_combine" in plain.kernel_names
+    for call in range(3):
+        a = plain.run().clone()
+        for t in (fused.out, fused.m_part, fused.l_part, fused.acc):
+            t.fill_(float("nan"))
+        b = fused.run().clone()
+        assert int(fused.attend_done.count_nonzero()) == 0, call
+        teams, corr = fused.selections()
+        ref = attention_with_selection(w.q, w.k, w.v, layout.teams(), [Selection(t, c) for t, c in zip(teams, corr)])
+        assert (b.cpu().double() - ref).abs().max() < 1e-5, call
+        assert (a.double() - b.double()).abs().max() < 1e-5, call
+
+
 @pytest.mark.parametrize("block_d, skip_empty", [(16, 1), (32, 0)])
 def test_reduce_by_column_blocks_and_only_the_ranges_with_rows(make_workload, target, block_d, skip_empty):
     """reduce.BLOCK_D and reduce.SKIP_EMPTY over per-head lists whose ranges are partly empty: the
@@ -447,22 +473,23 @@ def test_part_size_leaves_twice_the_working_set_of_parts():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("carry, block_m, ahead, narrow, per_head", [
-    (0, 16, 0, 0, 0), (1, 16, 0, 0, 0), (0, 64, 0, 0, 0), (0, 64, 1, 0, 0), (0, 64, 1, 1, 0), (0, 16, 0, 1, 0),
-    (0, 64, 1, 1, 1), (0, 16, 0, 0, 1)])
+@pytest.mark.parametrize("carry, block_m, ahead, narrow, per_head, reduce", [
+    (0, 16, 0, 0, 0, 0), (1, 16, 0, 0, 0, 0), (0, 64, 0, 0, 0, 0), (0, 64, 1, 0, 0, 0), (0, 64, 1, 1, 0, 0),
+    (0, 16, 0, 1, 0, 0), (0, 64, 1, 1, 1, 0), (0, 16, 0, 0, 1, 0), (0, 64, 1, 1, 1, 1), (0, 16, 0, 0, 0, 1)])
 def test_gpu_bound_matches_the_block_topk_eager_and_replayed(make_workload, target, carry, block_m, ahead, narrow,
-                                                             per_head):
+                                                             per_head, reduce):
     """At the 32K workload's shape family (G = 7, K = 31, d = 128) with fresh noise: the same
     selection as the block top-k call after call, with and without PDL, and from a CUDA graph.
     BLOCK_M = 64 at this length takes parts of 32 teams, two per score tile (8K's default form);
     ``score.AHEAD`` reads the noise the merge of the call before drew; ``merge.NARROW`` selects
     from half the rows where a group kept at most 64; ``merge.PER_HEAD`` merges and attends each
-    query head on its own (its noise drawers draw per head)."""
+    query head on its own (its noise drawers draw per head); ``attend.REDUCE`` combines in attend."""
     kw = dict(hq=28, hkv=4, n=8192, d=128, k=31, dtype=torch.float16, seed=5, fresh=True)
     for pdl in (False, True):
         overs = [{"topk": {"BLOCK_T": 32, "BOUND": bound} | ({"CARRY": carry} if bound else {}),
                   "score": {"BLOCK_M": block_m} | ({"AHEAD": ahead} if bound else {}),
-                  "merge": {"NARROW": narrow if bound else 0, "PER_HEAD": per_head if bound else 0}}
+                  "merge": {"NARROW": narrow if bound else 0, "PER_HEAD": per_head if bound else 0},
+                  "attend": {"REDUCE": reduce if bound else 0}}
                  for bound in (0, 128)]
         w, layout, (by_topk, by_bound) = _ops(make_workload, target, overs, pdl=pdl, **kw)
         assert by_bound.part == (32 if block_m == 64 else block_m)
@@ -497,3 +524,39 @@ def test_gpu_bound_matches_the_block_topk_eager_and_replayed(make_workload, targ
         torch.cuda.synchronize()
         assert torch.equal(by_topk.sel_team[:, : by_topk.k], by_bound.sel_team[:, : by_bound.k])
         assert torch.isfinite(by_bound.out).all()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("per_head", [1, 0])
+def test_gpu_attend_reduce_never_reads_a_partial_early(make_workload, target, per_head):
+    """A last-arrival combine that read a partial before its program stored it, or a counter left
+    non-zero, shows as a wrong or unwritten row in some call: 200 eager calls and 50 graph replays
+    at the 32K shape family, partials and output poisoned before each, against the reduce launch."""
+    base = {"topk": {"BLOCK_T": 32, "BOUND": 128}, "merge": {"PER_HEAD": per_head},
+            "attend": {"BLOCK_R": 32, "NUM_SPLITS": 64}}
+    overs = [base, base | {"attend": base["attend"] | {"REDUCE": 1}}]
+    _, _, (plain, fused) = _ops(make_workload, target, overs, hq=28, hkv=4, n=8192, d=128, k=31,
+                                dtype=torch.float16, seed=9, pdl=True)
+    want = fused.run().clone()  # then every call and replay must give these same bits
+    assert torch.isfinite(want).all() and (want.double() - plain.run().double()).abs().max() < 2e-3
+    poisoned = (fused.out, fused.m_part, fused.l_part, fused.acc)
+    for call in range(200):
+        for t in poisoned:
+            t.fill_(float("nan"))
+        got = fused.run()
+        assert torch.equal(got, want), f"call {call}"
+    assert int(fused.attend_done.count_nonzero()) == 0
+    graph = torch.cuda.CUDAGraph()
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        fused.run()
+        with torch.cuda.graph(graph, stream=stream):
+            fused.run()
+    torch.cuda.current_stream().wait_stream(stream)
+    for replay in range(50):
+        for t in poisoned:
+            t.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(fused.out, want), f"replay {replay}"
