@@ -13,6 +13,7 @@ from kprof.kernels.santa.bound_select import part_size
 from kprof.kernels.santa.preparation import SantaSettings, build_layout, pack
 from kprof.kernels.santa.reference import Selection, attention_with_selection
 from kprof.kernels.santa.step import LAUNCH_SPACES, SantaDecode
+from kprof.measure.harness import capture_graph
 
 pytestmark = pytest.mark.skipif(not triton_kernels.HAS_TOPK, reason="topk.BOUND needs tl.topk")
 
@@ -546,17 +547,10 @@ def test_gpu_attend_reduce_never_reads_a_partial_early(make_workload, target, pe
         got = fused.run()
         assert torch.equal(got, want), f"call {call}"
     assert int(fused.attend_done.count_nonzero()) == 0
-    graph = torch.cuda.CUDAGraph()
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        fused.run()
-        with torch.cuda.graph(graph, stream=stream):
-            fused.run()
-    torch.cuda.current_stream().wait_stream(stream)
+    replay_graph = capture_graph(fused.run, target.device)
     for replay in range(50):
         for t in poisoned:
             t.fill_(float("nan"))
-        graph.replay()
+        replay_graph()
         torch.cuda.synchronize()
         assert torch.equal(fused.out, want), f"replay {replay}"
