@@ -259,6 +259,9 @@ def main() -> None:
     flash = session.prepare("flash" if session.target.is_gpu else "math", "flash", "baseline").prepared
     real = [TimedOp(spec, session.prepare(spec, spec, "subject").prepared.run) for spec in args.santa_variants]
     op = santa.handle
+    if "reduce" not in op.launch_names:
+        raise SystemExit("santa combines in attend here (attend.REDUCE=1), and the skeleton models five launches: "
+                         "time it with attend.REDUCE=0")
     santa.run()
     if session.target.is_gpu:
         torch.cuda.synchronize()

@@ -84,6 +84,8 @@ def bound_combine(m: torch.Tensor, mass: torch.Tensor, acc: torch.Tensor, out: t
     programmatic dependent of the launch before."""
     heads, d = out.shape
     block_d = min(block_d, d)
+    if d % block_d:
+        raise ValueError(f"a combine by column blocks of {block_d} would leave columns of d = {d} unwritten")
     return bound_launch(
         split_kv_combine, (heads, d // block_d),
         m, mass, acc, out, num_splits,

@@ -5,7 +5,8 @@ Options are given with the method name: ``santa:p=16,r=4,s=124,parents=kmeans,se
 draws new noise on every call, and ``out=fp32`` keeps P.V and the output in fp32 so validation
 sees the accumulation error without the final fp16/bf16 rounding; ``pdl=0|1`` turns programmatic
 dependent launch of launches 2-5 off or on, default on where the GPU supports it). Preparation (teams,
-packing, workspaces) happens in ``prepare``; ``run`` is the five launches. ``santa-fused`` takes
+packing, workspaces) happens in ``prepare``; ``run`` is the five launches (four with
+``attend.REDUCE=1``). ``santa-fused`` takes
 the same options and runs the same estimator in two launches (``kernels/santa/fused.py``).
 """
 
@@ -112,7 +113,7 @@ class Santa(Method):
             details={
                 "settings": self.settings.__dict__, "noise_seed": self.noise_seed, "out": self.out, "k": op.k,
                 "all_teams": op.all_teams, "pdl": op.pdl, "noise_ahead": op.ahead, "narrow_merge": op.narrow,
-                "merge_per_head": op.per_head,
+                "merge_per_head": op.per_head, "reduce_in_attend": "reduce" not in op.launch_names,
                 "teams_per_kv_head": layout.num_teams.tolist(), "teams_min_max": [m_min, m_max],
                 "memory_bytes": mem, "team_cache": outcome.status, "prepare_seconds": time.perf_counter() - t0,
             },

@@ -1,4 +1,5 @@
-"""SantaDecode: workspaces and the five launches of one SANTA++ decode step.
+"""SantaDecode: workspaces and the five launches of one SANTA++ decode step (four with
+``attend.REDUCE``, whose attend combines).
 
 All buffers are allocated in ``__init__``; ``run()`` only launches (no host sync, no allocation,
 no Python loop over heads or teams), so it can be captured in a CUDA graph.
@@ -266,7 +267,7 @@ class SantaDecode:
         self.suffix_v = (suffix_v if e else torch.zeros(hkv, 1, d, dtype=q.dtype, device=dev)).contiguous()
         self.bind()
 
-    # ------------------------------------------------------------------ the five launches
+    # ------------------------------------------------------------------ the launches
 
     @property
     def narrow(self) -> bool:
@@ -281,19 +282,19 @@ class SantaDecode:
 
     @staticmethod
     def _sizing(cfg) -> tuple:
-        """The parameters that size buffers or choose the launches' form: a change needs a new SantaDecode."""
+        """The parameters that size buffers or choose the launches (a prepared method holds its stages
+        and kernel names): a change needs a new SantaDecode."""
         return (cfg["topk"]["BLOCK_T"], cfg["attend"]["NUM_SPLITS"], cfg["topk"].get("BOUND", 0),
-                cfg.get("merge", {}).get("PER_HEAD", 0))
+                cfg.get("merge", {}).get("PER_HEAD", 0), cfg["attend"].get("REDUCE", 0))
 
     def bind(self) -> None:
-        """Fix the five launches' grids and arguments, so a call costs only Triton's dispatch. Call
-        it again after changing a parameter that sizes no buffer (all but ``topk.BLOCK_T``,
-        ``attend.NUM_SPLITS``, ``topk.BOUND`` and ``merge.PER_HEAD``, which need a new SantaDecode)."""
+        """Fix the launches' grids and arguments, so a call costs only Triton's dispatch. Call it
+        again after changing a parameter that neither sizes a buffer nor chooses the launches (all
+        but ``_sizing``'s, which need a new SantaDecode)."""
         c, a, dep = self.cfg, self.arts, self._dependent
         if self._sizing(c) != self._sized_by:
-            raise ValueError("topk.BLOCK_T, attend.NUM_SPLITS, topk.BOUND and merge.PER_HEAD size this step's "
-                             "buffers: build a new SantaDecode "
-                             "to change them")
+            raise ValueError("topk.BLOCK_T, attend.NUM_SPLITS, topk.BOUND, merge.PER_HEAD and attend.REDUCE size "
+                             "this step's buffers or choose its launches: build a new SantaDecode to change them")
         if self.bound:
             self._bind_bound()
         else:
@@ -418,7 +419,7 @@ class SantaDecode:
 
     def stages(self):
         """The launches by name; each looks its bound launch up when called, so stages follow a
-        later ``bind()``."""
+        later ``bind()`` (which launches there are is fixed at construction: ``_sizing``)."""
         return tuple((name, functools.partial(self._call, f"launch_{name}")) for name in self.launch_names)
 
     def _call(self, attribute: str) -> None:

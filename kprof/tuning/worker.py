@@ -90,6 +90,10 @@ def _serve(conn, spec: WorkerSpec) -> None:
                 conn.send(("rejected", f"wrong answer: {report.status}"))
                 continue
             names = [s.name for s in prepared.stages]
+            if spec.launch not in names:  # e.g. santa's attend.REDUCE=1 folds its reduce into attend
+                conn.send(("failed", f"this configuration makes no {spec.launch!r} launch (it makes "
+                                     f"{', '.join(names)}): nothing to time; tune another launch"))
+                continue
             stages = [TimedOp(s.name, s.launch) for s in prepared.stages]
             index = names.index(spec.launch)
             for _ in range(spec.warmup):

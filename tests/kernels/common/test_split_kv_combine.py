@@ -3,8 +3,10 @@ partials of random key ranges, some of them empty, combined over column blocks."
 
 import pytest
 import torch
+import triton
+import triton.language as tl
 
-from kprof.kernels.common.split_kv_combine import bound_combine
+from kprof.kernels.common.split_kv_combine import bound_combine, combine_head
 
 
 def _ranges(rng, heads, splits, d, keys_per_split=6):
@@ -58,3 +60,35 @@ def test_skip_empty_reads_no_value_of_an_empty_range(target, rng, skip_empty):
         assert (out.cpu().double() - want).abs().max() < 1e-5
     else:
         assert torch.isnan(out).all()
+
+
+@triton.jit
+def _combine_in_chunks(M, L, Acc, Out, num_splits, stride_mh, stride_ah, stride_as, stride_oh,
+                       BLOCK_S: tl.constexpr, HEAD_D: tl.constexpr, CHUNK_S: tl.constexpr, SKIP_EMPTY: tl.constexpr):
+    """``combine_head`` as a kernel inlines it (one program per head), split by split in chunks."""
+    combine_head(M, L, Acc, Out, tl.program_id(0), num_splits, stride_mh, stride_ah, stride_as, stride_oh,
+                 BLOCK_S, HEAD_D, CHUNK_S, SKIP_EMPTY=SKIP_EMPTY)
+
+
+@pytest.mark.parametrize("splits, chunk", [(37, 4), (64, 32), (9, 16)])
+@pytest.mark.parametrize("skip_empty", [0, 1])
+def test_chunked_combine_reads_every_chunk(target, rng, splits, chunk, skip_empty):
+    """The chunked form (santa's attend.REDUCE and the one-launch decodes inline it) over several
+    chunks, the last one ragged, equals the softmax over all keys; with SKIP_EMPTY the empty
+    ranges' values are NaN and never read."""
+    m, mass, acc, want = _ranges(rng, 3, splits, 32)
+    if skip_empty:
+        acc[m == float("-inf")] = float("nan")
+    dev = target.device
+    m, mass, acc = m.to(dev), mass.to(dev), acc.to(dev)
+    out = torch.full((3, 32), float("nan"), device=dev)
+    _combine_in_chunks[(3,)](m, mass, acc, out, splits, m.stride(0), acc.stride(0), acc.stride(1), out.stride(0),
+                             BLOCK_S=triton.next_power_of_2(splits), HEAD_D=32, CHUNK_S=chunk, SKIP_EMPTY=skip_empty)
+    assert (out.cpu().double() - want).abs().max() < 1e-5
+
+
+def test_column_blocks_that_do_not_divide_d_are_refused(target):
+    z = torch.zeros(2, 3, device=target.device)
+    with pytest.raises(ValueError, match="unwritten"):
+        bound_combine(z, z, torch.zeros(2, 3, 96, device=target.device), torch.empty(2, 96, device=target.device),
+                      3, 64, num_warps=2)

@@ -376,3 +376,7 @@ def test_bind_refuses_parameters_that_size_buffers_and_stages_follow_a_rebind(ma
     op.cfg["topk"]["BLOCK_T"] *= 2
     with pytest.raises(ValueError, match="build a new SantaDecode"):
         op.bind()
+    op.cfg["topk"]["BLOCK_T"] //= 2
+    op.cfg["attend"]["REDUCE"] = 1  # chooses the launches, which a prepared method holds
+    with pytest.raises(ValueError, match="build a new SantaDecode"):
+        op.bind()
