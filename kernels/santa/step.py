@@ -138,8 +138,8 @@ LAUNCH_SPACES = {
         Param("num_stages", (1, 2, 3), 1),
         Param("REDUCE", (0, 1), 0,
               "1: the last of each list's range programs combines that list's heads (it counts the others "
-              "done, it does not wait for them), and no reduce launch follows: one launch fewer, one "
-              "program's combine a list at the end instead"),
+              "done, it does not wait for them), and no reduce launch follows (reduce.* then unused): one "
+              "launch fewer, one program's combine a list at the end instead"),
     )),
     "reduce": LaunchSpace("reduce", (
         Param("BLOCK_D", (16, 32, 64, 128), 128,
