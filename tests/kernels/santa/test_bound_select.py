@@ -210,12 +210,14 @@ def test_attend_reduce_combines_in_the_last_range_program(make_workload, target,
         assert (a.double() - b.double()).abs().max() < 1e-5, call
 
 
-@pytest.mark.parametrize("block_d, skip_empty", [(16, 1), (32, 0)])
-def test_reduce_by_column_blocks_and_only_the_ranges_with_rows(make_workload, target, block_d, skip_empty):
+@pytest.mark.parametrize("block_d, skip_empty, search", [(16, 1, 2), (32, 0, 0)])
+def test_reduce_by_column_blocks_and_only_the_ranges_with_rows(make_workload, target, block_d, skip_empty, search):
     """reduce.BLOCK_D and reduce.SKIP_EMPTY over per-head lists whose ranges are partly empty: the
     output equals the fp64 replay of the selection; with SKIP_EMPTY the empty ranges' values are
-    poisoned between attend and reduce and never read."""
-    over = {"topk": {"BLOCK_T": 32, "BOUND": 32}, "merge": {"PER_HEAD": 1}, "attend": {"BLOCK_R": 16, "NUM_SPLITS": 16},
+    poisoned between attend and reduce and never read (and attend.SEARCH=0 maps the per-head lists'
+    rows as SEARCH=2 does)."""
+    over = {"topk": {"BLOCK_T": 32, "BOUND": 32}, "merge": {"PER_HEAD": 1},
+            "attend": {"BLOCK_R": 16, "NUM_SPLITS": 16, "SEARCH": search},
             "reduce": {"BLOCK_D": block_d, "SKIP_EMPTY": skip_empty}}
     w, layout, (op,) = _ops(make_workload, target, [over], hq=4, hkv=2, n=500, d=32, k=4, seed=11)
     op.out.fill_(float("nan"))
