@@ -131,9 +131,11 @@ LAUNCH_SPACES = {
         Param("BLOCK_R", (16, 32, 64), _BEST_BLOCK_R, "virtual rows per tile"),
         Param("NUM_SPLITS", (1, 2, 4, 8, 16, 32, 64, 128), 64,
               "row ranges per KV head (per query head with merge.PER_HEAD)"),
-        Param("SEARCH", (0, 1, 2), 2, "union entry of each row: 0 compares it with every entry's end, "
+        Param("SEARCH", (0, 1, 2, 3), 2, "union entry of each row: 0 compares it with every entry's end, "
               "1 binary-searches the tile's first entry, then compares with BLOCK_R ends; 2 finds "
-              "that first entry by counting all ends (one load) instead"),
+              "that first entry by counting all ends (one load) instead; 3 as 0, with every entry's first "
+              "row, base and (merge.PER_HEAD) log c loaded beside the ends and picked in registers: one "
+              "dependent load fewer, for short lists"),
         Param("num_warps", (1, 2, 4, 8), 4),
         Param("num_stages", (1, 2, 3), 1),
         Param("REDUCE", (0, 1), 0,

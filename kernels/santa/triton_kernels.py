@@ -495,8 +495,11 @@ def attend_split(
     (ULogC holds +inf where j did not select it, so the mask costs no extra load).
     With ALL_TEAMS (K = M) every packed row counts for every head with c = 1. Dependent loads
     are kept to three levels (union ends -> entry start, base, log c -> K/V rows): after the
-    upstream eviction each level is a DRAM round trip. ``kvh`` indexes the tables; K and V are
-    those of KV head ``kvh // KV_GROUP`` (KV_GROUP > 1: ``merge.PER_HEAD``'s lists, one per query head).
+    upstream eviction each level is a DRAM round trip. SEARCH=3 loads every entry's start, base
+    and (GROUP 1) log c with the ends and picks each row's from registers: two levels, for short
+    lists (merge.PER_HEAD's K+1 rounded up), where a [BLOCK_R, UMAX] pick costs little. ``kvh``
+    indexes the tables; K and V are those of KV head ``kvh // KV_GROUP`` (KV_GROUP > 1:
+    ``merge.PER_HEAD``'s lists, one per query head).
     """
     kv = kvh // KV_GROUP
     offs_g = tl.arange(0, BLOCK_G)
@@ -511,6 +514,11 @@ def attend_split(
         union_rows = tl.load(row_pre + UMAX)  # the last end: entries past the count repeat the total
         if SEARCH != 1:  # every entry's end (URowPre[1..UMAX]) in one load beside it
             ends = tl.load(row_pre + 1 + offs_u)
+        if SEARCH == 3:  # and every entry's first row, base and (one head a list) log c beside them
+            starts_all = tl.load(UStart + kvh * UMAX + offs_u)
+            bases_all = tl.load(row_pre + offs_u)
+            if GROUP == 1:
+                logc_all = tl.load(ULogC + kvh * stride_uh + offs_u * stride_um)
     total = union_rows + n_suffix
     per_split = tl.cdiv(tl.cdiv(total, NUM_SPLITS), BLOCK_R) * BLOCK_R
     lo = split * per_split
@@ -529,7 +537,7 @@ def attend_split(
             bias = tl.zeros([BLOCK_G, BLOCK_R], dtype=tl.float32)
         else:
             # union entry of each row: the number of entries that end at or before it
-            if SEARCH == 0:
+            if (SEARCH == 0) or (SEARCH == 3):
                 u = tl.sum((ends[None, :] <= rows[:, None]).to(tl.int32), axis=1)
             else:
                 # the tile's first entry (by binary search, or by counting the ends in registers);
@@ -545,12 +553,21 @@ def attend_split(
                 w_ends = tl.load(row_pre + 1 + window, mask=window < UMAX, other=2147483647)
                 u = u0 + tl.sum((w_ends[None, :] <= rows[:, None]).to(tl.int32), axis=1)
             u = tl.where(in_union, u, 0)
-            start = tl.load(UStart + kvh * UMAX + u, mask=in_union, other=0)
-            base = tl.load(row_pre + u, mask=in_union, other=0)
+            if SEARCH == 3:  # picked from registers (where, not a product: entries past the count hold junk)
+                pick = u[:, None] == offs_u[None, :]
+                start = tl.sum(tl.where(pick, starts_all[None, :], 0), axis=1)
+                base = tl.sum(tl.where(pick, bases_all[None, :], 0), axis=1)
+            else:
+                start = tl.load(UStart + kvh * UMAX + u, mask=in_union, other=0)
+                base = tl.load(row_pre + u, mask=in_union, other=0)
             packed = start + rows - base
-            m_ptr = kvh * stride_uh + u[None, :] * stride_um + offs_g[:, None]
             sel = g_mask[:, None] & live[None, :]
-            bias = tl.load(ULogC + m_ptr, mask=g_mask[:, None] & in_union[None, :], other=0.0) * 1.4426950408889634
+            if (SEARCH == 3) and (GROUP == 1):
+                logc = tl.sum(tl.where(pick, logc_all[None, :], 0.0), axis=1)
+                bias = tl.where(g_mask[:, None] & in_union[None, :], logc[None, :], 0.0) * 1.4426950408889634
+            else:
+                m_ptr = kvh * stride_uh + u[None, :] * stride_um + offs_g[:, None]
+                bias = tl.load(ULogC + m_ptr, mask=g_mask[:, None] & in_union[None, :], other=0.0) * 1.4426950408889634
         # V rows are issued with K so both DRAM round trips overlap
         k = tl.load(PK + kv * stride_kh + packed[:, None] * stride_kn + offs_d[None, :],
                     mask=in_union[:, None], other=0.0)

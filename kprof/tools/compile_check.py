@@ -50,7 +50,7 @@ DEFAULT_METHODS = (
     "santa:k=1000000", "santa:topk.CARRY=1", "santa:topk.CARRY=1,merge.SELECT=2", "santa:score.PHILOX=1",
     "santa:fresh=1", "santa:score.AHEAD=0,merge.NARROW=0", "santa:merge.SELECT=2", "santa:merge.SELECT=0",
     "santa:merge.PER_HEAD=0", "santa:attend.REDUCE=1", "santa:attend.REDUCE=1,merge.PER_HEAD=0",
-    "santa:reduce.BLOCK_D=32,reduce.SKIP_EMPTY=1",
+    "santa:reduce.BLOCK_D=32,reduce.SKIP_EMPTY=1", "santa:attend.SEARCH=3",
     "fathom", "scan32", "sparq16", "scan-full",
     "fathom:index=hbm", "fathom:topk.PRUNE=0", "scan32:scan.BLOCKS=4,scan.num_warps=8",
     # k = 64 fits 128 chunks of 32 tokens, so the Triton top-k runs (k = 512 needs 16K+ tokens)

@@ -184,6 +184,26 @@ def test_per_head_is_off_without_the_filter_and_said_so(make_workload, target):
     assert every.all_teams and not every.per_head
 
 
+@pytest.mark.parametrize("per_head, suffix", [(1, 0), (1, 7), (0, 0)])
+def test_search_3_picks_from_registers_what_search_2_loads(make_workload, target, per_head, suffix):
+    """attend.SEARCH=3 (each row's entry start, base and, one head a list, log c picked from
+    registers) gives the same bits as SEARCH=2's loads: partials and output, with an exact suffix,
+    and entries past each list's count poisoned (the pick must not multiply them in)."""
+    overs = [{"topk": {"BLOCK_T": 32, "BOUND": 32}, "merge": {"PER_HEAD": per_head},
+              "attend": {"BLOCK_R": 16, "NUM_SPLITS": 4, "SEARCH": search}} for search in (2, 3)]
+    _, _, (loads, picks) = _ops(make_workload, target, overs, hq=4, hkv=2, n=500, d=32, k=4, seed=13, suffix=suffix)
+    a = loads.run().clone()
+    for name, launch in picks.stages():
+        if name == "attend":  # past each list's count: junk the pick must leave out
+            for h in range(picks.u_count.shape[0]):
+                c = int(picks.u_count[h])
+                picks.u_start[h, c:] = 2**30
+                picks.u_logc[h, c:] = float("nan")
+        launch()
+    assert torch.equal(picks.m_part, loads.m_part) and torch.equal(picks.acc, loads.acc)
+    assert torch.equal(picks.out, a)
+
+
 @pytest.mark.parametrize("per_head, splits", [(1, 16), (0, 4), (1, 1)])
 def test_attend_reduce_combines_in_the_last_range_program(make_workload, target, per_head, splits):
     """attend.REDUCE: the last of a list's range programs combines its heads (two in the union

@@ -124,7 +124,7 @@ def test_whole_operator_matches_reference_with_its_own_selection(make_workload, 
         assert teams[h].tolist() == _ref_selection(w, layout, op, h, noise)[1].teams.tolist()
 
 
-@pytest.mark.parametrize("search", [0, 1, 2])
+@pytest.mark.parametrize("search", [0, 1, 2, 3])
 @pytest.mark.parametrize("suffix_rows, single_row_teams", [(0, False), (7, False), (0, True), (5, True)])
 def test_attend_row_to_entry_search_both_ways(make_workload, target, search, suffix_rows, single_row_teams):
     """attend.SEARCH 0 (compare with every entry's end), 1 (binary search of the tile's first
