@@ -134,8 +134,9 @@ LAUNCH_SPACES = {
         Param("SEARCH", (0, 1, 2, 3), 2, "union entry of each row: 0 compares it with every entry's end, "
               "1 binary-searches the tile's first entry, then compares with BLOCK_R ends; 2 finds "
               "that first entry by counting all ends (one load) instead; 3 as 0, with every entry's first "
-              "row, base and (merge.PER_HEAD) log c loaded beside the ends and picked in registers: one "
-              "dependent load fewer, for short lists"),
+              "row, base and (one head a list) log c loaded beside the ends and picked in registers: one "
+              "dependent load fewer than 0, two fewer than 2; for short lists (merge.PER_HEAD), since "
+              "each tile compares BLOCK_R rows with every entry"),
         Param("num_warps", (1, 2, 4, 8), 4),
         Param("num_stages", (1, 2, 3), 1),
         Param("REDUCE", (0, 1), 0,

@@ -493,11 +493,12 @@ def attend_split(
     suffix. Each program takes one contiguous range of virtual rows, reads each K/V row once for
     all G heads, and adds a row to head j only if j selected its team, with logit - log c_g
     (ULogC holds +inf where j did not select it, so the mask costs no extra load).
-    With ALL_TEAMS (K = M) every packed row counts for every head with c = 1. Dependent loads
-    are kept to three levels (union ends -> entry start, base, log c -> K/V rows): after the
-    upstream eviction each level is a DRAM round trip. SEARCH=3 loads every entry's start, base
-    and (GROUP 1) log c with the ends and picks each row's from registers: two levels, for short
-    lists (merge.PER_HEAD's K+1 rounded up), where a [BLOCK_R, UMAX] pick costs little. ``kvh``
+    With ALL_TEAMS (K = M) every packed row counts for every head with c = 1. Before the K/V
+    rows each tile waits on dependent loads of the tables (L2, written by the merge): with SEARCH
+    0 the ends, then each row's entry start, base and log c; 1 and 2 add the window's ends between
+    those. SEARCH=3 loads every entry's start, base and (GROUP 1) log c with the ends and picks
+    each row's from registers, so only the ends' level is left; for short lists (merge.PER_HEAD's
+    K+1 rounded up), where a [BLOCK_R, UMAX] pick costs little. ``kvh``
     indexes the tables; K and V are those of KV head ``kvh // KV_GROUP`` (KV_GROUP > 1:
     ``merge.PER_HEAD``'s lists, one per query head).
     """

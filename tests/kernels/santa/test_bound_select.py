@@ -184,19 +184,22 @@ def test_per_head_is_off_without_the_filter_and_said_so(make_workload, target):
     assert every.all_teams and not every.per_head
 
 
-@pytest.mark.parametrize("per_head, suffix", [(1, 0), (1, 7), (0, 0)])
-def test_search_3_picks_from_registers_what_search_2_loads(make_workload, target, per_head, suffix):
+@pytest.mark.parametrize("per_head, suffix, hq, k", [(1, 0, 4, 4), (1, 7, 4, 3), (0, 0, 4, 3), (0, 5, 2, 3)])
+def test_search_3_picks_from_registers_what_search_2_loads(make_workload, target, per_head, suffix, hq, k):
     """attend.SEARCH=3 (each row's entry start, base and, one head a list, log c picked from
     registers) gives the same bits as SEARCH=2's loads: partials and output, with an exact suffix,
-    and entries past each list's count poisoned (the pick must not multiply them in)."""
+    per head, in the union form, and in the union form with one head a list (hq = hkv: its log c
+    table is strided by the padded group), and entries past each list's count poisoned with NaN
+    log c and out-of-range rows (the pick must leave them out, not multiply them by zero)."""
     overs = [{"topk": {"BLOCK_T": 32, "BOUND": 32}, "merge": {"PER_HEAD": per_head},
               "attend": {"BLOCK_R": 16, "NUM_SPLITS": 4, "SEARCH": search}} for search in (2, 3)]
-    _, _, (loads, picks) = _ops(make_workload, target, overs, hq=4, hkv=2, n=500, d=32, k=4, seed=13, suffix=suffix)
+    _, _, (loads, picks) = _ops(make_workload, target, overs, hq=hq, hkv=2, n=500, d=32, k=k, seed=13, suffix=suffix)
     a = loads.run().clone()
     for name, launch in picks.stages():
         if name == "attend":  # past each list's count: junk the pick must leave out
-            for h in range(picks.u_count.shape[0]):
-                c = int(picks.u_count[h])
+            counts = picks.u_count.tolist()
+            assert min(counts) < picks.umax, "nothing past the count to poison"
+            for h, c in enumerate(counts):
                 picks.u_start[h, c:] = 2**30
                 picks.u_logc[h, c:] = float("nan")
         launch()

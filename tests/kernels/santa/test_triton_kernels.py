@@ -128,7 +128,8 @@ def test_whole_operator_matches_reference_with_its_own_selection(make_workload, 
 @pytest.mark.parametrize("suffix_rows, single_row_teams", [(0, False), (7, False), (0, True), (5, True)])
 def test_attend_row_to_entry_search_both_ways(make_workload, target, search, suffix_rows, single_row_teams):
     """attend.SEARCH 0 (compare with every entry's end), 1 (binary search of the tile's first
-    entry, then a window of BLOCK_R ends) and 2 (that first entry by counting every end) map
+    entry, then a window of BLOCK_R ends), 2 (that first entry by counting every end) and 3 (as 0,
+    with each entry's start and base picked from registers) map
     every union row to its team, with and without an exact suffix. Single-row teams make a tile
     span BLOCK_R entries, the window's full width."""
     over = {"attend": {"BLOCK_R": 16, "NUM_SPLITS": 4, "SEARCH": search}}
