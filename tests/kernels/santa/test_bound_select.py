@@ -61,6 +61,13 @@ def _assert_same_selection(by_topk, by_bound):
         assert torch.equal(by_bound.u_rowpre[kvh, : c + 1], by_topk.u_rowpre[kvh, : c + 1])
 
 
+def _replay(w, layout, op, suffix=0):
+    """The fp64 attention over the teams and corrections ``op`` selected in its last call."""
+    teams, corr = op.selections()
+    return attention_with_selection(w.q, w.k, w.v, layout.teams(), [Selection(t, c) for t, c in zip(teams, corr)],
+                                    suffix=suffix)
+
+
 def _kept_at_first(op) -> torch.Tensor:
     """Per head, how many real teams clear the (K+1)-th largest part maximum (host replay)."""
     y = op.y.cpu()
@@ -114,8 +121,7 @@ def test_bound_selects_what_the_block_topk_selects(make_workload, target, hq, hk
         assert int(kept.max()) < layout.num_teams.max() // 2, "the bound keeps too many to be tested"
     assert torch.all(by_bound.owner == 2**31 - 1)
     out = by_bound.out.cpu().double()
-    teams, corr = by_bound.selections()
-    ref = attention_with_selection(w.q, w.k, w.v, layout.teams(), [Selection(t, c) for t, c in zip(teams, corr)])
+    ref = _replay(w, layout, by_bound)
     assert (out - ref).abs().max() < 1e-5
 
 
@@ -156,9 +162,7 @@ def test_per_head_lists_select_and_attend_what_the_union_does(make_workload, tar
             ends = torch.cumsum(layout.length[kvh, teams], 0)
             assert by_head.u_rowpre[h, 1 : k + 1].cpu().tolist() == ends.tolist()
             assert int(by_head.u_rowpre[h, 0]) == 0 and set(by_head.u_rowpre[h, k + 1 :].tolist()) <= {int(ends[-1])}
-        teams, corr = by_head.selections()
-        ref = attention_with_selection(w.q, w.k, w.v, layout.teams(), [Selection(t, c) for t, c in zip(teams, corr)],
-                                       suffix=suffix)
+        ref = _replay(w, layout, by_head, suffix=suffix)
         assert (b.cpu().double() - ref).abs().max() < 1e-5
         assert (a.double() - b.double()).abs().max() < 1e-5
 
@@ -227,8 +231,7 @@ def test_attend_reduce_combines_in_the_last_range_program(make_workload, target,
             t.fill_(float("nan"))
         b = fused.run().clone()
         assert int(fused.attend_done.count_nonzero()) == 0, call
-        teams, corr = fused.selections()
-        ref = attention_with_selection(w.q, w.k, w.v, layout.teams(), [Selection(t, c) for t, c in zip(teams, corr)])
+        ref = _replay(w, layout, fused)
         assert (b.cpu().double() - ref).abs().max() < 1e-5, call
         assert (a.double() - b.double()).abs().max() < 1e-5, call
 
@@ -251,8 +254,7 @@ def test_reduce_by_column_blocks_and_only_the_ranges_with_rows(make_workload, ta
             if skip_empty:
                 op.acc[empty] = float("nan")
         launch()
-    teams, corr = op.selections()
-    ref = attention_with_selection(w.q, w.k, w.v, layout.teams(), [Selection(t, c) for t, c in zip(teams, corr)])
+    ref = _replay(w, layout, op)
     assert (op.out.cpu().double() - ref).abs().max() < 1e-5
 
 
@@ -288,8 +290,7 @@ def test_carried_values_give_the_tables_corrections(make_workload, target, hq, h
             phi = by_bound.scores[h].cpu()[team] * by_bound.inv_sqrt_d + torch.log(n)
             assert torch.allclose(by_bound.bound_phi[h, :c].cpu(), phi, rtol=1e-6, atol=1e-6)
     out = by_bound.out.cpu().double()
-    teams, corr = by_bound.selections()
-    ref = attention_with_selection(w.q, w.k, w.v, layout.teams(), [Selection(t, c) for t, c in zip(teams, corr)])
+    ref = _replay(w, layout, by_bound)
     assert (out - ref).abs().max() < 1e-5
 
 
@@ -434,8 +435,7 @@ def test_narrow_selects_what_the_whole_row_selects(make_workload, target, monkey
     assert ["half" if int(c) <= by_half.bound // 2 else "whole" for c in group_max] == paths
     if target.device.type == "cpu":
         assert widths == [by_half.bound // 2 if path == "half" else by_half.bound for path in paths]
-    teams, corr = by_half.selections()
-    ref = attention_with_selection(w.q, w.k, w.v, layout.teams(), [Selection(t, c) for t, c in zip(teams, corr)])
+    ref = _replay(w, layout, by_half)
     assert (by_half.out.cpu().double() - ref).abs().max() < 1e-5
 
 
@@ -531,8 +531,7 @@ def test_gpu_bound_matches_the_block_topk_eager_and_replayed(make_workload, targ
                 m = int(layout.num_teams.max())
                 assert torch.equal(by_bound.noise_table[:, :m], by_bound.gumbel_noise()[:, :m])
             assert torch.isfinite(b).all() and (a.double() - b.double()).abs().max() < 2e-3
-        teams, corr = by_bound.selections()
-        ref = attention_with_selection(w.q, w.k, w.v, layout.teams(), [Selection(t, c) for t, c in zip(teams, corr)])
+        ref = _replay(w, layout, by_bound)
         assert ((b.cpu().double() - ref).norm() / ref.norm()) < 2e-2
     graph = torch.cuda.CUDAGraph()
     stream = torch.cuda.Stream()
