@@ -16,16 +16,21 @@ is host memory) it times
 If the time per run stays flat from 32 to 128 bytes and doubles at 256, the reads cost per
 128-byte request: fewer, fuller requests are the lever, and the table's ns per line says how near
 to one large copy full lines come. If it follows the bytes, the scans' distance from the copy is
-somewhere else (bytes in flight, the scan's own loop).
+somewhere else (bytes in flight, the scan's own loop). ``--l2-fetch 32,64,128`` repeats the table
+under each value of the context's L2 fetch-granularity hint (``cuCtxSetLimit``,
+CU_LIMIT_MAX_L2_FETCH_GRANULARITY, 0-128 bytes): if a 64-byte run at 128 costs a 128-byte line's
+request and no more, Fathom's 64-byte scale runs could be whole-line requests without a kernel
+change (each phase is its own paired run; compare phases through their copy rows).
 
     python scripts/probe_host_requests.py [--runs 131072] [--run-bytes 32,64,128,256,512] [--stride 1024]
-        [--shape 4:8:4 ...] [--pages default|huge|wc] [--json FILE]
+        [--shape 4:8:4 ...] [--pages default|huge|wc] [--l2-fetch 32,64,128] [--json FILE]
         [--device cpu --runs 64]   (a smoke run through the interpreter: not GPU numbers)
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import statistics
 from pathlib import Path
@@ -42,6 +47,18 @@ from kprof.measure.harness import Harness, TimedOp
 from kprof.measure.protocol import TimingProtocol
 
 DEFAULT_SHAPES = ("4:8:4", "4:32:4")
+_L2_FETCH_LIMIT = 5  # CU_LIMIT_MAX_L2_FETCH_GRANULARITY
+
+
+def _l2_fetch(value: int | None = None) -> int:
+    """The current context's L2 fetch-granularity hint in bytes, set to ``value`` first if given."""
+    driver = ctypes.CDLL("libcuda.so.1")
+    if value is not None and driver.cuCtxSetLimit(_L2_FETCH_LIMIT, ctypes.c_size_t(value)) != 0:
+        raise SystemExit(f"cuCtxSetLimit(CU_LIMIT_MAX_L2_FETCH_GRANULARITY, {value}) failed: drop --l2-fetch")
+    got = ctypes.c_size_t(0)
+    if driver.cuCtxGetLimit(ctypes.byref(got), _L2_FETCH_LIMIT) != 0:
+        raise SystemExit("cuCtxGetLimit(CU_LIMIT_MAX_L2_FETCH_GRANULARITY) failed: drop --l2-fetch")
+    return got.value
 
 
 def _shape(text: str) -> tuple[int, int, int]:
@@ -74,6 +91,9 @@ def main() -> None:
                     help=f"grid of the run reads: P programs per SM, S runs a step, W warps (repeatable; default "
                          f"{' '.join(DEFAULT_SHAPES)})")
     ap.add_argument("--pages", choices=PAGE_KINDS, default="default", help="kind of pinned pages (Fathom's pages=)")
+    ap.add_argument("--l2-fetch", type=lambda t: [int(x) for x in t.split(",")], default=None, metavar="B,B",
+                    help="L2 fetch-granularity hints (bytes, 0-128) to repeat the table under (GPU; default: "
+                         "leave the context's as it is)")
     ap.add_argument("--rounds", type=int, default=6, help="paired rounds")
     ap.add_argument("--observations", type=int, default=50, help="timed calls per row per round")
     ap.add_argument("--json", type=Path, help="write the medians and the derived costs here")
@@ -84,6 +104,8 @@ def main() -> None:
                          f"128-byte lines, at least the largest run ({max(args.run_bytes)} bytes)")
     if args.json and not args.json.parent.is_dir():
         ap.error(f"--json {args.json}: no folder {args.json.parent}; create it first")
+    if args.l2_fetch and (args.device != "cuda" or not all(0 <= v <= 128 for v in args.l2_fetch)):
+        ap.error(f"--l2-fetch {args.l2_fetch}: hints of 0-128 bytes, on the GPU only")
     dev = torch.device(args.device)
     gpu = dev.type == "cuda"
     if gpu and not torch.cuda.is_available():
@@ -109,28 +131,41 @@ def main() -> None:
     ops += [TimedOp(label, r.run) for label, r in rows.items()]
     protocol = TimingProtocol(rounds=args.rounds, warmup_pairs=10, observations=args.observations, evict_mib=0,
                               host_bound=not gpu)
-    obs = Harness(dev, protocol, telemetry=False).paired(ops).observations
-    medians = {op.label: _median(x) for op, x in zip(ops, obs)}
+    phases = {}
+    before = _l2_fetch() if gpu else None
+    try:
+        for hint in args.l2_fetch or [None]:
+            fetch = _l2_fetch(hint) if gpu else None
+            obs = Harness(dev, protocol, telemetry=False).paired(ops).observations
+            medians = {op.label: _median(x) for op, x in zip(ops, obs)}
+            phases["host" if fetch is None else str(fetch)] = _report(medians, rows, args, fetch)
+    finally:
+        if args.l2_fetch:
+            _l2_fetch(before)  # the context's own hint again
+    if args.json:
+        args.json.write_text(json.dumps({"runs": args.runs, "stride": args.stride, "pages": args.pages,
+                                         "phases_by_l2_fetch": phases, "protocol": protocol.to_dict()}, indent=1))
 
+
+def _report(medians: dict[str, float], rows: dict[str, RunRead], args, fetch: int | None) -> dict:
+    """Print one phase's table; its medians and the costs derived from them."""
     copy_ns_line = medians["copy"] * 1e3 / args.runs
-    print(f"{args.runs} runs, {args.stride} bytes apart, {args.pages} pinned pages; copy of {args.runs * 128 / 1e6:.1f}"
-          f" MB: {medians['copy']:.1f} us, {args.runs * 128 / medians['copy'] / 1e3:.1f} GB/s, "
-          f"{copy_ns_line:.2f} ns a 128-byte line")
+    print(f"{args.runs} runs, {args.stride} bytes apart, {args.pages} pinned pages"
+          + ("" if fetch is None else f", L2 fetch granularity {fetch} bytes")
+          + f"; copy of {args.runs * 128 / 1e6:.1f} MB: {medians['copy']:.1f} us, "
+          f"{args.runs * 128 / medians['copy'] / 1e3:.1f} GB/s, {copy_ns_line:.2f} ns a 128-byte line")
     width = max(len(label) for label in rows)
     print(f"{'row':<{width}s} {'us':>9s} {'GB/s':>7s} {'ns/run':>7s} {'ns/line':>8s} {'ns/sector':>9s} "
           f"{'line/copy':>9s}")
-    derived = {}
+    derived = {"copy_us": medians["copy"], "copy_ns_per_line": copy_ns_line, "rows": {}}
     for label, r in rows.items():
         m = medians[label]
         d = {"us": m, "gbs": r.bytes / m / 1e3, "ns_per_run": m * 1e3 / r.runs, "ns_per_line": m * 1e3 / r.lines,
              "ns_per_sector": m * 1e3 / r.sectors, "run_bytes": r.run_bytes}
-        derived[label] = d
+        derived["rows"][label] = d
         print(f"{label:<{width}s} {m:9.1f} {d['gbs']:7.1f} {d['ns_per_run']:7.2f} {d['ns_per_line']:8.2f} "
               f"{d['ns_per_sector']:9.3f} {d['ns_per_line'] / copy_ns_line:9.2f}")
-    if args.json:
-        args.json.write_text(json.dumps({"runs": args.runs, "stride": args.stride, "pages": args.pages,
-                                         "copy_us": medians["copy"], "copy_ns_per_line": copy_ns_line,
-                                         "rows": derived, "protocol": protocol.to_dict()}, indent=1))
+    return derived
 
 
 if __name__ == "__main__":
