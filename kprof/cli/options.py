@@ -46,12 +46,15 @@ def protocol_options(fn=None, *, force: bool = True, many_workloads: bool = Fals
                           "that the stopped one still covers about 95%. [default: 0.5% on GPU; on CPU a fixed "
                           "round count]"),
         click.option("--max-time", type=float, default=None, metavar="SECONDS",
-                     help="With --precision: stop timing after this many seconds and say the target was not "
-                          f"reached. [default: {GPU_DEFAULT.max_time_s:g}]"),
+                     help="With --precision: stop at the first look after this many seconds of timing and say "
+                          "the target was not reached (the first look always comes: it needs the fewest rounds "
+                          f"that give every interval). [default: {GPU_DEFAULT.max_time_s:g}]"),
         click.option("--rounds", type=int, default=None,
                      help="A fixed number of rounds instead of --precision, rounded up to whole cycles of the "
                           "balanced design. [default on CPU: the smallest whole number of cycles that is at "
-                          "least 12 rounds and gives every speedup at least 6 pair cycles]"),
+                          "least 12 rounds and gives every speedup at least 6 pair cycles, plus whole cycles "
+                          "(up to twice as many rounds) while bad rounds, left out, leave a speedup with fewer "
+                          "than 5 usable ones]"),
         click.option("--warmup-pairs", type=int, default=None,
                      help=f"Untimed interleaved invocations per method before each round. {dflt('warmup_pairs')}"),
         click.option("--observations", type=int, default=None,

@@ -19,8 +19,7 @@ from kprof.core.errors import KprofError
 from kprof.core.target import resolve_target
 from kprof.measure.catalog import record_catalog
 from kprof.measure.fingerprint import collect_environment
-from kprof.measure.harness import Harness
-from kprof.measure.precision import PrecisionStop
+from kprof.measure.harness import Harness, stopping_rule
 from kprof.measure.protocol import default_protocol
 from kprof.methods.base import Prepared, Stage
 from kprof.methods.validation import compare_outputs
@@ -127,9 +126,7 @@ def time_callable(fn: Callable[[], object], overrides: dict, device: str, flops=
     target = resolve_target(device)
     protocol = default_protocol(target.is_gpu).with_overrides(**overrides)
     harness = Harness(target.device, protocol)
-    stop = None if protocol.precision is None else PrecisionStop(protocol.precision, [], protocol.level,
-                                                                 protocol.max_time_s)
-    m = harness.time(fn, stop=stop)
+    m = harness.time(fn, stop=stopping_rule(protocol, []))
     summary = summarise_row(m.observations[0], protocol.interval_level, m.table)
     us = summary.median_us.estimate
     summary.tflops = work_amount(flops, None) / us / 1e6 if flops is not None else None

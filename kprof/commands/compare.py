@@ -6,9 +6,8 @@ import copy
 
 from kprof.commands.session import MeasurementSession, refuse_invalid
 from kprof.core.errors import KprofError
-from kprof.measure.harness import Progress, TimedOp
+from kprof.measure.harness import Progress, TimedOp, stopping_rule
 from kprof.measure.host_cost import host_us_per_call
-from kprof.measure.precision import PrecisionStop
 from kprof.methods import get_method
 from kprof.methods.validation import compare_outputs
 from kprof.results.schema import Result
@@ -76,8 +75,7 @@ def run_prepared(session: MeasurementSession, prepared: list, pairs: list[tuple[
     p = session.protocol
     progress.status(f"timing {len(ops)} methods in a balanced design: ({p.warmup_pairs} warm-up + {p.observations} "
                     f"timed) per method per round, {session.mode}")
-    stop = None if p.precision is None else PrecisionStop(p.precision, pairs, p.level, p.max_time_s)
-    m = harness.paired(ops, stop=stop)
+    m = harness.paired(ops, stop=stopping_rule(p, pairs))
     session.collect_faults(prepared)
     # After timing and its fault count: what was timed is what was validated, and the bursts'
     # extra calls change neither.

@@ -35,8 +35,10 @@ import torch
 from kprof.core.errors import KprofError
 from kprof.measure.blocking_kernel import blocking_kernel_for
 from kprof.measure.clocks import Clock, CudaEventClock, IntervalRecorder, clock_for
+from kprof.measure.complete_cycles import CompleteCycles, Filled
 from kprof.measure.design import BalancedDesign
 from kprof.measure.eviction import EvictionBuffer
+from kprof.measure.host_heap import steady_heap
 from kprof.measure.observer import RunObserver
 from kprof.measure.precision import Look, PrecisionStop
 from kprof.measure.protocol import TimingProtocol
@@ -82,7 +84,7 @@ class Measurement:
     gate_expiries: int = 0
     eviction_mib: float = 0.0
     notes: list[str] = field(default_factory=list)
-    looks: list[Look] = field(default_factory=list)  # a precision-stopped run: what each look saw
+    looks: list[Look | Filled] = field(default_factory=list)  # a run with a stopping rule: what each look saw
     wall_s: float = 0.0  # wall time of the rounds
     interrupted: bool = False  # Ctrl-C ended the run: only the rounds finished before it are here
 
@@ -147,6 +149,8 @@ class Harness:
             raise ValueError("an eviction buffer is required unless the protocol is host-bound")
         self.eviction = None if protocol.host_bound else eviction
         self.telemetry = telemetry and self.device.type == "cuda"
+        if self.device.type == "cpu":
+            steady_heap()  # CPU calls that allocate megabytes time the same in every process
         if observers is None:
             if isinstance(gate, str):
                 event_device = self.device if isinstance(self.clock, CudaEventClock) else None
@@ -178,9 +182,10 @@ class Harness:
         return design.whole_cycles(self.protocol.rounds)
 
     def paired(self, ops: Sequence[TimedOp], design: BalancedDesign | None = None,
-               stop: PrecisionStop | None = None) -> Measurement:
+               stop: PrecisionStop | CompleteCycles | None = None) -> Measurement:
         """Ops interleaved within each round, rounds ordered by a balanced design; with ``stop``,
-        whole design cycles run until its target is met or its time is up."""
+        whole design cycles run until its rule is met (a precision target, or every interval's
+        cycles), its time is up or its cap is reached."""
         p = self.protocol
         design = design or BalancedDesign.williams(len(ops))
         notes = []
@@ -365,26 +370,32 @@ def _region_hooks(observers: Sequence[RunObserver]):
     return hold, release
 
 
-class _Looks:
-    """The precision stop inside a run: after each look, the rounds to run to (the current count
-    when done or out of time)."""
+def stopping_rule(protocol: TimingProtocol, pairs: list[tuple[int, int]]) -> PrecisionStop | CompleteCycles | None:
+    """How a paired run under ``protocol`` ends: at its precision target, after its default rounds
+    plus what bad rounds cost the intervals (no ``rounds`` given), or after exactly its ``rounds``."""
+    if protocol.precision is not None:
+        return PrecisionStop(protocol.precision, pairs, protocol.level, protocol.max_time_s)
+    if protocol.rounds is None:
+        return CompleteCycles(pairs, protocol.level, protocol.min_rounds, protocol.min_pair_cycles)
+    return None
 
-    def __init__(self, stop: PrecisionStop, design: BalancedDesign):
+
+class _Looks:
+    """A stopping rule inside a run (:class:`~kprof.measure.precision.PrecisionStop` or
+    :class:`~kprof.measure.complete_cycles.CompleteCycles`): after each look, the rounds to run to
+    (the current count when done, out of time or at the rule's cap)."""
+
+    def __init__(self, stop, design: BalancedDesign):
         self.stop, self.design = stop, design
+        self.elapsed_s = 0.0
 
     def after(self, observations: np.ndarray, throttled, elapsed_s: float) -> int:
         rounds = observations.shape[1]
+        self.elapsed_s = elapsed_s
         look = self.stop.look(observations, self.design.orders(rounds), self.design.cycle, throttled)
         if look.done or elapsed_s >= self.stop.max_time_s:
             return rounds
         return self.stop.next_look(rounds, self.design.cycle)
 
     def notes(self) -> list[str]:
-        last = self.stop.looks[-1]
-        target = f"+-{100 * self.stop.target:g}%"
-        if last.done:
-            return [f"precision {target} reached after {last.rounds} rounds ({len(self.stop.looks)} looks; "
-                    f"intervals at {100 * self.stop.level:g}% per look, so the stopped one covers about 95%)"]
-        worst = "some speedup has no interval" if last.worst is None else f"the widest is +-{100 * last.worst:.2f}%"
-        return [f"precision {target} NOT reached in {self.stop.max_time_s:g} s of timing ({last.rounds} rounds): "
-                f"{worst}; raise --max-time or relax --precision"]
+        return self.stop.notes(self.elapsed_s)

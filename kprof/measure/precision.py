@@ -79,3 +79,16 @@ class PrecisionStop:
         look = Look(observations.shape[1], worst, worst is not None and worst <= self.target)
         self.looks.append(look)
         return look
+
+    def notes(self, elapsed_s: float) -> list[str]:
+        """What the run's last look found, for the Result's notes."""
+        last = self.looks[-1]
+        target = f"+-{100 * self.target:g}%"
+        if last.done:
+            return [f"precision {target} reached after {last.rounds} rounds ({len(self.looks)} looks; "
+                    f"intervals at {100 * self.level:g}% per look, so the stopped one covers about 95%)"]
+        worst = "some speedup has no interval" if last.worst is None else f"the widest is +-{100 * last.worst:.2f}%"
+        first = self.looks[0].rounds
+        return [f"precision {target} NOT reached after {last.rounds} rounds and {elapsed_s:.1f} s of timing "
+                f"(--max-time {self.max_time_s:g} s, checked at each look; the first comes after {first} rounds, "
+                f"the fewest that give every interval): {worst}; raise --max-time or relax --precision"]

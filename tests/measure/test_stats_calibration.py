@@ -13,7 +13,16 @@ import pytest
 from kprof.measure.design import BalancedDesign
 from kprof.measure.stats import speedup
 from kprof.results.gate import family_verdicts, prediction_ratio, within_run_sd
-from tests.measure.calibration import CASES, H200, STOP_CASES, coverage, stopped_coverage, tables
+from tests.measure.calibration import (
+    CASES,
+    CPU_HOST,
+    H200,
+    STOP_CASES,
+    coverage,
+    filled_coverage,
+    stopped_coverage,
+    tables,
+)
 from tests.measure.sessions import simulate
 
 SESSIONS = 400
@@ -72,6 +81,14 @@ def test_the_precision_stop_ends_at_the_first_look_that_meets_the_target():
     assert first == 10 and stop.next_look(10, 2) == 16 and stop.next_look(16, 2) == 24
     look = stop.look(sim.observations[0, :, :first], design.orders(first), design.cycle)
     assert look.done and look.worst <= 0.01
+
+
+def test_cycles_added_for_bad_rounds_give_every_run_an_interval_at_its_level():
+    """The CPU default's rule (kprof.measure.complete_cycles): where bad rounds left most runs
+    without a speedup interval at the default rounds, every run has one and coverage holds."""
+    c = filled_coverage(CPU_HOST, 300)
+    assert c.missing_fixed > 0.3 and c.missing == 0 and c.median_rounds > 12, c
+    assert 0.90 <= c.coverage <= 0.98 and c.coverage >= c.fixed_coverage - 0.03, c
 
 
 # ---------------------------------------------------------------- the cross-run gate

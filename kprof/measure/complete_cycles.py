@@ -1,0 +1,72 @@
+"""The default fixed-round run that still gives every interval its minimum of usable cycles.
+
+A run without ``--precision`` or ``--rounds`` (the CPU embedded default) has just enough design
+cycles for every interval. Bad rounds (:mod:`kprof.measure.rounds`) are left out of the
+intervals, and two of them in different cycles leave a speedup with too few pair cycles: the
+table would print it without an interval. So after its rounds the run adds whole design cycles
+while some interval lacks ``MIN_CYCLES`` usable cycles, up to twice its rounds. The rule looks at
+which rounds are bad, never at how wide an interval is, so the intervals keep their nominal level
+(``tests/measure/calibration.py`` simulates it; ``docs/statistics.md``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from kprof.measure.stats import MIN_CYCLES, method_latency, round_table, speedup
+
+CAP = 2  # at most this many times the default rounds
+
+
+@dataclass
+class Filled:
+    """What one look saw: the rounds so far and whether every interval has its cycles."""
+
+    rounds: int
+    done: bool
+
+
+class CompleteCycles:
+    """The stopping rule of a default fixed-round run, with :class:`~kprof.measure.precision.PrecisionStop`'s
+    interface: ``first_look``, ``look``, ``next_look``, ``notes``. ``pairs`` are the (baseline row,
+    candidate row) speedups that need intervals; with none, every row's latency does."""
+
+    max_time_s = math.inf
+
+    def __init__(self, pairs: list[tuple[int, int]], level: float, min_rounds: int, min_pair_cycles: int):
+        self.pairs, self.level = list(pairs), level
+        self.min_rounds, self.min_pair_cycles = min_rounds, min_pair_cycles
+        self.looks: list[Filled] = []
+        self.max_rounds = 0
+
+    def first_look(self, design) -> int:
+        """The default rounds (as a run without this rule has); the cap is ``CAP`` times them."""
+        rounds = design.default_rounds(self.min_rounds, self.min_pair_cycles)
+        self.max_rounds = CAP * rounds
+        return rounds
+
+    def next_look(self, rounds: int, cycle: int) -> int:
+        """One more design cycle, or ``rounds`` itself at the cap (the run then ends)."""
+        return rounds + cycle if rounds + cycle <= self.max_rounds else rounds
+
+    def look(self, observations: np.ndarray, orders: list[tuple[int, ...]], cycle: int, throttled=None) -> Filled:
+        table = round_table(observations, throttled, orders)
+        if self.pairs:
+            ivs = [speedup(table, orders, b, c, cycle, self.level) for b, c in self.pairs]
+        else:
+            rows = table.log_summaries.shape[0]
+            ivs = [method_latency(table, i, rows, self.level) for i in range(rows)]
+        filled = Filled(observations.shape[1], all(iv.has_interval for iv in ivs))
+        self.looks.append(filled)
+        return filled
+
+    def notes(self, elapsed_s: float) -> list[str]:
+        first, last = self.looks[0], self.looks[-1]
+        if last.rounds == first.rounds:
+            return []
+        text = (f"{last.rounds - first.rounds} rounds added to the default {first.rounds}: bad rounds, left out, had "
+                f"left some interval with fewer than {MIN_CYCLES} usable cycles")
+        return [text + ("" if last.done else f"; still too few at the cap of {last.rounds} rounds")]

@@ -1,0 +1,98 @@
+"""The default fixed-round run: whole cycles added while bad rounds leave an interval without its cycles."""
+
+import numpy as np
+import pytest
+
+from kprof.measure.clocks import Clock, IntervalRecorder
+from kprof.measure.complete_cycles import CompleteCycles
+from kprof.measure.harness import Harness, TimedOp, stopping_rule
+from kprof.measure.precision import PrecisionStop
+from kprof.measure.protocol import CPU_EMBEDDED, TimingProtocol
+from kprof.measure.stats import MIN_CYCLES, speedup
+
+
+class BadRoundsClock(Clock):
+    """Row i's calls take bases[i] us with 1% noise, 1.6x in the rounds ``bad[i]`` lists."""
+
+    name = "bad-rounds"
+
+    def __init__(self, bases, bad, seed=0):
+        self.bases, self.bad, self.rng, self.made = bases, bad, np.random.default_rng(seed), 0
+
+    def recorder(self, n):
+        row, clock = self.made % len(self.bases), self
+        self.made += 1
+        rounds = [0]
+
+        class Rec(IntervalRecorder):
+            def start(self, i):
+                pass
+
+            def stop(self, i):
+                pass
+
+            def elapsed_us(self, count):
+                r = rounds[0]
+                rounds[0] += 1
+                slow = 1.6 if r in clock.bad.get(row, ()) else 1.0
+                return clock.bases[row] * slow * np.exp(0.01 * clock.rng.standard_normal(count))
+
+        return Rec()
+
+    def synchronize(self):
+        pass
+
+
+PROTOCOL = TimingProtocol(min_rounds=12, min_pair_cycles=6, warmup_pairs=0, observations=5, evict_mib=0,
+                          host_bound=True)
+
+
+def _run(bad, rule=CompleteCycles, bases=(60.0, 50.0)):
+    harness = Harness("cpu", PROTOCOL, telemetry=False, clock=BadRoundsClock(bases, bad), eviction=None, gate=None)
+    ops = [TimedOp(f"row {i}", lambda: None) for i in range(len(bases))]
+    pairs = [(0, c) for c in range(1, len(bases))]
+    return harness.paired(ops, stop=rule(pairs, PROTOCOL.level, PROTOCOL.min_rounds, PROTOCOL.min_pair_cycles))
+
+
+class NeverFilled(CompleteCycles):
+    """Every look finds some interval still short (as bad rounds in every cycle would)."""
+
+    def look(self, *args, **kwargs):
+        filled = super().look(*args, **kwargs)
+        filled.done = False
+        return filled
+
+
+def test_without_bad_rounds_the_run_is_the_default_rounds_and_says_nothing():
+    m = _run(bad={})
+    assert m.observations.shape[1] == 12 and len(m.looks) == 1 and m.looks[0].done and m.notes == []
+
+
+def test_bad_rounds_in_two_cycles_add_a_cycle_and_the_speedup_gets_its_interval():
+    m = _run(bad={0: (3, 8)})  # rounds of cycles 1 and 4: 4 of 6 pair cycles left, one short of MIN_CYCLES
+    assert MIN_CYCLES == 5 and m.table.bad[0, 3] and m.table.bad[0, 8]
+    assert m.observations.shape[1] == 14 and [k.rounds for k in m.looks] == [12, 14]
+    iv = speedup(m.table, m.orders, 0, 1, m.cycle, PROTOCOL.level)
+    assert iv.has_interval and iv.n == MIN_CYCLES and iv.contains(1.2)
+    assert "2 rounds added to the default 12" in m.notes[0] and "still" not in m.notes[0]
+
+
+def test_the_run_stops_at_twice_its_rounds_and_says_the_interval_is_still_missing():
+    m = _run(bad={}, rule=NeverFilled)
+    assert m.observations.shape[1] == 24 and [k.rounds for k in m.looks] == list(range(12, 25, 2))
+    assert "12 rounds added" in m.notes[0] and "still too few at the cap of 24 rounds" in m.notes[0]
+
+
+def test_every_speedup_needs_its_cycles_not_just_one():
+    m = _run(bad={2: (1, 8)}, bases=(60.0, 50.0, 55.0))  # only the third row's rounds are bad
+    first = m.looks[0].rounds
+    assert not m.looks[0].done and m.observations.shape[1] > first and m.looks[-1].done
+    assert speedup(m.table, m.orders, 0, 1, m.cycle, PROTOCOL.level).n > MIN_CYCLES
+    assert speedup(m.table, m.orders, 0, 2, m.cycle, PROTOCOL.level).has_interval
+
+
+@pytest.mark.parametrize("overrides, kind", [({}, CompleteCycles), ({"rounds": 12}, type(None)),
+                                             ({"precision": 0.01}, PrecisionStop)])
+def test_only_the_default_round_count_gets_the_rule(overrides, kind):
+    """A round count the user gave is run exactly; a precision target has its own rule."""
+    assert isinstance(stopping_rule(CPU_EMBEDDED.with_overrides(**overrides), [(0, 1)]), kind)
