@@ -9,10 +9,10 @@ from kprof.cli.console import console
 
 @click.command()
 @click.argument("results", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("--markdown", "fmt", flag_value="markdown", help="Markdown tables (paper/PR ready), rounded as shown.")
-@click.option("--csv", "fmt", flag_value="csv",
+@click.option("--markdown", is_flag=True, help="Markdown tables (paper/PR ready), rounded as shown.")
+@click.option("--csv", "as_csv", is_flag=True,
               help="CSV, one row per timed row of every Result, every column (empty where missing).")
-@click.option("--json", "fmt", flag_value="json",
+@click.option("--json", "as_json", is_flag=True,
               help="JSON for machines: one object per timed row of every Result (the CSV's columns, null where "
                    "missing).")
 @click.option("--plot", type=click.Path(dir_okay=False), default=None,
@@ -21,9 +21,13 @@ from kprof.cli.console import console
 @click.option("--html", "html", type=click.Path(dir_okay=False), default=None,
               help="Also write one self-contained HTML page (tables, notes and plots of every Result; replaced "
                    "if it exists), for a pull request or a lab notebook.")
-def report(results, fmt, plot, html) -> None:
+def report(results, markdown, as_csv, as_json, plot, html) -> None:
     """Render stored Results (runs/*.json): terminal tables by default, as wide as the terminal
     allows (columns that do not fit are named under the table)."""
+    chosen = [name for name, on in (("--markdown", markdown), ("--csv", as_csv), ("--json", as_json)) if on]
+    if len(chosen) > 1:
+        raise click.UsageError(f"{' and '.join(chosen)} each choose the output format: pass one")
+    fmt = chosen[0].removeprefix("--") if chosen else None
     from kprof.commands import report as use
 
     if plot:  # a place that cannot take the picture is refused before anything is read or drawn
@@ -40,6 +44,8 @@ def report(results, fmt, plot, html) -> None:
     else:
         for r in loaded:
             console.print(use.table(r, console.width))
+            if r.partial:
+                console.print(f"[red]partial result:[/] {r.partial}: fewer rounds than the run asked for")
             for n in r.notes:
                 console.print(f"[yellow]note:[/] {n}")
     if plot:

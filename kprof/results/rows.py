@@ -18,6 +18,7 @@ COLUMNS = (  # every row's keys, in order; the CSV's and the DataFrame's columns
     "noise_pct", "drift_first_ratio", "drift_pct_per_round", "drift_flagged", "bad_rounds", "bad_observations",
     "rel_error", "tolerance", "error_vs_dense", "error_vs_baseline", "faults",
     "marginal_us", "launches", "host_us", "bytes_per_call", "gb_per_s", "pct_copy_peak", "tflops", "pct_matmul_peak",
+    "partial",
 )
 
 
@@ -49,8 +50,8 @@ def rows(result: Result) -> list[dict]:
             "median_us": _num(s.median_us.estimate, 3), "ci_low_us": _num(s.median_us.low, 3),
             "ci_high_us": _num(s.median_us.high, 3), "round_min_us": _num(s.round_median_min_us, 3),
             "round_max_us": _num(s.round_median_max_us, 3),
-            "speedup": _num(iv.estimate if iv else None, 4), "speedup_low": _num(iv.low if iv else None, 4),
-            "speedup_high": _num(iv.high if iv else None, 4), "baseline": sp.baseline if sp else None,
+            "speedup": _num(iv.estimate if iv else None, 6), "speedup_low": _num(iv.low if iv else None, 6),
+            "speedup_high": _num(iv.high if iv else None, 6), "baseline": sp.baseline if sp else None,
             "noise_pct": _num(100 * s.noise, 2), "drift_first_ratio": _num(s.drift.first_rounds_ratio, 4),
             "drift_pct_per_round": _num(s.drift.trend_pct_per_round, 3), "drift_flagged": s.drift.flagged,
             "bad_rounds": len(s.bad_rounds), "bad_observations": s.bad_observations,
@@ -62,8 +63,9 @@ def rows(result: Result) -> list[dict]:
             "launches": (rec.catalog.launches_per_call or None) if rec else None,
             "host_us": _num(rec.host_us if rec else None, 3),
             "bytes_per_call": (rec.bytes_per_call or None) if rec else None,
-            "gb_per_s": _num(gbs, 1), "pct_copy_peak": _num(100 * share if share else None, 1),
+            "gb_per_s": _sig(gbs), "pct_copy_peak": _num(100 * share if share else None, 1),
             "tflops": _sig(tflops), "pct_matmul_peak": _num(100 * fshare if fshare else None, 1),
+            "partial": result.partial,  # why the run ended early (Ctrl-C); None for a complete run
         })
     return out
 

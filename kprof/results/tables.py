@@ -262,7 +262,7 @@ def compare_columns(result: Result, label_width: int | None = None) -> ResultTab
         sources = sorted({rec.bytes_source for rec in methods if rec.bytes_per_call})
         cells = [_throughput(result, rec.label) for rec in methods]
         cols.append(column("GB/s", [c[0] for c in cells], 13,
-                           meaning=f"GB/s = bytes per call ({', '.join(sources)}) / median"))
+                           meaning=f"GB/s = bytes per call ({', '.join(sources)}) / time us"))
         cols.append(column("% peak", [c[1] for c in cells], 14,
                            meaning="% peak = GB/s as a share of the measured copy peak "
                            + (f"{peak:,.0f} GB/s" if peak else "(not measured: kprof env --measure-peak)")
