@@ -24,6 +24,15 @@ def unique_labels(names: list[str]) -> list[str]:
     return out
 
 
+def check_same_copies(names: list[str]) -> None:
+    """Every ``=REF`` row names an earlier row's label (checked before anything is prepared)."""
+    labels = unique_labels(names)
+    for i, name in enumerate(names):
+        if name.startswith("=") and name[1:] not in labels[:i]:
+            raise KprofError(f"--method {name} names no earlier row: put --method {name[1:]} (or the baseline) "
+                             "before it")
+
+
 def same_copy(prepared: list, labels: list[str], ref: str, label: str, role: str):
     """Row ``=REF``: the already prepared (and validated) row REF, timed again as another row. Two
     rows of one prepared copy differ only by where they sit in the rounds: an A/A check that

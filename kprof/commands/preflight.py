@@ -92,6 +92,11 @@ def check_config(config_mode: str, methods: Iterable[str] = ()) -> None:
 def check_protocol(on_gpu: bool, overrides: dict, methods: int = 1) -> TimingProtocol:
     """The protocol the overrides give, refused when its numbers are nonsense or its observations
     would not fit in memory."""
+    if overrides.get("graph") and not on_gpu:
+        raise UsageError("--graph times CUDA-graph replays, which need a CUDA device: drop --graph on the CPU")
+    if overrides.get("host_bound") and any(overrides.get(k) is not None for k in ("eviction", "evict_mib")):
+        raise UsageError("--host-bound times calls back to back with no eviction: drop --eviction and --evict-mib, "
+                         "or --host-bound")
     with as_usage():
         protocol = default_protocol(on_gpu).with_overrides(**overrides)
     check_footprint(protocol, methods)

@@ -12,7 +12,7 @@ from kprof.measure.stats import BAD_LIMIT
 from kprof.results import export
 from kprof.results.rows import over_bad_limit
 from kprof.results.schema import Result
-from kprof.results.store import check_destination, load_result, save_result
+from kprof.results.store import check_destination, load_result, missing_result, save_result
 from kprof.results.tables import compare_table, extra_speedups, stages_table
 
 PICTURES = (".png", ".pdf", ".svg")
@@ -22,7 +22,11 @@ __all__ = ["Result", "bad_observation_error", "check_destination", "check_html",
 
 
 def load(paths: list[str]) -> list[Result]:
-    """Results from files (with their observations, for the plots)."""
+    """Results from files (with their observations, for the plots); a path that does not exist is
+    a usage error (exit 2), checked for every path before any is read."""
+    for p in paths:
+        if not Path(p).exists():
+            raise UsageError(missing_result(Path(p)))
     return [load_result(p) for p in paths]
 
 

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Callable
 
 from kprof.core.atomic import atomic_write_text
-from kprof.core.errors import KprofError
+from kprof.core.errors import KprofError, UsageError
 
 SUMMARY = "suite.json"
 _STEP_KEYS = {"name", "kprof", "run", "timeout_s", "requires", "ok_exit", "env"}
@@ -78,7 +78,7 @@ def load_suite(path: str | Path) -> Suite:
     try:
         doc = tomllib.loads(path.read_text())
     except FileNotFoundError:
-        raise KprofError(f"suite file {path} does not exist: pass a TOML suite file (see profiles/suites/)") from None
+        raise UsageError(f"suite file {path} does not exist: pass a TOML suite file (see profiles/suites/)") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise KprofError(f"suite file {path} is not valid TOML ({exc}): fix the file") from None
     head = doc.get("suite", {})
@@ -143,7 +143,8 @@ def run_suite(suite: Suite, out: Path, *, has_gpu: bool | None = None, only: set
     outcomes: list[StepOutcome] = []
     selected = [s for s in suite.steps if not only or s.name in only]
     if only and (missing := only - {s.name for s in suite.steps}):
-        raise KprofError(f"--only names steps the suite does not have: {', '.join(sorted(missing))}")
+        raise UsageError(f"--only names steps the suite does not have: {', '.join(sorted(missing))}: "
+                         "`kprof suite FILE --list` names them")
     for k, step in enumerate(selected, start=1):
         argv = _expand(step.argv, out)
         command = shlex.join(argv)

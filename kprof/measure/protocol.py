@@ -56,8 +56,9 @@ class TimingProtocol:
             raise UsageError(f"--precision must lie between 0 and 50%, got {100 * self.precision:g}%: write e.g. 0.5%")
         if not self.max_time_s > 0:
             raise UsageError(f"--max-time must be positive, got {self.max_time_s:g} s")
-        if self.warmup_pairs < 0 or self.evict_mib < 0 or self.initial_warmup_pairs < 0:
-            raise UsageError("--warmup-pairs and --evict-mib must not be negative")
+        for name in ("warmup_pairs", "evict_mib", "initial_warmup_pairs"):
+            if getattr(self, name) < 0:
+                raise UsageError(f"--{name.replace('_', '-')} must not be negative, got {getattr(self, name)}")
         if self.eviction not in EVICTION_MODES:
             raise UsageError(f"--eviction must be one of {', '.join(EVICTION_MODES)}, got {self.eviction!r}")
         if not 0.5 < self.level < 1:

@@ -170,7 +170,17 @@ CASES = {
                                          "partial": "stopped by Ctrl-C after 3 round(s)"})),
     "a Result from a newer kprof": Case(["report", "r.json"], 1, r"written by a newer kprof .*upgrade kprof",
                                         setup=lambda d: _result(d, lambda doc: doc | {"schema": "kprof-result/99"})),
-    "runs/latest.json where no run wrote": Case(["report", "runs/latest.json"], 1,
+    "a Result file that does not exist": Case(["report", "nothere.json"], 2, r"result file nothere.json does not "
+                                              r"exist: run `kprof compare` first"),
+    "compare --graph on the CPU": Case(["compare", "--method", "santa", "--graph"], 2,
+                                       r"--graph times CUDA-graph replays, which need a CUDA device"),
+    "compare =LABEL naming no row": Case(["compare", "--method", "=nothing"], 2, r"--method =nothing names no "
+                                         r"earlier row"),
+    "--host-bound with an eviction": Case(["compare", "--host-bound", "--eviction", "read"], 2,
+                                          r"--host-bound times calls back to back with no eviction"),
+    "report in two formats": Case(["report", "r.json", "--json", "--csv"], 2, r"--csv and --json each choose",
+                                  setup=lambda d: _result(d, lambda doc: doc)),
+    "runs/latest.json where no run wrote": Case(["report", "runs/latest.json"], 2,
                                                 r"does not exist; runs are kept in .*home/runs .*: pass .*latest.json",
                                                 setup=lambda d: _latest_in_home(d)),
     "ncu --captures 0": Case(["ncu", "--method", "math", "--captures", "0"], 2, r"--captures.*0 is not in the range",

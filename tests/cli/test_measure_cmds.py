@@ -69,7 +69,7 @@ def test_chain_stages_show_prefixes_and_marginal_costs_that_add_up(run_in, tmp_p
 @pytest.mark.parametrize("args, message, code", [
     (["compare", "--rounds", "0"], "--rounds must be at least 1", 2),
     (["compare", "--method", "nope"], "unknown method", 2),
-    (["compare", "--graph"], "--graph needs a CUDA device", 1),
+    (["compare", "--graph"], "--graph times CUDA-graph replays, which need a CUDA device", 2),
 ])
 def test_bad_protocol_input_is_one_line(run_in, args, message, code):
     r = run_in([*args, "--device", "cpu", "--observations", "1",

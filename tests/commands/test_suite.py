@@ -76,7 +76,9 @@ def test_resume_skips_passed_steps_and_only_selects(suite_file, tmp_path, monkey
     assert r.exit_code == 1 and "passed before, skipped (--resume)" in r.output
     assert (out / "hello.log").read_text() == "kept"
     r = CliRunner().invoke(cli, ["suite", str(suite_file), "--out", str(out), "--only", "nope"])
-    assert r.exit_code != 0 and "names steps the suite does not have: nope" in r.output
+    assert r.exit_code == 2 and "names steps the suite does not have: nope" in r.output
+    r = CliRunner().invoke(cli, ["suite", str(suite_file.parent / "missing.toml"), "--out", str(out)])
+    assert r.exit_code == 2 and "does not exist: pass a TOML suite file" in r.output
 
 
 @pytest.mark.parametrize("text, message", [
