@@ -121,7 +121,7 @@ def test_a_user_method_spec_runs_on_a_workload(userpkg):
 def test_time_gives_a_summary():
     a = torch.randn(32, 32)
     s = kprof.time(lambda: a @ a, **FAST)
-    assert s.median_us.estimate > 0 and s.median_us.low is not None
+    assert s.median_us.estimate > 0 and s.median_us.low is not None and s.time_us == s.median_us.estimate
 
 
 def test_tune_a_callable_rejects_a_wrong_variant_and_confirms_the_fastest():

@@ -23,6 +23,7 @@ def _finish(result, out: str | None, force: bool, as_json: bool) -> None:
                           highlight=False)
     if as_json:
         click.echo(result.to_json())
+        err_console.print(f"[dim]result written to {path}[/]", highlight=False)  # stdout holds the JSON alone
     else:
         console.print(report.table(result, console.width))
         for line in report.extra_speedups(result):
@@ -50,9 +51,10 @@ def _finish(result, out: str | None, force: bool, as_json: bool) -> None:
 @click.command()
 @click.option("--method", "methods", multiple=True,
               help="Candidate method spec (repeatable): NAME, NAME:key=value,..., NAME@REV (the method at git "
-                   "revision REV), or =LABEL (the prepared copy of an earlier row timed again, an A/A check "
-                   "without a second copy of its buffers). [default: santa and triton-dense on GPU, "
-                   "triton-dense on CPU]")
+                   "revision REV), MODULE:NAME (your own: a function f(q, k, v) -> o, @kprof.tunable for launch "
+                   "parameters, or a Method subclass, in an importable module), or =LABEL (the prepared copy of "
+                   "an earlier row timed again, an A/A check without a second copy of its buffers). [default: "
+                   "santa and triton-dense on GPU, triton-dense on CPU]")
 @click.option("--baseline", default="flash", show_default=True,
               help="Baseline every candidate is paired against (math substitutes for GPU-only ones on CPU).")
 @click.option("--vary", multiple=True, metavar="SPEC:KEY=V1,V2,...",

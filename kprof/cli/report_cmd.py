@@ -17,7 +17,7 @@ from kprof.cli.console import console
                    "missing).")
 @click.option("--plot", type=click.Path(dir_okay=False), default=None,
               help="Also write a picture (.png, .pdf or .svg, replaced if it exists): round means (drift) and "
-                   "speedups with intervals, or stage medians.")
+                   "speedups with intervals, or stage times.")
 @click.option("--html", "html", type=click.Path(dir_okay=False), default=None,
               help="Also write one self-contained HTML page (tables, notes and plots of every Result; replaced "
                    "if it exists), for a pull request or a lab notebook.")

@@ -15,7 +15,7 @@ from kprof.results.schema import Result
 from kprof.results.summarise import build_result
 
 COMPLETE = "complete operator"
-NOT_ADDITIVE = ("stage medians are measured with upstream eviction and their own timing boundaries: "
+NOT_ADDITIVE = ("stage times are measured with upstream eviction and their own timing boundaries: "
                 "they are not additive and do not sum to the complete operator")
 
 

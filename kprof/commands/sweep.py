@@ -29,10 +29,13 @@ def expand_vary(text: str) -> list[str]:
     ``KEY=V1,V2,...``; everything before it is the method spec the values are added to."""
     base, sep, varied = text.rpartition(":")
     key, eq, values = varied.partition("=")
-    items = [v.strip() for v in values.split(",") if v.strip()]
-    if not sep or not base or not eq or not key.strip() or not items:
+    items = [v.strip() for v in values.split(",")]
+    if not sep or not base or not eq or not key.strip() or not any(items):
         raise KprofError(f"--vary {text!r}: write SPEC:KEY=V1,V2,... (for example santa:s=32,64,124 or "
                          "santa:attend.NUM_SPLITS=16,32)")
+    if not all(items):
+        raise KprofError(f"--vary {text!r} has an empty value (two commas, or one at an end): write each value once, "
+                         "e.g. santa:s=32,64")
     joiner = "," if _has_options(base) else ":"
     return [f"{base}{joiner}{key.strip()}={v}" for v in items]
 

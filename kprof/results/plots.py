@@ -1,4 +1,4 @@
-"""Plots of Results (matplotlib, optional): round-mean drift, speedup forest, stage medians,
+"""Plots of Results (matplotlib, optional): round-mean drift, speedup forest, stage times,
 a chain's marginal launch costs; for a sweep, latency against context length (scaling), error
 against fp64 dense attention against latency (the accuracy-latency frontier), and the roofline.
 

@@ -63,6 +63,11 @@ class Summary:
     gb_per_s: float | None = None  # kprof.time(bytes=)
 
     @property
+    def time_us(self) -> float:
+        """The time per call in us, as tables show it (``median_us`` is its interval)."""
+        return self.median_us.estimate
+
+    @property
     def bad_share(self) -> float:
         return self.bad_observations / self.observations if self.observations else 0.0
 

@@ -281,7 +281,7 @@ def compare_columns(result: Result, label_width: int | None = None) -> ResultTab
 
 
 def stages_columns(result: Result, label_width: int | None = None) -> ResultTable:
-    """SANTA++ Table 13 style: isolated stage medians, then the directly measured complete operator.
+    """SANTA++ Table 13 style: isolated stage times, then the directly measured complete operator.
 
     For a ``chain`` result (prefixes of the launch chain) a column gives each launch's marginal
     cost: the difference of consecutive prefix medians, which adds up to the whole chain.

@@ -30,6 +30,12 @@ def test_a_malformed_vary_names_the_form(text):
         expand_vary(text)
 
 
+@pytest.mark.parametrize("text", ["santa:s=32,,64", "santa:s=32,", "santa:s=,32"])
+def test_an_empty_vary_value_is_refused_not_dropped(text):
+    with pytest.raises(KprofError, match=r"has an empty value"):
+        expand_vary(text)
+
+
 def test_variants_follow_the_candidates_once():
     assert with_variants(["flash", "santa:s=32"], ["santa:s=32,64"]) == ["flash", "santa:s=32", "santa:s=64"]
 
