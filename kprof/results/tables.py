@@ -25,6 +25,9 @@ REQUIRED = 4  # columns of priority below this are never dropped: label(s), vali
 TONES = {"ok": "green", "fail": "bold red", "warn": "yellow", "bold": "bold", "": ""}  # tone -> rich style
 
 
+BLANK = ("", "n/a")  # cells that carry no value: a column of only these is dropped first to fit a width
+
+
 @dataclass
 class Cell:
     text: str
@@ -54,6 +57,7 @@ class ResultTable:
     section_ends: set[int] = field(default_factory=set)  # rows after which a rule separates workloads
     legend: dict[str, str] = field(default_factory=dict)  # a label's short name -> its full name
     hidden: list[str] = field(default_factory=list)  # headers of the columns dropped to fit a width
+    blank: list[str] = field(default_factory=list)  # headers of columns without a value, dropped first
     failed: str = ""  # a title mark where the whole table's method failed (stages)
 
     @property
@@ -65,6 +69,8 @@ class ResultTable:
     def caption_lines(self) -> list[str]:
         lines = [f"{short} = {full}" for short, full in self.legend.items()]
         lines += self.notes + [c.meaning for c in self.columns if c.meaning]
+        if self.blank:
+            lines.append(f"no values in this run, not shown: {', '.join(self.blank)}")
         if self.hidden:
             lines.append(f"not shown at this width: {', '.join(self.hidden)}; widen the terminal "
                          "or use kprof report --csv")
@@ -328,9 +334,11 @@ def fit(table: ResultTable, width: int) -> ResultTable:
         optional = [c for c in shown if c.priority >= REQUIRED]
         if not optional:
             break
-        drop = max(optional, key=lambda c: c.priority)
+        blank = [c for c in optional if all(cell.text in BLANK for cell in c.cells)]
+        drop = max(blank or optional, key=lambda c: c.priority)
         shown.remove(drop)
-        table = replace(table, columns=shown.copy(), hidden=[drop.header, *table.hidden])
+        table = (replace(table, columns=shown.copy(), blank=[drop.header, *table.blank]) if blank else
+                 replace(table, columns=shown.copy(), hidden=[drop.header, *table.hidden]))
     return table
 
 

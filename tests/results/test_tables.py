@@ -91,11 +91,12 @@ def test_a_compare_table_fits_100_columns_with_priority_columns_and_a_legend(rea
     failed = next(line for line in text.splitlines() if line.strip().startswith("NUM_SPLITS=64"))
     assert "FAIL" in failed
     assert "NUM_SPLITS=32 (1) = santa:s=124,attend.NUM_SPLITS=32" in text
-    assert "not shown at this width:" in text and "drift" in text.split("not shown at this width:")[1]
+    assert "not shown at this width:" in text and "noise" in text.split("not shown at this width:")[1]
+    assert "no values in this run, not shown: launches, drift" in text, "no drift flagged, no launch counted"
     wide = render(compare_table(res, width=160), 160)
     fits(wide, 160)
     assert len(header(wide).split()) > len(head.split()), "a wider console shows more columns"
-    assert "round means us" in header(wide) and "round means us" not in head
+    assert "noise" in header(wide) and "noise" not in head
 
 
 def test_the_required_columns_stay_at_any_width_and_a_fault_shows(real_result):
@@ -106,7 +107,7 @@ def test_the_required_columns_stay_at_any_width_and_a_fault_shows(real_result):
         assert all(c in header(text) for c in ("valid", "time us", "speedup")), text
         assert "FAULT" in text
     table = fitted(res, 60)
-    assert [c.header for c in table.columns][:2] == ["method", "valid"] and "launches" in table.hidden
+    assert [c.header for c in table.columns][:2] == ["method", "valid"] and "launches" in table.blank and "noise" in table.hidden
 
 
 def test_a_sweep_table_fits_with_its_workload_column_and_full_medians(real_result):
@@ -124,6 +125,22 @@ def test_a_real_cpu_result_and_the_default_width(cpu_result):
     text = render(compare_table(cpu_result))  # the old call: 100 columns
     fits(text, 100)
     assert "math#2" in text and "baseline" in text
+
+
+def test_columns_without_a_value_give_way_first_and_are_named_apart(real_result):
+    res = widened(real_result)
+    for rec in res.methods:  # a run whose launches no catalog counted: every launches cell is n/a
+        rec.catalog = replace(rec.catalog, launches_per_call=None)
+    full = render(compare_table(res, width=400), 400)
+    assert "launches" in header(full) and "drift" in header(full), "wide enough, even empty columns show"
+    width = len(max(full.splitlines(), key=len))
+    while "not shown at this width" not in (text := render(compare_table(res, width=width), width)):
+        last = text
+        width -= 1
+    # the narrowest table that hides nothing informative has given up both empty columns
+    assert "no values in this run, not shown: launches, drift" in last
+    assert "launches" not in header(last) and "drift" not in header(last)
+    assert header(last).split()[-2:] == ["vs", "base"], "every column with a value is still there"
 
 
 def test_a_chain_and_a_stages_table_fit_and_say_fail(real_result):
