@@ -45,11 +45,11 @@ def methods(as_json: bool) -> None:
     t.add_column("from")
     t.add_column("GPU only")
     t.add_column("summary")
-    t.add_column("launch: parameters")
+    t.add_column("launch: parameters", overflow="fold")  # a long value list wraps; it is never cut
     for c in known:
         params = "\n".join(
             f"{launch}: " + ", ".join(
-                f"{name}={{{','.join(f'[b]{v}[/]' if v == p['default'] else str(v) for v in p['values'])}}}"
+                f"{name}={{{', '.join(f'[b]{v}[/]' if v == p['default'] else str(v) for v in p['values'])}}}"
                 for name, p in space.items())
             for launch, space in c.launches.items()
         ) or "(library call, nothing to tune)"

@@ -46,3 +46,11 @@ def test_methods_lists_each_methods_options_and_keeps_brackets_in_summaries(runn
     doc = json.loads(runner.invoke(cli, ["methods", "--json"]).output)
     dense = next(c for c in doc if c["name"] == "triton-dense")
     assert dense["options"]["window"].startswith("0|1: K and V copied into one buffer")
+
+
+def test_methods_at_100_columns_wraps_value_lists_and_cuts_none(runner):
+    r = runner.invoke(cli, ["methods"], env={"COLUMNS": "100"})
+    assert r.exit_code == 0 and "…" not in r.output
+    assert max(len(line) for line in r.output.splitlines()) <= 100
+    flat = " ".join(r.output.split())
+    assert "4096}" in flat and "CHUNK={256," in flat  # the whole of Fathom's gather.CHUNK list is there
