@@ -75,6 +75,9 @@ class Santa(Method):
                     kw[key] = int(value)
                 except ValueError:
                     raise ConfigError(f"santa option {key}={value!r} must be an integer") from None
+                if kw[key] < (1 if key in ("p", "r", "s", "k") else 0):
+                    least = "positive" if key in ("p", "r", "s", "k") else "at least 0"
+                    raise ConfigError(f"santa option {key}={value} must be {least}: {key}={_OPTIONS[key]}")
             else:
                 raise ConfigError(f"unknown santa option {key!r}: use {', '.join(cls.options)}")
         return cls(**kw)

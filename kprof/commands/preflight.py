@@ -54,8 +54,9 @@ def check_methods(specs: Iterable[str], launch_overrides: dict | None = None) ->
             check_overrides(spaces, launch_overrides)
 
 
-def check_workloads(names: Iterable[str | None]) -> None:
-    """Each ``--workload`` is a known spec, a valid ``synthetic:`` shape, or an existing file."""
+def check_workloads(names: Iterable[str | None], what: str = "--workload") -> None:
+    """Each ``--workload`` (or the argument ``what`` names) is a known spec, a valid ``synthetic:``
+    shape, or an existing file."""
     from kprof.workloads.specs import get_spec
 
     for name in names:
@@ -63,7 +64,7 @@ def check_workloads(names: Iterable[str | None]) -> None:
             continue
         path = Path(name)
         if path.is_dir():
-            raise UsageError(f"--workload {name} is a folder: name a .safetensors file in it, or a spec "
+            raise UsageError(f"{what} {name} is a folder: name a .safetensors file in it, or a spec "
                              "(`kprof workload list`)")
         if path.is_file():
             continue
