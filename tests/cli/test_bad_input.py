@@ -170,6 +170,8 @@ CASES = {
                                          "partial": "stopped by Ctrl-C after 3 round(s)"})),
     "a Result from a newer kprof": Case(["report", "r.json"], 1, r"written by a newer kprof .*upgrade kprof",
                                         setup=lambda d: _result(d, lambda doc: doc | {"schema": "kprof-result/99"})),
+    "a santa budget below 1": Case(["compare", "--method", "santa:s=-5"], 2,
+                                   r"santa option s=-5 must be positive: s=int \(124\): the budget S"),
     "a Result file that does not exist": Case(["report", "nothere.json"], 2, r"result file nothere.json does not "
                                               r"exist: run `kprof compare` first"),
     "compare --graph on the CPU": Case(["compare", "--method", "santa", "--graph"], 2,
