@@ -45,9 +45,13 @@ def _print(report, as_json: bool) -> None:
             continue
         ci = f"[{r.ratio.low:.4f}, {r.ratio.high:.4f}]" if r.ratio.has_interval else r.ratio.note
         then, now = (format_value(v, report.metric) for v in (r.baseline_value, r.candidate_value))
-        mde = f"{r.mde:.1%}" if r.mde is not None else ""
+        mde = "" if r.mde is None else ">100%" if r.mde > 1 else f"{r.mde:.1%}"  # beyond 100%: nothing is
         t.add_row(r.method, then, now, f"{r.ratio.estimate:.4f}", ci, r.verdict, mde, r.note)
-    console.print(t)
+    if report.rows:
+        console.print(t)
+    else:  # nothing could be compared: the verdict and why, without an empty table
+        console.print(f"kprof gate ({report.metric}, threshold {report.threshold:.1%}): {report.verdict}",
+                      highlight=False)
     for reason in report.reasons:
         console.print(f"[yellow]incomparable:[/] {reason}", highlight=False)
     for warning in report.warnings:

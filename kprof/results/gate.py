@@ -258,13 +258,16 @@ def history_gate(history: list[Result], cand: Result, threshold: float = 0.03, m
     """A candidate Result against a history of Results of the same setup (``names`` for messages)."""
     names = names or [f"history run {i + 1}" for i in range(len(history))]
     warnings = []
-    reasons = [f"{name}: {why}" for name, res in zip(names, history) for why in incomparable(res, cand)]
-    reasons += [f"candidate: {why}" for why in untrustworthy(cand)]
-    reasons += [f"{name}: {why}" for name, res in zip(names, history) for why in untrustworthy(res)]
     anchor = _anchor(cand)
+    why_not = {name: incomparable(res, cand) + untrustworthy(res) for name, res in zip(names, history)}
     if metric == "speedup":
-        reasons += [f"{name}: its baseline method is {_anchor(res)!r}, the candidate's {anchor!r}"
-                    for name, res in zip(names, history) if _anchor(res) != anchor]
+        for name, res in zip(names, history):
+            if _anchor(res) != anchor:
+                why_not[name].append(f"its baseline method is {_anchor(res)!r}, the candidate's {anchor!r}")
+    # one line a file, its reasons together: a history of many runs of another setup is many lines, not
+    # many lines a run
+    reasons = [f"candidate: {'; '.join(whys)}" for whys in [untrustworthy(cand)] if whys]
+    reasons += [f"{name}: {'; '.join(whys)}" for name, whys in why_not.items() if whys]
     if reasons:
         return GateReport("INCOMPARABLE", [], reasons, warnings, metric, threshold, CROSS_RUN)
     if len(history) < MIN_HISTORY:

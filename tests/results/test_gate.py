@@ -80,6 +80,10 @@ def test_history_gate_incomparable_runs_and_methods(real_result):
     other.environment = {**other.environment, "gpu": {"name": "NVIDIA H100"}, "execution": "gpu"}
     report = history_gate(history, other, names=["a.json", "b.json", "c.json"])
     assert report.verdict == "INCOMPARABLE" and report.reasons[0].startswith("a.json: device differs")
+    other.workload = {**other.workload, "content_hash": "f" * 64}  # two reasons a file: one line each file
+    report = history_gate(history, other, names=["a.json", "b.json", "c.json"])
+    assert [r.split(":")[0] for r in report.reasons] == ["a.json", "b.json", "c.json"]
+    assert all("device differs" in r and "; workload differs" in r for r in report.reasons)
     other = synthetic(real_result, seed=9)
     other.workload = {**other.workload, "content_hash": "f" * 64}
     assert "workload differs" in history_gate(history, other).reasons[0]
