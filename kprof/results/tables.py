@@ -133,7 +133,8 @@ def interval_caption(result: Result) -> str:
         return ""
     method = ivs[0].method or "paired-round bootstrap (kprof-result/1)"
     cycles = sorted({iv.n for iv in ivs})
-    text = f"; speedup: {method}" + (f", {'/'.join(map(str, cycles))} pair cycles" if cycles[-1] else "")
+    plural = "s" if cycles[-1] != 1 or len(cycles) > 1 else ""
+    text = f"; speedup: {method}" + (f", {'/'.join(map(str, cycles))} pair cycle{plural}" if cycles[-1] else "")
     exact = sorted({round(100 * iv.coverage, 1) for iv in ivs if iv.coverage and abs(iv.coverage - iv.level) > 0.005})
     return text + (f" (exact coverage {'/'.join(f'{c:g}%' for c in exact)})" if exact else "")
 
