@@ -30,7 +30,7 @@ change (each phase is its own paired run; compare phases through their copy rows
 from __future__ import annotations
 
 import argparse
-import ctypes
+import contextlib
 import json
 import statistics
 from pathlib import Path
@@ -42,25 +42,12 @@ import numpy as np
 import torch
 
 from kprof.core.host_memory import PAGE_KINDS, pinned_empty
+from kprof.kernels.common.l2_fetch import L2FetchGranularity
 from kprof.kernels.common.run_read import RunRead
 from kprof.measure.harness import Harness, TimedOp
 from kprof.measure.protocol import TimingProtocol
 
 DEFAULT_SHAPES = ("4:8:4", "4:32:4")
-_L2_FETCH_LIMIT = 5  # CU_LIMIT_MAX_L2_FETCH_GRANULARITY
-
-
-def _l2_fetch(value: int | None = None) -> int:
-    """The current context's L2 fetch-granularity hint in bytes, set to ``value`` first if given."""
-    driver = ctypes.CDLL("libcuda.so.1")
-    if value is not None and driver.cuCtxSetLimit(_L2_FETCH_LIMIT, ctypes.c_size_t(value)) != 0:
-        raise SystemExit(f"cuCtxSetLimit(CU_LIMIT_MAX_L2_FETCH_GRANULARITY, {value}) failed: drop --l2-fetch")
-    got = ctypes.c_size_t(0)
-    if driver.cuCtxGetLimit(ctypes.byref(got), _L2_FETCH_LIMIT) != 0:
-        raise SystemExit("cuCtxGetLimit(CU_LIMIT_MAX_L2_FETCH_GRANULARITY) failed: drop --l2-fetch")
-    return got.value
-
-
 def _shape(text: str) -> tuple[int, int, int]:
     fields = text.split(":")
     if len(fields) != 3 or not all(f.isdigit() and int(f) > 0 for f in fields):
@@ -132,16 +119,11 @@ def main() -> None:
     protocol = TimingProtocol(rounds=args.rounds, warmup_pairs=10, observations=args.observations, evict_mib=0,
                               host_bound=not gpu)
     phases = {}
-    before = _l2_fetch() if gpu else None
-    try:
-        for hint in args.l2_fetch or [None]:
-            fetch = _l2_fetch(hint) if gpu else None
+    for hint in args.l2_fetch or [None]:
+        with contextlib.nullcontext() if hint is None else L2FetchGranularity(hint) as fetch:
             obs = Harness(dev, protocol, telemetry=False).paired(ops).observations
-            medians = {op.label: _median(x) for op, x in zip(ops, obs)}
-            phases["host" if fetch is None else str(fetch)] = _report(medians, rows, args, fetch)
-    finally:
-        if args.l2_fetch:
-            _l2_fetch(before)  # the context's own hint again
+        medians = {op.label: _median(x) for op, x in zip(ops, obs)}
+        phases["context" if fetch is None else str(fetch)] = _report(medians, rows, args, fetch)
     if args.json:
         args.json.write_text(json.dumps({"runs": args.runs, "stride": args.stride, "pages": args.pages,
                                          "phases_by_l2_fetch": phases, "protocol": protocol.to_dict()}, indent=1))
