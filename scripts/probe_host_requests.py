@@ -91,7 +91,7 @@ def main() -> None:
                          f"128-byte lines, at least the largest run ({max(args.run_bytes)} bytes)")
     if args.json and not args.json.parent.is_dir():
         ap.error(f"--json {args.json}: no folder {args.json.parent}; create it first")
-    if args.l2_fetch and (args.device != "cuda" or not all(0 <= v <= 128 for v in args.l2_fetch)):
+    if args.l2_fetch and (not args.device.startswith("cuda") or not all(0 <= v <= 128 for v in args.l2_fetch)):
         ap.error(f"--l2-fetch {args.l2_fetch}: hints of 0-128 bytes, on the GPU only")
     dev = torch.device(args.device)
     gpu = dev.type == "cuda"
@@ -123,7 +123,7 @@ def main() -> None:
         with contextlib.nullcontext() if hint is None else L2FetchGranularity(hint) as fetch:
             obs = Harness(dev, protocol, telemetry=False).paired(ops).observations
         medians = {op.label: _median(x) for op, x in zip(ops, obs)}
-        phases["context" if fetch is None else str(fetch)] = _report(medians, rows, args, fetch)
+        phases["context" if hint is None else f"asked {hint}, got {fetch}"] = _report(medians, rows, args, fetch)
     if args.json:
         args.json.write_text(json.dumps({"runs": args.runs, "stride": args.stride, "pages": args.pages,
                                          "phases_by_l2_fetch": phases, "protocol": protocol.to_dict()}, indent=1))
@@ -132,7 +132,8 @@ def main() -> None:
 def _report(medians: dict[str, float], rows: dict[str, RunRead], args, fetch: int | None) -> dict:
     """Print one phase's table; its medians and the costs derived from them."""
     copy_ns_line = medians["copy"] * 1e3 / args.runs
-    print(f"{args.runs} runs, {args.stride} bytes apart, {args.pages} pinned pages"
+    pages = f"{args.pages} pinned pages" if args.device.startswith("cuda") else "plain host memory (a CPU smoke run)"
+    print(f"{args.runs} runs, {args.stride} bytes apart, {pages}"
           + ("" if fetch is None else f", L2 fetch granularity {fetch} bytes")
           + f"; copy of {args.runs * 128 / 1e6:.1f} MB: {medians['copy']:.1f} us, "
           f"{args.runs * 128 / medians['copy'] / 1e3:.1f} GB/s, {copy_ns_line:.2f} ns a 128-byte line")

@@ -70,7 +70,7 @@ def main() -> None:
         with L2FetchGranularity(value) as got:
             obs = session.harness().paired([TimedOp(spec, run) for spec, run in runs.items()]).observations
         medians = {spec: statistics.median(float(np.median(r)) for r in x) for spec, x in zip(args.method, obs)}
-        phases[str(got)] = medians
+        phases[f"asked {value}, got {got}"] = medians
         first = medians[args.method[0]]
         cells = "   ".join(f"{spec} {m:,.2f} us ({first / m:.3f}x)" for spec, m in medians.items())
         print(f"L2 fetch {got:>3d} B (asked {value}): {cells}", flush=True)

@@ -211,12 +211,18 @@ def join_runs(runs: list[Result], tags: list[str]) -> Result:
                      for s in run.speedups]
     shared = [n for n in dict.fromkeys(first.notes) if all(n in r.notes for r in runs)]
     notes = shared + [f"{w}: {n}" for r, w in zip(runs, tags) for n in r.notes if n not in shared]
+    rounds = [r.protocol.get("rounds") for r in runs]
+    protocol = first.protocol
+    if len(set(rounds)) > 1:  # each run stopped on its own (precision, or cycles added for bad rounds)
+        protocol = first.protocol | {"rounds": max(rounds)}
+        notes.append("rounds per workload: " + ", ".join(f"{w} {n}" for w, n in zip(tags, rounds))
+                     + f" (the header's {max(rounds)} is the most)")
     content = hashlib.sha256("".join(str(r.workload.get("content_hash")) for r in runs).encode()).hexdigest()[:16]
     return Result(
         kind=first.kind, environment=first.environment,
         workload={"name": " + ".join(tags), "content_hash": content, "shape": None, "metadata": {},
                   "points": [r.workload | {"name": tag} for r, tag in zip(runs, tags)]},
-        protocol=first.protocol, clock=first.clock, mode=first.mode, methods=methods, summaries=summaries,
+        protocol=protocol, clock=first.clock, mode=first.mode, methods=methods, summaries=summaries,
         speedups=speedups, design={"kind": "one paired run per workload",
                                    "runs": [{"workload": w, **r.design} for r, w in zip(runs, tags)]},
         telemetry={"runs": [{"workload": w, **r.telemetry} for r, w in zip(runs, tags)]},

@@ -1,10 +1,11 @@
 """The default fixed-round run that still gives every interval its minimum of usable cycles.
 
 A run without ``--precision`` or ``--rounds`` (the CPU embedded default) has just enough design
-cycles for every interval. Bad rounds (:mod:`kprof.measure.rounds`) are left out of the
+cycles for every speedup interval. Bad rounds (:mod:`kprof.measure.rounds`) are left out of the
 intervals, and two of them in different cycles leave a speedup with too few pair cycles: the
 table would print it without an interval. So after its rounds the run adds whole design cycles
-while some interval lacks ``MIN_CYCLES`` usable cycles, up to twice its rounds. The rule looks at
+while some speedup (a single row: its latency) lacks ``MIN_CYCLES`` usable cycles, up to twice
+its rounds. The rule looks at
 which rounds are bad, never at how wide an interval is, so the intervals keep their nominal level
 (``tests/measure/calibration.py`` simulates it; ``docs/statistics.md``).
 """
@@ -32,7 +33,9 @@ class Filled:
 class CompleteCycles:
     """The stopping rule of a default fixed-round run, with :class:`~kprof.measure.precision.PrecisionStop`'s
     interface: ``first_look``, ``look``, ``next_look``, ``notes``. ``pairs`` are the (baseline row,
-    candidate row) speedups that need intervals; with none, every row's latency does."""
+    candidate row) speedups whose intervals need their usable cycles; with none, every row's latency's."""
+
+    name = "complete cycles"
 
     max_time_s = math.inf
 
@@ -59,14 +62,16 @@ class CompleteCycles:
         else:
             rows = table.log_summaries.shape[0]
             ivs = [method_latency(table, i, rows, self.level) for i in range(rows)]
-        filled = Filled(observations.shape[1], all(iv.has_interval for iv in ivs))
+        # usable cycles, not "has an interval": cycles that are all equal keep their count and give none
+        filled = Filled(observations.shape[1], all(iv.n >= MIN_CYCLES for iv in ivs))
         self.looks.append(filled)
         return filled
 
-    def notes(self, elapsed_s: float) -> list[str]:
+    def notes(self, elapsed_s: float, interrupted: bool = False) -> list[str]:
         first, last = self.looks[0], self.looks[-1]
-        if last.rounds == first.rounds:
+        if last.rounds == first.rounds or interrupted:  # a partial Result says how it ended
             return []
         text = (f"{last.rounds - first.rounds} rounds added to the default {first.rounds}: bad rounds, left out, had "
                 f"left some interval with fewer than {MIN_CYCLES} usable cycles")
-        return [text + ("" if last.done else f"; still too few at the cap of {last.rounds} rounds")]
+        short = not last.done and last.rounds >= self.max_rounds
+        return [text + (f"; still too few at the cap of {last.rounds} rounds" if short else "")]

@@ -85,6 +85,7 @@ class Measurement:
     eviction_mib: float = 0.0
     notes: list[str] = field(default_factory=list)
     looks: list[Look | Filled] = field(default_factory=list)  # a run with a stopping rule: what each look saw
+    rule: str = ""  # that rule's name: "precision" or "complete cycles"
     wall_s: float = 0.0  # wall time of the rounds
     interrupted: bool = False  # Ctrl-C ended the run: only the rounds finished before it are here
 
@@ -213,7 +214,8 @@ class Harness:
         m.orders, m.cycle, m.notes = design.orders(m.observations.shape[1]), design.cycle, notes + m.notes
         return m
 
-    def time(self, fn: Callable[[], object], label: str = "op", stop: PrecisionStop | None = None) -> Measurement:
+    def time(self, fn: Callable[[], object], label: str = "op",
+             stop: PrecisionStop | CompleteCycles | None = None) -> Measurement:
         """One callable under the protocol (rounds of warm-up, then timed calls)."""
         return self.paired([self.op(label, fn)], stop=stop)
 
@@ -331,12 +333,13 @@ class Harness:
         finally:
             for o in reversed(started):
                 o.run_finished()
-        notes = [] if looks is None or not looks.stop.looks else looks.notes()
+        notes = [] if looks is None or not looks.stop.looks else looks.notes(interrupted)
         if self.eviction is not None and self.eviction.nbytes < self.eviction.requested_bytes:
             notes.append(f"eviction buffer reduced to {self.eviction.nbytes / 2**20:.0f} MiB (low memory)")
         out = np.stack(done, axis=1) if done else np.empty((len(labels), 0, per_round))
         m = Measurement(labels, out, eviction_mib=self.eviction.nbytes / 2**20 if self.eviction is not None else 0.0,
                         notes=notes, looks=[] if looks is None else list(looks.stop.looks),
+                        rule="" if looks is None else looks.stop.name,
                         wall_s=time.monotonic() - t0, interrupted=interrupted)
         for o in observers:
             o.annotate(m)
@@ -397,5 +400,5 @@ class _Looks:
             return rounds
         return self.stop.next_look(rounds, self.design.cycle)
 
-    def notes(self) -> list[str]:
-        return self.stop.notes(self.elapsed_s)
+    def notes(self, interrupted: bool) -> list[str]:
+        return self.stop.notes(self.elapsed_s, interrupted)

@@ -28,4 +28,6 @@ def steady_heap() -> bool:
     if mallopt is None:
         return False
     mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
-    return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+    mapped = mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+    trimmed = mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)
+    return bool(mapped) and bool(trimmed)

@@ -80,10 +80,14 @@ class PrecisionStop:
         self.looks.append(look)
         return look
 
-    def notes(self, elapsed_s: float) -> list[str]:
+    name = "precision"
+
+    def notes(self, elapsed_s: float, interrupted: bool = False) -> list[str]:
         """What the run's last look found, for the Result's notes."""
         last = self.looks[-1]
         target = f"+-{100 * self.target:g}%"
+        if interrupted and not last.done:
+            return [f"precision {target} not reached: stopped by Ctrl-C after {last.rounds} rounds at the last look"]
         if last.done:
             return [f"precision {target} reached after {last.rounds} rounds ({len(self.looks)} looks; "
                     f"intervals at {100 * self.level:g}% per look, so the stopped one covers about 95%)"]

@@ -98,12 +98,14 @@ def build_result(kind: str, measurement: Measurement, methods: list[MethodRecord
 
 
 def _design(m: Measurement) -> dict:
-    """The paired design the rounds followed, and the looks of a precision-stopped run."""
+    """The paired design the rounds followed, and the looks of its stopping rule (the precision
+    stop, or the cycles added for bad rounds) with the rule's name."""
     design = {}
     if m.orders:
         design = {"kind": "williams", "cycle": m.cycle, "orders": [[m.labels[i] for i in order] for order in m.orders]}
     if m.looks:
         design["looks"] = [asdict(look) for look in m.looks]
+        design["stop_rule"] = m.rule
     return design
 
 

@@ -70,7 +70,7 @@ class ResultTable:
         lines = [f"{short} = {full}" for short, full in self.legend.items()]
         lines += self.notes + [c.meaning for c in self.columns if c.meaning]
         if self.blank:
-            lines.append(f"no values in this run, not shown: {', '.join(self.blank)}")
+            lines.append(f"empty in this run (nothing counted or flagged), not shown: {', '.join(self.blank)}")
         if self.hidden:
             lines.append(f"not shown at this width: {', '.join(self.hidden)}; widen the terminal "
                          "or use kprof report --csv")

@@ -157,3 +157,18 @@ def test_a_run_failing_on_one_device_stops_the_spread_sweep_with_one_line(two_wo
     assert r.exit_code == 1 and "Traceback" not in r.output, r.output
     assert "sweep over devices stopped" in r.output and "simulated failure while preparing" in r.output
     assert not out.exists()
+
+
+def test_joined_runs_of_different_lengths_say_each_workloads_rounds(real_result):
+    import copy
+
+    from kprof.commands.sweep import join_runs
+
+    runs = [copy.deepcopy(real_result) for _ in range(2)]
+    runs[1].protocol = runs[1].protocol | {"rounds": runs[0].protocol["rounds"] + 2}
+    joined = join_runs(runs, ["w1", "w2"])
+    n = runs[0].protocol["rounds"]
+    assert joined.protocol["rounds"] == n + 2
+    assert f"rounds per workload: w1 {n}, w2 {n + 2} (the header's {n + 2} is the most)" in joined.notes
+    same = join_runs([copy.deepcopy(real_result) for _ in range(2)], ["w1", "w2"])
+    assert same.protocol["rounds"] == n and not any("rounds per workload" in x for x in same.notes)

@@ -189,14 +189,14 @@ def filled_coverage(e: Effects, sessions: int = 400, seed: int = 0, level: float
             if look.done or rule.next_look(r, design.cycle) == r:
                 break
             r = rule.next_look(r, design.cycle)
-        for rounds, out in ((r, hits), (first, fixed_hits)):
+        for rounds, out in ((first, fixed_hits), (r, hits)):
             iv = speedup(tables(sim.observations[s:s + 1, :, :rounds], orders[:rounds])[0], orders[:rounds], 0, 1,
                          design.cycle, level)
             if iv.has_interval:
                 out.append(iv.contains(truth[s]))
-            elif rounds == first:
+            elif out is fixed_hits:
                 missing_fixed += 1
-            if rounds == r and not iv.has_interval:
+            else:
                 missing += 1
         used.append(r)
     p, se = _share(hits)

@@ -91,6 +91,55 @@ def test_every_speedup_needs_its_cycles_not_just_one():
     assert speedup(m.table, m.orders, 0, 2, m.cycle, PROTOCOL.level).has_interval
 
 
+class FlatClock(BadRoundsClock):
+    """Every call of row i takes exactly bases[i]: cycles that are all equal give no interval."""
+
+    def recorder(self, n):
+        base = self.bases[self.made % len(self.bases)]
+        self.made += 1
+
+        class Rec(IntervalRecorder):
+            def start(self, i):
+                pass
+
+            def stop(self, i):
+                pass
+
+            def elapsed_us(self, count):
+                return np.full(count, base)
+
+        return Rec()
+
+
+def test_cycles_that_are_all_equal_are_usable_and_add_no_rounds():
+    """The timer cannot resolve the ratio, which no number of cycles changes: the rule stops."""
+    harness = Harness("cpu", PROTOCOL, telemetry=False, clock=FlatClock([60.0, 50.0], {}), eviction=None,
+                      gate=None)
+    ops = [TimedOp(f"row {i}", lambda: None) for i in range(2)]
+    m = harness.paired(ops, stop=CompleteCycles([(0, 1)], PROTOCOL.level, 12, 6))
+    iv = speedup(m.table, m.orders, 0, 1, m.cycle, PROTOCOL.level)
+    assert m.observations.shape[1] == 12 and m.notes == [] and not iv.has_interval and iv.n == 6
+
+
+@pytest.mark.parametrize("rule", [NeverFilled, lambda pairs, level, *_: PrecisionStop(1e-6, pairs, level, 60)])
+def test_a_run_stopped_by_ctrl_c_says_nothing_false_about_why(rule):
+    calls = [0]
+
+    def op():
+        calls[0] += 1
+        if calls[0] == 5 * 14 + 1:  # the first call of round 15: after the looks at 12 and 14 (the precision
+            # stop's at 10)
+            raise KeyboardInterrupt
+
+    harness = Harness("cpu", PROTOCOL, telemetry=False, clock=BadRoundsClock([60.0, 50.0], {}), eviction=None,
+                      gate=None, keep_on_interrupt=True)
+    m = harness.paired([TimedOp("a", op), TimedOp("b", lambda: None)],
+                       stop=rule([(0, 1)], PROTOCOL.level, PROTOCOL.min_rounds, PROTOCOL.min_pair_cycles))
+    assert m.interrupted and m.observations.shape[1] < 24
+    assert not any("cap" in n or "--max-time" in n for n in m.notes), m.notes
+    assert all("Ctrl-C" in n for n in m.notes)
+
+
 @pytest.mark.parametrize("overrides, kind", [({}, CompleteCycles), ({"rounds": 12}, type(None)),
                                              ({"precision": 0.01}, PrecisionStop)])
 def test_only_the_default_round_count_gets_the_rule(overrides, kind):
