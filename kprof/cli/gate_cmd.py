@@ -38,7 +38,8 @@ def _print(report, as_json: bool) -> None:
               caption=f"ratio = now / then (above 1: slower); intervals: {report.method}")
     unit = value_unit(report.metric)
     for col in ("method", f"then {unit}", f"now {unit}", "ratio", "95% interval", "verdict", "detectable", "note"):
-        t.add_column(col, justify="left" if col in ("method", "verdict", "note") else "right")
+        t.add_column(col, justify="left" if col in ("method", "verdict", "note") else "right",
+                     overflow="fold" if col in ("method", "note") else "ellipsis")  # names and notes wrap whole
     for r in report.rows:
         if r.ratio is None:
             t.add_row(r.method, "", "", "", "", r.verdict, "", r.note)
