@@ -12,20 +12,15 @@ every method timed inside sees it. Only the driver API has the call, reached thr
 from __future__ import annotations
 
 import ctypes
-import functools
 
 from kprof.core.errors import ConfigError
+from kprof.kernels.common.cuda_driver import cuda_driver
 
 _LIMIT = 5  # CU_LIMIT_MAX_L2_FETCH_GRANULARITY
 
 
-@functools.cache
 def _driver() -> ctypes.CDLL:
-    try:
-        driver = ctypes.CDLL("libcuda.so.1")
-    except OSError as exc:
-        raise ConfigError(f"the CUDA driver library cannot be loaded ({exc}): the L2 fetch hint needs a GPU") \
-            from None
+    driver = cuda_driver("the L2 fetch hint needs a GPU")
     driver.cuCtxSetLimit.argtypes = (ctypes.c_int, ctypes.c_size_t)
     driver.cuCtxGetLimit.argtypes = (ctypes.POINTER(ctypes.c_size_t), ctypes.c_int)
     return driver

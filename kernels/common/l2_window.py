@@ -14,7 +14,6 @@ Only the CUDA driver API has the call (``cuStreamSetAttribute``); it is reached 
 from __future__ import annotations
 
 import ctypes
-import functools
 from dataclasses import dataclass
 from typing import Callable
 
@@ -22,6 +21,7 @@ import torch
 
 from kprof.core.errors import ConfigError
 from kprof.kernels.common.bound_launch import current_stream_source
+from kprof.kernels.common.cuda_driver import cuda_driver
 
 _ACCESS_POLICY_WINDOW = 1  # CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW (a stream attribute too)
 _STREAMING = 1  # CU_ACCESS_PROPERTY_STREAMING
@@ -37,13 +37,8 @@ class _AttrValue(ctypes.Union):  # CUlaunchAttributeValue: 64 bytes
     _fields_ = [("window", _Window), ("pad", ctypes.c_char * 64)]
 
 
-@functools.cache
 def _driver() -> ctypes.CDLL:
-    try:
-        driver = ctypes.CDLL("libcuda.so.1")
-    except OSError as exc:
-        raise ConfigError(f"the CUDA driver library cannot be loaded ({exc}): run without the L2 window option") \
-            from None
+    driver = cuda_driver("run without the L2 window option")
     for call in (driver.cuStreamGetAttribute, driver.cuStreamSetAttribute):
         call.argtypes = (ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)
         call.restype = ctypes.c_int

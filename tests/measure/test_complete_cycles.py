@@ -3,12 +3,13 @@
 import numpy as np
 import pytest
 
-from kprof.measure.clocks import Clock, IntervalRecorder
+from kprof.measure.clocks import Clock
 from kprof.measure.complete_cycles import CompleteCycles
 from kprof.measure.harness import Harness, TimedOp, stopping_rule
 from kprof.measure.precision import PrecisionStop
 from kprof.measure.protocol import CPU_EMBEDDED, TimingProtocol
 from kprof.measure.stats import MIN_CYCLES, speedup
+from tests.measure.clock_fakes import GivenRecorder
 
 
 class BadRoundsClock(Clock):
@@ -20,24 +21,17 @@ class BadRoundsClock(Clock):
         self.bases, self.bad, self.rng, self.made = bases, bad, np.random.default_rng(seed), 0
 
     def recorder(self, n):
-        row, clock = self.made % len(self.bases), self
+        row = self.made % len(self.bases)
         self.made += 1
         rounds = [0]
 
-        class Rec(IntervalRecorder):
-            def start(self, i):
-                pass
+        def times(count):
+            r = rounds[0]
+            rounds[0] += 1
+            slow = 1.6 if r in self.bad.get(row, ()) else 1.0
+            return self.bases[row] * slow * np.exp(0.01 * self.rng.standard_normal(count))
 
-            def stop(self, i):
-                pass
-
-            def elapsed_us(self, count):
-                r = rounds[0]
-                rounds[0] += 1
-                slow = 1.6 if r in clock.bad.get(row, ()) else 1.0
-                return clock.bases[row] * slow * np.exp(0.01 * clock.rng.standard_normal(count))
-
-        return Rec()
+        return GivenRecorder(times)
 
     def synchronize(self):
         pass
@@ -97,18 +91,7 @@ class FlatClock(BadRoundsClock):
     def recorder(self, n):
         base = self.bases[self.made % len(self.bases)]
         self.made += 1
-
-        class Rec(IntervalRecorder):
-            def start(self, i):
-                pass
-
-            def stop(self, i):
-                pass
-
-            def elapsed_us(self, count):
-                return np.full(count, base)
-
-        return Rec()
+        return GivenRecorder(lambda count: np.full(count, base))
 
 
 def test_cycles_that_are_all_equal_are_usable_and_add_no_rounds():

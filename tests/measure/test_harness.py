@@ -7,6 +7,7 @@ from kprof.measure.clocks import Clock, HostClock, IntervalRecorder
 from kprof.measure.design import BalancedDesign
 from kprof.measure.harness import Harness, TimedOp, rotation
 from kprof.measure.protocol import TimingProtocol
+from tests.measure.clock_fakes import GivenRecorder
 
 
 class Log(list):
@@ -238,20 +239,9 @@ class NoisyClock(Clock):
         self.bases, self.sd, self.rng, self.made = bases, sd, np.random.default_rng(seed), 0
 
     def recorder(self, n):
-        base, clock = self.bases[self.made % len(self.bases)], self
+        base = self.bases[self.made % len(self.bases)]
         self.made += 1
-
-        class Rec(IntervalRecorder):
-            def start(self, i):
-                pass
-
-            def stop(self, i):
-                pass
-
-            def elapsed_us(self, count):
-                return base * np.exp(clock.sd * clock.rng.standard_normal(count))
-
-        return Rec()
+        return GivenRecorder(lambda count: base * np.exp(self.sd * self.rng.standard_normal(count)))
 
     def synchronize(self):
         pass
