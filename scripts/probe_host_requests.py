@@ -11,7 +11,11 @@ is host memory) it times
   the rate the scans are measured against;
 - ``runs R``: ``--runs`` separate runs of R bytes each (``--run-bytes``), ``--stride`` bytes apart,
   read once by a grid of P programs per SM, S runs a step, W warps (``--shape P:S:W``,
-  repeatable), every run's sum checked against torch first.
+  repeatable), every run's sum checked against torch first;
+- ``runs 64 B, 64 apart``: 64-byte runs back to back, so each 128-byte line holds two, read by two
+  neighbouring programs at about the same time, as two neighbouring tiles' scale runs are by two
+  of the scan's workers: if its ns per line matches the 128-byte runs', the two halves already
+  leave as one request, and Fathom's scale runs cost no extra requests at all.
 
 If the time per run stays flat from 32 to 128 bytes and doubles at 256, the reads cost per
 128-byte request: fewer, fuller requests are the lever, and the table's ns per line says how near
@@ -108,12 +112,14 @@ def main() -> None:
     copy_dst = torch.empty_like(copy_src, device=dev)
     rows: dict[str, RunRead] = {}
     for pps, per_step, warps in args.shape or [_shape(s) for s in DEFAULT_SHAPES]:
-        for size in args.run_bytes:
-            r = RunRead(host, args.runs, size, args.stride, per_sm * pps, per_step, warps, device=dev)
+        grid = f"{pps}x{per_step}x{warps}"
+        layouts = [(f"runs {size} B, {grid}", size, args.stride) for size in args.run_bytes]
+        for label, size, stride in layouts + [(f"runs 64 B, 64 apart, {grid}", 64, 64)]:
+            r = RunRead(host, args.runs, size, stride, per_sm * pps, per_step, warps, device=dev)
             r.out.fill_(-(2 ** 30))
             if int(r.run().to(torch.int64).sum()) != r.expected_sum():
-                raise SystemExit(f"runs of {size} bytes did not sum to torch's: the probe is wrong")
-            rows[f"runs {size} B, {pps}x{per_step}x{warps}"] = r
+                raise SystemExit(f"{label}: the runs did not sum to torch's: the probe is wrong")
+            rows[label] = r
     ops = [TimedOp("copy", lambda: copy_dst.copy_(copy_src, non_blocking=True))]
     ops += [TimedOp(label, r.run) for label, r in rows.items()]
     protocol = TimingProtocol(rounds=args.rounds, warmup_pairs=10, observations=args.observations, evict_mib=0,

@@ -25,6 +25,13 @@ def test_program_sums_add_to_the_runs(target, rng, runs, run_bytes, stride_bytes
     assert s.sectors == runs * max(1, run_bytes // 32)
 
 
+def test_two_runs_a_line_go_to_two_programs_and_count_one_line(target, rng):
+    src = torch.randint(0, 16, (64 * 16,), generator=rng, dtype=torch.int32).to(target.device)
+    s = RunRead(src, 64, 64, 64, programs=4, per_step=2)  # contiguous 64-byte runs: two halves a line
+    assert int(s.run().to(torch.int64).sum()) == s.expected_sum() == int(src.cpu().to(torch.int64).sum())
+    assert s.lines == 32 and s.sectors == 128 and s.bytes == 64 * 64
+
+
 def test_the_last_run_may_end_the_buffer(target):
     src = torch.arange(2 * 32 + 8, dtype=torch.int32).to(target.device)  # two strides, then one 32-byte run
     s = RunRead(src, 3, 32, 128, programs=2, per_step=1)
@@ -34,7 +41,7 @@ def test_the_last_run_may_end_the_buffer(target):
 
 @pytest.mark.parametrize("kwargs, match", [
     (dict(run_bytes=48), "power of two"),
-    (dict(stride_bytes=200), "128-byte lines"),
+    (dict(stride_bytes=202), "whole int32 words"),
     (dict(run_bytes=512, stride_bytes=256), "at least run_bytes"),
     (dict(runs=1000), "need"),
     (dict(per_step=3), "per_step"),
