@@ -25,6 +25,18 @@ def suite(suite_file: str, out_dir: str | None, only: tuple[str, ...], resume: b
     A step that fails, hangs past its limit or needs a GPU that is not there is recorded and the
     suite goes on; the exit code is 1 if any step failed or timed out. profiles/suites/h200.toml
     holds the project's H200 checks: kprof suite profiles/suites/h200.toml --out DIR.
+
+    \b
+    SUITE_FILE is TOML: [suite] with description and timeout_s (a step's default limit, 300 s),
+    then one [[step]] a command, with:
+      name       the step's name; its log is OUT/NAME.log
+      kprof      a kprof command's arguments, e.g. ["compare", "--out", "{out}/c.json"]
+      run        or any program's: ["{python}", "scripts/x.py"]
+      timeout_s  this step's limit in seconds
+      requires   "gpu": skipped, and said so, without CUDA
+      ok_exit    exit codes that count as passing (default [0])
+      env        environment variables for the step, a table of strings
+    {out} becomes --out and {python} this Python.
     """
     from kprof.commands.suite import load_suite, run_suite
 
