@@ -19,7 +19,29 @@ def error_line(message: str) -> None:
 class KprofGroup(click.Group):
     """Turns :class:`KprofError` into one red line and its exit code, never a traceback; an
     operating-system error on a path one line too (exit 1); Ctrl-C exits 130. Messages are
-    printed as plain text (a ``[plot]`` in an install hint stays)."""
+    printed as plain text (a ``[plot]`` in an install hint stays). Click's own usage errors (an
+    unknown option, a value out of range, a missing one) are one line too, exit 2, naming the
+    command whose --help lists the options."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.UsageError as exc:
+            if type(exc).__name__ == "NoArgsIsHelpError":  # a bare `kprof`: the help, as click shows it
+                exc.show()
+                sys.exit(exc.exit_code)
+            where = exc.ctx.command_path if exc.ctx is not None else (prog_name or "kprof")
+            error_line(f"{exc.format_message()} ({where} --help lists the options)")
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            error_line(exc.format_message())
+            sys.exit(exc.exit_code)
+        except click.exceptions.Abort:
+            err_console.print("[bold red]interrupted[/] (Ctrl-C)", highlight=False)
+            sys.exit(EXIT_INTERRUPTED)
+        sys.exit(rv if isinstance(rv, int) and not isinstance(rv, bool) else 0)
 
     def invoke(self, ctx: click.Context):
         try:
