@@ -69,6 +69,13 @@ def _sizes(text: str) -> list[int]:
     return sizes
 
 
+def _hints(text: str) -> list[int]:
+    try:
+        return [int(x) for x in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected byte counts, e.g. 32,64,128") from None
+
+
 def _median(x: np.ndarray) -> float:
     return statistics.median(float(np.median(r)) for r in x)
 
@@ -82,7 +89,7 @@ def main() -> None:
                     help=f"grid of the run reads: P programs per SM, S runs a step, W warps (repeatable; default "
                          f"{' '.join(DEFAULT_SHAPES)})")
     ap.add_argument("--pages", choices=PAGE_KINDS, default="default", help="kind of pinned pages (Fathom's pages=)")
-    ap.add_argument("--l2-fetch", type=lambda t: [int(x) for x in t.split(",")], default=None, metavar="B,B",
+    ap.add_argument("--l2-fetch", type=_hints, default=None, metavar="B,B",
                     help="L2 fetch-granularity hints (bytes, 0-128) to repeat the table under (GPU; default: "
                          "leave the context's as it is)")
     ap.add_argument("--rounds", type=int, default=6, help="paired rounds")
@@ -92,7 +99,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.runs < 1 or args.stride < max(args.run_bytes) or args.stride % 128:
         ap.error(f"--runs {args.runs} --stride {args.stride}: need runs >= 1 and a stride of whole "
-                         f"128-byte lines, at least the largest run ({max(args.run_bytes)} bytes)")
+                 f"128-byte lines, at least the largest run ({max(args.run_bytes)} bytes)")
     if args.json and not args.json.parent.is_dir():
         ap.error(f"--json {args.json}: no folder {args.json.parent}; create it first")
     if args.l2_fetch and (not args.device.startswith("cuda") or not all(0 <= v <= 128 for v in args.l2_fetch)):
