@@ -145,12 +145,12 @@ LAUNCH_SPACES = {
               "launch fewer, one program's combine a list at the end instead"),
     )),
     "reduce": LaunchSpace("reduce", (
-        Param("BLOCK_D", (16, 32, 64, 128), 128,
+        Param("BLOCK_D", (16, 32, 64, 128), 16,
               "head-dim columns per program: grid (Hq, d / BLOCK_D); above d it is d"),
         Param("SKIP_EMPTY", (0, 1), 0,
               "1: values are read only from row ranges that held rows (with merge.PER_HEAD most of a head's "
               "ranges can be empty), after their maxima; 0: from every range, beside the maxima"),
-        Param("num_warps", (1, 2, 4, 8), 2),
+        Param("num_warps", (1, 2, 4, 8), 1),
     )),
 }
 
