@@ -24,9 +24,9 @@ def unique_labels(names: list[str]) -> list[str]:
     return out
 
 
-def check_same_copies(names: list[str]) -> None:
+def check_same_copies(names: list[str], labels: list[str] | None = None) -> None:
     """Every ``=REF`` row names an earlier row's label (checked before anything is prepared)."""
-    labels = unique_labels(names)
+    labels = labels or unique_labels(names)
     for i, name in enumerate(names):
         if name.startswith("=") and name[1:] not in labels[:i]:
             raise KprofError(f"--method {name} names no earlier row: put --method {name[1:]} (or the baseline) "
@@ -36,9 +36,8 @@ def check_same_copies(names: list[str]) -> None:
 def same_copy(prepared: list, labels: list[str], ref: str, label: str, role: str):
     """Row ``=REF``: the already prepared (and validated) row REF, timed again as another row. Two
     rows of one prepared copy differ only by where they sit in the rounds: an A/A check that
-    separates measurement effects from placement of the method's buffers."""
-    if ref not in labels:
-        raise KprofError(f"--method ={ref} names no earlier row: put --method {ref} (or the baseline) before it")
+    separates measurement effects from placement of the method's buffers (``check_same_copies`` has
+    made sure REF is an earlier row)."""
     original = prepared[labels.index(ref)]
     record = copy.deepcopy(original.record)
     record.label, record.role = label, role
@@ -51,6 +50,7 @@ def run_pairs(session: MeasurementSession, names: list[str], pairs: list[tuple[i
     of each ``(baseline index, candidate index)`` pair."""
     progress = progress or Progress()
     labels = labels or unique_labels(names)
+    check_same_copies(names, labels)
     baselines = {b for b, _ in pairs}
     prepared = []
     for i, (name, label) in enumerate(zip(names, labels)):
@@ -95,12 +95,16 @@ def run_prepared(session: MeasurementSession, prepared: list, pairs: list[tuple[
                         session.notes)
 
 
+def timed_baseline(baseline: str, on_gpu: bool) -> str:
+    """The baseline a run times: on the CPU a GPU-only one becomes SDPA math."""
+    return CPU_BASELINE_SUBSTITUTE if get_method(baseline).needs_cuda and not on_gpu else baseline
+
+
 def baseline_for(session: MeasurementSession, baseline: str) -> tuple[str, list[str]]:
-    """The baseline this session times (on the CPU a GPU-only one becomes SDPA math) and a note
-    when it was substituted."""
-    if get_method(baseline).needs_cuda and not session.target.is_gpu:
-        return CPU_BASELINE_SUBSTITUTE, [f"baseline {baseline!r} needs a GPU; substituted "
-                                         f"{CPU_BASELINE_SUBSTITUTE!r} (SDPA math) on the CPU"]
+    """The baseline this session times (:func:`timed_baseline`) and a note when it was substituted."""
+    timed = timed_baseline(baseline, session.target.is_gpu)
+    if timed != baseline:
+        return timed, [f"baseline {baseline!r} needs a GPU; substituted {timed!r} (SDPA math) on the CPU"]
     return baseline, []
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kprof.commands import preflight
-from kprof.commands.compare import CPU_BASELINE_SUBSTITUTE, check_same_copies, run_compare
+from kprof.commands.compare import check_same_copies, run_compare, timed_baseline
 from kprof.commands.report import check_destination
 from kprof.commands.session import MeasurementSession
 from kprof.commands.sweep import run_sweep, with_variants
@@ -15,7 +15,6 @@ from kprof.core.device_pinning import parse_devices
 from kprof.core.errors import UsageError
 from kprof.core.target import cuda_device_count, resolve_target
 from kprof.measure.harness import Progress
-from kprof.methods import get_method
 from kprof.results.schema import Result
 
 GPU_DEFAULT_CANDIDATES = ("santa", "triton-dense")
@@ -46,9 +45,8 @@ def compare_request(methods: list[str], baseline: str, vary: list[str], workload
     with preflight.as_usage():
         candidates = with_variants(list(methods) or ([] if vary else list(defaults)), list(vary))
     preflight.check_methods([baseline, *candidates])
-    timed_baseline = CPU_BASELINE_SUBSTITUTE if not gpu and get_method(baseline).needs_cuda else baseline
     with preflight.as_usage():
-        check_same_copies([timed_baseline, *candidates])
+        check_same_copies([timed_baseline(baseline, gpu), *candidates])
     preflight.check_config(config_mode, [baseline, *candidates])
     preflight.check_workloads(workloads)
     preflight.check_protocol(gpu, overrides, len(candidates) + 1)

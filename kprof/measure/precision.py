@@ -48,6 +48,8 @@ class PrecisionStop:
     every row's latency must be.
     """
 
+    name = "precision"
+
     def __init__(self, target: float, pairs: list[tuple[int, int]], level: float, max_time_s: float):
         if not 0 < target < 0.5 or math.isnan(target):
             raise ValueError(f"precision must lie in (0, 50%), got {target}")
@@ -79,8 +81,6 @@ class PrecisionStop:
         look = Look(observations.shape[1], worst, worst is not None and worst <= self.target)
         self.looks.append(look)
         return look
-
-    name = "precision"
 
     def notes(self, elapsed_s: float, interrupted: bool = False) -> list[str]:
         """What the run's last look found, for the Result's notes."""
