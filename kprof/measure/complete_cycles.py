@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kprof.measure.stats import MIN_CYCLES, method_latency, round_table, speedup
+from kprof.measure.stats import MIN_CYCLES, judged_intervals, round_table
 
 CAP = 2  # at most this many times the default rounds
 
@@ -56,12 +56,7 @@ class CompleteCycles:
         return rounds + cycle if rounds + cycle <= self.max_rounds else rounds
 
     def look(self, observations: np.ndarray, orders: list[tuple[int, ...]], cycle: int, throttled=None) -> Filled:
-        table = round_table(observations, throttled, orders)
-        if self.pairs:
-            ivs = [speedup(table, orders, b, c, cycle, self.level) for b, c in self.pairs]
-        else:
-            rows = table.log_summaries.shape[0]
-            ivs = [method_latency(table, i, rows, self.level) for i in range(rows)]
+        ivs = judged_intervals(round_table(observations, throttled, orders), orders, cycle, self.pairs, self.level)
         # usable cycles, not "has an interval": cycles that are all equal keep their count and give none
         filled = Filled(observations.shape[1], all(iv.n >= MIN_CYCLES for iv in ivs))
         self.looks.append(filled)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kprof.measure.protocol import LOOK_SPEND
-from kprof.measure.stats import MIN_CYCLES, Interval, RoundTable, method_latency, round_table, speedup
+from kprof.measure.stats import MIN_CYCLES, judged_intervals, round_table
 
 GROWTH = 1.5  # each look comes once the rounds have grown by this factor
 
@@ -66,16 +66,10 @@ class PrecisionStop:
         grown = max(math.ceil(rounds * GROWTH), rounds + cycle)
         return -(-grown // cycle) * cycle
 
-    def intervals(self, table: RoundTable, orders: list[tuple[int, ...]], cycle: int) -> list[Interval]:
-        if self.pairs:
-            return [speedup(table, orders, b, c, cycle, self.level) for b, c in self.pairs]
-        rows = table.log_summaries.shape[0]
-        return [method_latency(table, i, rows, self.level) for i in range(rows)]
-
     def look(self, observations: np.ndarray, orders: list[tuple[int, ...]], cycle: int,
              throttled=None) -> Look:
         """Judge the rounds so far (``observations[i, r, j]``)."""
-        ivs = self.intervals(round_table(observations, throttled, orders), orders, cycle)
+        ivs = judged_intervals(round_table(observations, throttled, orders), orders, cycle, self.pairs, self.level)
         widths = [iv.half_width_rel for iv in ivs]
         worst = None if any(w is None for w in widths) else max(widths)
         look = Look(observations.shape[1], worst, worst is not None and worst <= self.target)

@@ -172,6 +172,16 @@ def method_latency(table: RoundTable, method: int, cycle: int = 1, level: float 
     return log_interval(values, level, LATENCY, left_out)
 
 
+def judged_intervals(table: RoundTable, orders: list[tuple[int, ...]], cycle: int, pairs: list[tuple[int, int]],
+                     level: float) -> list[Interval]:
+    """What a stopping rule judges: the speedup of every (baseline row, candidate row) pair, or,
+    with no pairs, every row's latency."""
+    if pairs:
+        return [speedup(table, orders, b, c, cycle, level) for b, c in pairs]
+    rows = table.log_summaries.shape[0]
+    return [method_latency(table, i, rows, level) for i in range(rows)]
+
+
 def latency(observations: np.ndarray, level: float = 0.95, cycle: int = 1, throttled=None) -> Interval:
     """One method's latency from its own ``[rounds, observations]`` (rounds taken ``cycle`` at a time)."""
     return method_latency(round_table([observations], throttled), 0, cycle, level)
