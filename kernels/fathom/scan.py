@@ -39,7 +39,8 @@ LAUNCH_SPACES = {
         Param("BLOCKS", (4, 8, 16, 32, 64), 32, "64-token blocks per program"),
         Param("num_warps", (1, 2, 4, 8), 4),
         # 2: the next channel's loads are in flight during this one's arithmetic, at no register cost
-        Param("AHEAD", (1, 2), 2, "channels whose plane loads are in flight ahead of the arithmetic"),
+        Param("AHEAD", (1, 2, 3), 2, "channels whose plane loads are in flight ahead of the arithmetic; 3: two, "
+              "in a loop unrolled by three that copies no loaded register (a copy waits for its load)"),
         Param("WORKERS", (2, 3, 4, 8), 4, "persistent scan programs launched per SM (GPU); at the default "
               "tile 3 fit, so 4 keeps every SM full"),
         Param("PREFETCH", (0, 1, 2), 0, "the fused scan over a GPU: at each tile's start ask L2 for all its "

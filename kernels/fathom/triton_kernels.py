@@ -253,8 +253,8 @@ def _scan_tile(
     AHEAD: tl.constexpr, PREFETCH: tl.constexpr,
 ):
     """Approximate scores of BLOCKS x 64 tokens (from block ``b0``) for the G heads of KV head
-    ``kvh``, one active channel at a time, its loads issued AHEAD (1 or 2) channels ahead of its
-    arithmetic; also each 32-token chunk's best score per head (the top-k's first, pruning pass
+    ``kvh``, one active channel at a time, its loads issued AHEAD (1 or 2; 3: 2, unrolled) channels
+    ahead of its arithmetic; also each 32-token chunk's best score per head (the top-k's first, pruning pass
     reads only those). ``Words32`` is the staging buffer (``stride_wh`` words per head) or, FUSED,
     the store's planes (``stride_wh``, ``stride_wd`` words per head and channel): the fused scan
     is its own gather, and reading host memory over PCIe it needs many bytes in flight (a
@@ -287,7 +287,7 @@ def _scan_tile(
     t_cur = t
     j, t, dst = _channel_meta(Active, ActDepth, ActDst, kvh, 1, n_active, D)
     pw0, pw1, pw2, pw3, pa, pq, pt = w0, w1, w2, w3, a, qj, t_cur  # AHEAD 1: never read
-    if AHEAD == 2:
+    if AHEAD >= 2:
         pw0, pw1, pw2, pw3, pa, pq = _channel_words(Words32, Scales, Q, kvh, j, t, dst, half, hb_live, blk, heads,
                                                     g_mask, n_blocks, stride_wh, stride_wd, stride_qh, stride_sh,
                                                     stride_sd, FUSED)
@@ -298,19 +298,45 @@ def _scan_tile(
     # word a thread loads serves several tokens (bit-fastest tiles gave one token per load)
     acc = tl.zeros([BLOCK_G, 32, 2 * BLOCKS], dtype=tl.float32)
     bias = tl.zeros([BLOCK_G, 2 * BLOCKS], dtype=tl.float32)
-    for c in range(0, n_active):
-        # channel c + AHEAD's loads first, so they are in flight during channel c's arithmetic
-        nw0, nw1, nw2, nw3, na, nq = _channel_words(Words32, Scales, Q, kvh, j, t, dst, half, hb_live, blk, heads,
-                                                    g_mask, n_blocks, stride_wh, stride_wd, stride_qh, stride_sh,
-                                                    stride_sd, FUSED)
-        nt = t
-        j, t, dst = _channel_meta(Active, ActDepth, ActDst, kvh, c + 1 + AHEAD, n_active, D)
-        acc, bias = _accumulate(acc, bias, w0, w1, w2, w3, a, qj, t_cur, lane)
-        if AHEAD == 1:
-            w0, w1, w2, w3, a, qj, t_cur = nw0, nw1, nw2, nw3, na, nq, nt
-        else:
-            w0, w1, w2, w3, a, qj, t_cur = pw0, pw1, pw2, pw3, pa, pq, pt
-            pw0, pw1, pw2, pw3, pa, pq, pt = nw0, nw1, nw2, nw3, na, nq, nt
+    if AHEAD == 3:
+        # unrolled by three over buffers A (channel c), B (c + 1) and C (c + 2, issued first): each
+        # buffer's next load is issued after its arithmetic, into the same registers, so the loop
+        # carries them without the copies the rotation below makes (a copy waits for its load);
+        # channels past the list load nothing and add zeros
+        t_a, t_b = t_cur, pt
+        for c in range(0, n_active, 3):
+            cw0, cw1, cw2, cw3, ca, cq = _channel_words(Words32, Scales, Q, kvh, j, t, dst, half, hb_live, blk, heads,
+                                                        g_mask, n_blocks, stride_wh, stride_wd, stride_qh, stride_sh,
+                                                        stride_sd, FUSED)
+            t_c = t
+            j, t, dst = _channel_meta(Active, ActDepth, ActDst, kvh, c + 3, n_active, D)
+            acc, bias = _accumulate(acc, bias, w0, w1, w2, w3, a, qj, t_a, lane)
+            w0, w1, w2, w3, a, qj = _channel_words(Words32, Scales, Q, kvh, j, t, dst, half, hb_live, blk, heads,
+                                                   g_mask, n_blocks, stride_wh, stride_wd, stride_qh, stride_sh,
+                                                   stride_sd, FUSED)
+            t_a = t
+            j, t, dst = _channel_meta(Active, ActDepth, ActDst, kvh, c + 4, n_active, D)
+            acc, bias = _accumulate(acc, bias, pw0, pw1, pw2, pw3, pa, pq, t_b, lane)
+            pw0, pw1, pw2, pw3, pa, pq = _channel_words(Words32, Scales, Q, kvh, j, t, dst, half, hb_live, blk, heads,
+                                                        g_mask, n_blocks, stride_wh, stride_wd, stride_qh, stride_sh,
+                                                        stride_sd, FUSED)
+            t_b = t
+            j, t, dst = _channel_meta(Active, ActDepth, ActDst, kvh, c + 5, n_active, D)
+            acc, bias = _accumulate(acc, bias, cw0, cw1, cw2, cw3, ca, cq, t_c, lane)
+    else:
+        for c in range(0, n_active):
+            # channel c + AHEAD's loads first, so they are in flight during channel c's arithmetic
+            nw0, nw1, nw2, nw3, na, nq = _channel_words(Words32, Scales, Q, kvh, j, t, dst, half, hb_live, blk, heads,
+                                                        g_mask, n_blocks, stride_wh, stride_wd, stride_qh, stride_sh,
+                                                        stride_sd, FUSED)
+            nt = t
+            j, t, dst = _channel_meta(Active, ActDepth, ActDst, kvh, c + 1 + AHEAD, n_active, D)
+            acc, bias = _accumulate(acc, bias, w0, w1, w2, w3, a, qj, t_cur, lane)
+            if AHEAD == 1:
+                w0, w1, w2, w3, a, qj, t_cur = nw0, nw1, nw2, nw3, na, nq, nt
+            else:
+                w0, w1, w2, w3, a, qj, t_cur = pw0, pw1, pw2, pw3, pa, pq, pt
+                pw0, pw1, pw2, pw3, pa, pq, pt = nw0, nw1, nw2, nw3, na, nq, nt
     acc += bias[:, None, :]
     tok = half[None, :] * 32 + lane[:, None]
     live = tok < n
