@@ -65,8 +65,9 @@ LAUNCH_SPACES = dict(SCAN_SPACES) | {
                                    Param("PAIRED", (0, 1), 1, "1: a row's K and V (adjacent) as one 2d-wide load "
                                                               "and store; 0: two d-wide ones"),
                                    Param("AFTER_SCAN", (0, 1), 0, "pipelined steps (GPU): 1 fetches and attends "
-                                         "every range but the last once the scan has ended, beside the last "
-                                         "range's top-k, so the rows do not share the PCIe link with the scan; "
+                                         "every range but the last, in one launch each, once the scan has ended, "
+                                         "beside the last range's top-k, so the rows do not share the PCIe link "
+                                         "with the scan; "
                                          "0: each range's fetch follows its top-k"))),
     # one program per tile of a head's winners, then a merge launch: every tile's loads are in
     # flight at once instead of one program per head walking its tiles in turn
@@ -304,11 +305,13 @@ class FathomDecode:
         pieces = [self.selection_launches(p, wait=True) for p in self.pieces] if len(self.pieces) > 1 else []
         self._piece_launches = pieces
         # fetch.AFTER_SCAN: the side stream runs every top-k, then the last range's fetch and
-        # attention; the other ranges' fetches and attentions follow the scan on its own stream
-        # once those top-ks are done (``picked``)
+        # attention; one fetch and one attention over all the other ranges' heads follow the scan
+        # on its own stream once their top-ks are done (``picked``)
         late = bool(pieces) and bool(self.cfg["fetch"]["AFTER_SCAN"])
         early = [x for sel in pieces[:-1] for x in sel if x[0] in ("topk", "union")] if late else []
-        self._late_launches = [x for sel in pieces[:-1] for x in sel if x[0] in ("fetch", "attend")] if late else []
+        before_last = HeadRange(0, self.pieces[-1].kv0, self.group)
+        self._late_launches = [("fetch", self.bound_fetch(before_last)),
+                               ("attend", self.bound_attend(before_last))] if late else []
         self._side_launches = [*early, *pieces[-1]] if late else [x for sel in pieces for x in sel]
         self._picked_at = len(early)
 
