@@ -39,13 +39,9 @@ LAUNCH_SPACES = {
         Param("BLOCKS", (4, 8, 16, 32, 64), 32, "64-token blocks per program"),
         Param("num_warps", (1, 2, 4, 8), 4),
         # 2: the next channel's loads are in flight during this one's arithmetic, at no register cost
-        Param("AHEAD", (1, 2, 3), 2, "channels whose plane loads are in flight ahead of the arithmetic; 3: two, "
-              "in a loop unrolled by three that copies no loaded register (a copy waits for its load)"),
+        Param("AHEAD", (1, 2), 2, "channels whose plane loads are in flight ahead of the arithmetic"),
         Param("WORKERS", (2, 3, 4, 8), 4, "persistent scan programs launched per SM (GPU); at the default "
               "tile 3 fit, so 4 keeps every SM full"),
-        Param("PREFETCH", (0, 1, 2), 0, "the fused scan over a GPU: at each tile's start ask L2 for all its "
-              "plane and scale runs (1: line by line, 2: one bulk prefetch a run), so the tile's host reads "
-              "are in flight together; 0: each channel's loads only"),
         Param("RESERVE", (0, 4, 8, 16), 8, "SMs a pipelined step's scan leaves to the selection launches "
               "beside it (GPU)"),
         # the cap keeps one more scan program per SM at G = 4 and the default tile, without spills
@@ -176,7 +172,6 @@ class FathomScan:
         # the interpreter runs programs one after another: one worker takes every tile
         self.workers = min(n_tiles, sms * config["scan"]["WORKERS"]) if on_gpu else 2
         self.reserve = min(config["scan"]["RESERVE"], sms // 2) if (reserve and on_gpu) else 0
-        self.prefetch = config["scan"]["PREFETCH"] if (fused and on_gpu) else 0  # inline PTX: not interpreted
         self.bind()
 
     def bind(self) -> None:
@@ -221,8 +216,7 @@ class FathomScan:
             self.scores, self.chunk_max, self.work, self.store.n, self.nb, stride_wh, stride_wd, self.q.stride(0),
             scales.stride(0), scales.stride(1), self.scores.stride(0), self.chunk_max.stride(0),
             self.hkv * self.tiles_per_head, self.tiles_per_head, GROUP=self.group, BLOCK_G=self.block_g, D=self.d,
-            BLOCKS=c["BLOCKS"], FUSED=self.fused, AHEAD=c["AHEAD"], RESERVE=self.reserve, PREFETCH=self.prefetch,
-            num_warps=c["num_warps"],
+            BLOCKS=c["BLOCKS"], FUSED=self.fused, AHEAD=c["AHEAD"], RESERVE=self.reserve, num_warps=c["num_warps"],
             maxnreg=self.register_cap())
 
     def register_cap(self) -> int | None:

@@ -63,12 +63,7 @@ LAUNCH_SPACES = dict(SCAN_SPACES) | {
     "fetch": LaunchSpace("fetch", (Param("ROWS", (8, 16, 32, 64, 128), 64, "winner rows per program"),
                                    Param("num_warps", (1, 2, 4, 8, 16), 8),
                                    Param("PAIRED", (0, 1), 1, "1: a row's K and V (adjacent) as one 2d-wide load "
-                                                              "and store; 0: two d-wide ones"),
-                                   Param("AFTER_SCAN", (0, 1), 0, "pipelined steps (GPU): 1 fetches and attends "
-                                         "every range but the last, in one launch each, once the scan has ended, "
-                                         "beside the last range's top-k, so the rows do not share the PCIe link "
-                                         "with the scan; "
-                                         "0: each range's fetch follows its top-k"))),
+                                                              "and store; 0: two d-wide ones"))),
     # one program per tile of a head's winners, then a merge launch: every tile's loads are in
     # flight at once instead of one program per head walking its tiles in turn
     "attend": LaunchSpace("attend", (Param("BLOCK_R", (16, 32, 64, 128), 32, "winner rows per program"),
@@ -211,7 +206,6 @@ class FathomDecode:
         self.side = torch.cuda.Stream(device, priority=-1) if pipelined else None
         self.planned = torch.cuda.Event() if pipelined else None
         self.selected = torch.cuda.Event() if pipelined else None
-        self.picked = torch.cuda.Event() if pipelined else None
         self.bind()
 
     def bound_topk(self, heads: HeadRange, wait: bool = False) -> Callable[[], None]:
@@ -302,18 +296,8 @@ class FathomDecode:
         self.scan.bind()
         self._stages = (*self.scan.stages(), *self.selection_launches(self.all_heads))
         # per piece, its selection, whose top-k waits for the scan (one piece runs self._stages)
-        pieces = [self.selection_launches(p, wait=True) for p in self.pieces] if len(self.pieces) > 1 else []
-        self._piece_launches = pieces
-        # fetch.AFTER_SCAN: the side stream runs every top-k, then the last range's fetch and
-        # attention; one fetch and one attention over all the other ranges' heads follow the scan
-        # on its own stream once their top-ks are done (``picked``)
-        late = bool(pieces) and bool(self.cfg["fetch"]["AFTER_SCAN"])
-        early = [x for sel in pieces[:-1] for x in sel if x[0] in ("topk", "union")] if late else []
-        before_last = HeadRange(0, self.pieces[-1].kv0, self.group)
-        self._late_launches = [("fetch", self.bound_fetch(before_last)),
-                               ("attend", self.bound_attend(before_last))] if late else []
-        self._side_launches = [*early, *pieces[-1]] if late else [x for sel in pieces for x in sel]
-        self._picked_at = len(early)
+        self._piece_launches = [self.selection_launches(p, wait=True)
+                                for p in self.pieces] if len(self.pieces) > 1 else []
 
     def stages(self):
         """Every launch over all heads, in order (what ``kprof stages`` times one by one)."""
@@ -330,16 +314,14 @@ class FathomDecode:
         (or before) the top-ks: eagerly it is enqueued first and holds all but the reserved SMs;
         CUDA does not promise it for graph replays or under kernel-serialising tools. A wait that
         gives up is counted (``faults``). On the CPU the pieces run one after another. Runs must
-        come from one stream (the next run's plan waits for this run's selections there).
-        ``fetch.AFTER_SCAN`` moves every range's fetch and attention but the last range's behind
-        the scan on its stream, where the PCIe link is free while the last top-k runs."""
+        come from one stream (the next run's plan waits for this run's selections there)."""
         if len(self.pieces) == 1:
             for _, launch in self._stages:
                 launch()
             return self.out
         self.scan.launch_plan()
         if self.side is None:
-            for _, launch in (*self.scan.reads, *self._side_launches, *self._late_launches):
+            for _, launch in (*self.scan.reads, *(x for sel in self._piece_launches for x in sel)):
                 launch()
             return self.out
         self.planned.record()
@@ -347,17 +329,11 @@ class FathomDecode:
             launch()
         self.side.wait_event(self.planned)  # the plan zeroes the counts the top-ks wait on
         with torch.cuda.stream(self.side):
-            for i, (_, launch) in enumerate(self._side_launches):
-                if i == self._picked_at:
-                    self.picked.record()
-                launch()
+            for selection in self._piece_launches:
+                for _, launch in selection:
+                    launch()
         self.selected.record(self.side)
-        main = torch.cuda.current_stream(self.side.device)
-        if self._late_launches:
-            main.wait_event(self.picked)
-            for _, launch in self._late_launches:
-                launch()
-        main.wait_event(self.selected)
+        torch.cuda.current_stream(self.side.device).wait_event(self.selected)
         return self.out
 
     def wait_expiries(self) -> int:

@@ -152,52 +152,6 @@ def _accumulate(acc, bias, w0, w1, w2, w3, a, qj, t, lane):
 
 
 @triton.jit
-def _prefetch_l2(ptr, nbytes, BULK: tl.constexpr):
-    """Ask L2 for the ``nbytes`` from ``ptr`` without waiting for them or writing a register: a
-    load's register is waited for by the first instruction that reads it (a copy included), so
-    loads alone keep only about one channel of a program in flight. BULK: one
-    ``cp.async.bulk.prefetch.L2`` of the run's whole 16-byte units (inside it); else one
-    ``prefetch.global.L2`` of the line holding ``ptr``."""
-    if BULK:
-        done = tl.inline_asm_elementwise(
-            "{ .reg .pred p; .reg .b64 a, e; .reg .b32 s; cvt.u64.u32 e, $2; add.u64 e, $1, e; "
-            "and.b64 e, e, 0xFFFFFFFFFFFFFFF0; add.u64 a, $1, 15; and.b64 a, a, 0xFFFFFFFFFFFFFFF0; "
-            "setp.gt.u64 p, e, a; sub.u64 e, e, a; cvt.u32.u64 s, e; "
-            "@p cp.async.bulk.prefetch.L2.global [a], s; mov.u32 $0, 0; }",
-            "=r,l,r", [ptr, nbytes], dtype=tl.int32, is_pure=False, pack=1)
-    else:
-        done = tl.inline_asm_elementwise(
-            "{ .reg .pred p; setp.ne.u32 p, $2, 0; @p prefetch.global.L2 [$1]; mov.u32 $0, 0; }",
-            "=r,l,r", [ptr, nbytes], dtype=tl.int32, is_pure=False, pack=1)
-    return done
-
-
-@triton.jit
-def _prefetch_tile(Words32, Scales, Active, ActDepth, kvh, b0, n_active, n_blocks, stride_wh, stride_wd, stride_sh,
-                   stride_sd, D: tl.constexpr, BLOCKS: tl.constexpr, PREFETCH: tl.constexpr):
-    """Ask L2 for every plane run and scale run the tile will read (PREFETCH 1: line by line; 2:
-    each run as one bulk prefetch), so that the whole tile's host reads are in flight at once."""
-    offs_c = tl.arange(0, D)
-    live = offs_c < n_active
-    j = tl.load(Active + kvh * D + offs_c, mask=live, other=0).to(tl.int64)
-    t = tl.load(ActDepth + kvh * D + offs_c, mask=live, other=0)
-    blocks = tl.minimum(n_blocks - b0, BLOCKS)
-    plane = tl.arange(0, 4)
-    planes = Words32 + 2 * (kvh.to(tl.int64) * stride_wh + j[:, None] * stride_wd + plane[None, :] * n_blocks + b0)
-    read = live[:, None] & (plane[None, :] < t[:, None])
-    scales = Scales + kvh * stride_sh + j * stride_sd + b0
-    if PREFETCH == 2:
-        _prefetch_l2(planes, tl.where(read, 8 * blocks, 0), True)
-        _prefetch_l2(scales, tl.where(live, 2 * blocks, 0), True)
-    else:
-        LINES: tl.constexpr = (BLOCKS * 8 + 127) // 128
-        line = tl.arange(0, LINES)
-        inside = read[:, :, None] & (line[None, None, :] * 32 < 2 * blocks)
-        _prefetch_l2(planes[:, :, None] + line[None, None, :] * 32, inside.to(tl.int32), False)
-        _prefetch_l2(scales, live.to(tl.int32), False)
-
-
-@triton.jit
 def _smid():
     """The SM this program runs on (PTX %smid)."""
     return tl.inline_asm_elementwise("mov.u32 $0, %smid;", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
@@ -209,7 +163,7 @@ def fathom_scan(
     n, n_blocks, stride_wh, stride_wd,
     stride_qh, stride_sh, stride_sd, stride_oh, stride_ch, n_tiles, tiles_per_head,
     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, D: tl.constexpr, BLOCKS: tl.constexpr, FUSED: tl.constexpr,
-    AHEAD: tl.constexpr, RESERVE: tl.constexpr, PREFETCH: tl.constexpr = 0,
+    AHEAD: tl.constexpr, RESERVE: tl.constexpr,
 ):
     """Persistent workers (any grid): each takes tiles from a queue (``Work[0]``) until none are
     left; tile i is KV head i // tiles_per_head, blocks (i % tiles_per_head) * BLOCKS onward, so
@@ -235,7 +189,7 @@ def fathom_scan(
             kvh = tile // tiles_per_head
             _scan_tile(Q, Words32, Scales, Active, ActDepth, ActDst, NActive, Scores, ChunkMax, kvh,
                        (tile % tiles_per_head) * BLOCKS, n, n_blocks, stride_wh, stride_wd, stride_qh, stride_sh,
-                       stride_sd, stride_oh, stride_ch, GROUP, BLOCK_G, D, BLOCKS, FUSED, AHEAD, PREFETCH)
+                       stride_sd, stride_oh, stride_ch, GROUP, BLOCK_G, D, BLOCKS, FUSED, AHEAD)
             tl.debug_barrier()  # every thread's stores of the tile come before the count
             tl.atomic_add(Work + 2 + kvh, 1, sem="release", scope="gpu")
             tile = tl.atomic_add(Work, 1)
@@ -250,11 +204,11 @@ def _scan_tile(
     n, n_blocks, stride_wh, stride_wd,
     stride_qh, stride_sh, stride_sd, stride_oh, stride_ch,
     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, D: tl.constexpr, BLOCKS: tl.constexpr, FUSED: tl.constexpr,
-    AHEAD: tl.constexpr, PREFETCH: tl.constexpr,
+    AHEAD: tl.constexpr,
 ):
     """Approximate scores of BLOCKS x 64 tokens (from block ``b0``) for the G heads of KV head
-    ``kvh``, one active channel at a time, its loads issued AHEAD (1 or 2; 3: 2, unrolled) channels
-    ahead of its arithmetic; also each 32-token chunk's best score per head (the top-k's first, pruning pass
+    ``kvh``, one active channel at a time, its loads issued AHEAD (1 or 2) channels ahead of its
+    arithmetic; also each 32-token chunk's best score per head (the top-k's first, pruning pass
     reads only those). ``Words32`` is the staging buffer (``stride_wh`` words per head) or, FUSED,
     the store's planes (``stride_wh``, ``stride_wd`` words per head and channel): the fused scan
     is its own gather, and reading host memory over PCIe it needs many bytes in flight (a
@@ -276,9 +230,6 @@ def _scan_tile(
     g_mask = offs_g < GROUP
     heads = kvh * GROUP + offs_g
     n_active = tl.load(NActive + kvh)
-    if PREFETCH:
-        _prefetch_tile(Words32, Scales, Active, ActDepth, kvh, b0, n_active, n_blocks, stride_wh, stride_wd,
-                       stride_sh, stride_sd, D, BLOCKS, PREFETCH)
     # in flight at the top of step c: channel c's words (w*), with AHEAD 2 channel c + 1's (p*),
     # and the metadata of the next channel to issue (j, t, dst): no load waits on another
     j, t, dst = _channel_meta(Active, ActDepth, ActDst, kvh, 0, n_active, D)
@@ -287,7 +238,7 @@ def _scan_tile(
     t_cur = t
     j, t, dst = _channel_meta(Active, ActDepth, ActDst, kvh, 1, n_active, D)
     pw0, pw1, pw2, pw3, pa, pq, pt = w0, w1, w2, w3, a, qj, t_cur  # AHEAD 1: never read
-    if AHEAD >= 2:
+    if AHEAD == 2:
         pw0, pw1, pw2, pw3, pa, pq = _channel_words(Words32, Scales, Q, kvh, j, t, dst, half, hb_live, blk, heads,
                                                     g_mask, n_blocks, stride_wh, stride_wd, stride_qh, stride_sh,
                                                     stride_sd, FUSED)
@@ -298,45 +249,19 @@ def _scan_tile(
     # word a thread loads serves several tokens (bit-fastest tiles gave one token per load)
     acc = tl.zeros([BLOCK_G, 32, 2 * BLOCKS], dtype=tl.float32)
     bias = tl.zeros([BLOCK_G, 2 * BLOCKS], dtype=tl.float32)
-    if AHEAD == 3:
-        # unrolled by three over buffers A (channel c), B (c + 1) and C (c + 2, issued first): each
-        # buffer's next load is issued after its arithmetic, into the same registers, so the loop
-        # carries them without the copies the rotation below makes (a copy waits for its load);
-        # channels past the list load nothing and add zeros
-        t_a, t_b = t_cur, pt
-        for c in range(0, n_active, 3):
-            cw0, cw1, cw2, cw3, ca, cq = _channel_words(Words32, Scales, Q, kvh, j, t, dst, half, hb_live, blk, heads,
-                                                        g_mask, n_blocks, stride_wh, stride_wd, stride_qh, stride_sh,
-                                                        stride_sd, FUSED)
-            t_c = t
-            j, t, dst = _channel_meta(Active, ActDepth, ActDst, kvh, c + 3, n_active, D)
-            acc, bias = _accumulate(acc, bias, w0, w1, w2, w3, a, qj, t_a, lane)
-            w0, w1, w2, w3, a, qj = _channel_words(Words32, Scales, Q, kvh, j, t, dst, half, hb_live, blk, heads,
-                                                   g_mask, n_blocks, stride_wh, stride_wd, stride_qh, stride_sh,
-                                                   stride_sd, FUSED)
-            t_a = t
-            j, t, dst = _channel_meta(Active, ActDepth, ActDst, kvh, c + 4, n_active, D)
-            acc, bias = _accumulate(acc, bias, pw0, pw1, pw2, pw3, pa, pq, t_b, lane)
-            pw0, pw1, pw2, pw3, pa, pq = _channel_words(Words32, Scales, Q, kvh, j, t, dst, half, hb_live, blk, heads,
-                                                        g_mask, n_blocks, stride_wh, stride_wd, stride_qh, stride_sh,
-                                                        stride_sd, FUSED)
-            t_b = t
-            j, t, dst = _channel_meta(Active, ActDepth, ActDst, kvh, c + 5, n_active, D)
-            acc, bias = _accumulate(acc, bias, cw0, cw1, cw2, cw3, ca, cq, t_c, lane)
-    else:
-        for c in range(0, n_active):
-            # channel c + AHEAD's loads first, so they are in flight during channel c's arithmetic
-            nw0, nw1, nw2, nw3, na, nq = _channel_words(Words32, Scales, Q, kvh, j, t, dst, half, hb_live, blk, heads,
-                                                        g_mask, n_blocks, stride_wh, stride_wd, stride_qh, stride_sh,
-                                                        stride_sd, FUSED)
-            nt = t
-            j, t, dst = _channel_meta(Active, ActDepth, ActDst, kvh, c + 1 + AHEAD, n_active, D)
-            acc, bias = _accumulate(acc, bias, w0, w1, w2, w3, a, qj, t_cur, lane)
-            if AHEAD == 1:
-                w0, w1, w2, w3, a, qj, t_cur = nw0, nw1, nw2, nw3, na, nq, nt
-            else:
-                w0, w1, w2, w3, a, qj, t_cur = pw0, pw1, pw2, pw3, pa, pq, pt
-                pw0, pw1, pw2, pw3, pa, pq, pt = nw0, nw1, nw2, nw3, na, nq, nt
+    for c in range(0, n_active):
+        # channel c + AHEAD's loads first, so they are in flight during channel c's arithmetic
+        nw0, nw1, nw2, nw3, na, nq = _channel_words(Words32, Scales, Q, kvh, j, t, dst, half, hb_live, blk, heads,
+                                                    g_mask, n_blocks, stride_wh, stride_wd, stride_qh, stride_sh,
+                                                    stride_sd, FUSED)
+        nt = t
+        j, t, dst = _channel_meta(Active, ActDepth, ActDst, kvh, c + 1 + AHEAD, n_active, D)
+        acc, bias = _accumulate(acc, bias, w0, w1, w2, w3, a, qj, t_cur, lane)
+        if AHEAD == 1:
+            w0, w1, w2, w3, a, qj, t_cur = nw0, nw1, nw2, nw3, na, nq, nt
+        else:
+            w0, w1, w2, w3, a, qj, t_cur = pw0, pw1, pw2, pw3, pa, pq, pt
+            pw0, pw1, pw2, pw3, pa, pq, pt = nw0, nw1, nw2, nw3, na, nq, nt
     acc += bias[:, None, :]
     tok = half[None, :] * 32 + lane[:, None]
     live = tok < n

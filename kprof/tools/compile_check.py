@@ -167,16 +167,11 @@ def with_pdl(rec: LaunchRecord) -> LaunchRecord:
 
 def with_gpu_paths(rec: LaunchRecord) -> list[LaunchRecord]:
     """The launch as recorded, and, where it has a path only a GPU takes (programs waiting for
-    others of the launch, ``PARALLEL_COMBINE``: never under the interpreter; the fused scan's
-    inline-PTX prefetches and SM reservation), that path too."""
+    others of the launch, ``PARALLEL_COMBINE``: never under the interpreter), that path too."""
     import dataclasses
 
     if rec.constexprs.get("PARALLEL_COMBINE") is False:
         return [rec, dataclasses.replace(rec, constexprs=rec.constexprs | {"PARALLEL_COMBINE": True})]
-    if rec.constexprs.get("PREFETCH") == 0 and rec.constexprs.get("FUSED") and "RESERVE" in rec.constexprs:
-        # the fused scan's L2 prefetches (inline PTX) and SM reservation (%smid) are GPU-only
-        return [rec, *(dataclasses.replace(rec, constexprs=rec.constexprs | {"PREFETCH": p, "RESERVE": 8})
-                       for p in (1, 2))]
     return [rec]
 
 

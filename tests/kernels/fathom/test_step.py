@@ -195,16 +195,12 @@ def test_a_step_pipelined_over_head_ranges_equals_the_unpipelined_step(make_work
     """Each piece's selection launches over views of its heads' buffers (on a GPU, on a second
     stream beside the scan, its top-k waiting for the scan's count of its heads): winners, union
     rows and output must equal one piece's bit for bit, for an even count of ranges over 5 KV heads
-    (sizes 2 and 3), more pieces than heads, and ranges of given sizes; and with the fetches of all
-    ranges but the last moved after every top-k, as one launch over their heads (``fetch.AFTER_SCAN``)."""
+    (sizes 2 and 3), more pieces than heads, and ranges of given sizes."""
     w = make_workload(10, 5, 4100, 32, seed=9, scale=2.0)
+    cfg = resolve_method_config(LAUNCH_SPACES, {"gather": {"CHUNK": 256}}, w.shape)
     results = []
-    for pieces, after_scan in ((1, 0), (2, 0), (8, 0), ((3, 1, 1), 0), (2, 1), ((3, 1, 1), 1)):
-        cfg = resolve_method_config(LAUNCH_SPACES, {"gather": {"CHUNK": 256}, "fetch": {"AFTER_SCAN": after_scan}},
-                                    w.shape)
+    for pieces in (1, 2, 8, (3, 1, 1)):
         op = FathomDecode(w.q, w.k, w.v, water(40), 48, cfg, target.device, gather=gather, pieces=pieces)
-        late = [name for name, _ in op._late_launches]
-        assert late == (["fetch", "attend"] if after_scan else [])
         sizes = [p.n_kv for p in op.pieces]
         assert [p.kv0 for p in op.pieces] == [sum(sizes[:i]) for i in range(len(sizes))] and sum(sizes) == 5
         assert op.prune == 2 and min(sizes) >= 1, "contiguous, non-empty"
@@ -232,20 +228,16 @@ def test_a_step_pipelined_over_head_ranges_equals_the_unpipelined_step(make_work
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("pieces,overrides", [(4, {}), ((3, 3, 1, 1), {}), (4, {"fetch": {"AFTER_SCAN": 1}}),
-                                               (4, {"scan": {"PREFETCH": 1}}), (4, {"scan": {"PREFETCH": 2}})])
-def test_the_pipelined_step_replays_from_a_graph_and_under_another_stream(make_workload, pieces, overrides):
+@pytest.mark.parametrize("pieces", [4, (3, 3, 1, 1)])
+def test_the_pipelined_step_replays_from_a_graph_and_under_another_stream(make_workload, pieces):
     """The two-stream step captured in a CUDA graph (as ``--graph`` times it) and replayed twice,
-    and run back to back under a non-default stream, gives the unpipelined step's output exactly
-    (also with the early ranges' fetches behind the scan, ``fetch.AFTER_SCAN``, and with the scan
-    prefetching each tile into L2, ``scan.PREFETCH``, whose odd row length leaves runs unaligned)."""
+    and run back to back under a non-default stream, gives the unpipelined step's output exactly."""
     from kprof.measure.harness import capture_graph as capture
 
     device = torch.device("cuda")
     w = make_workload(16, 8, 20000, 64, seed=13, scale=2.0).to(device)
-    cfg = resolve_method_config(LAUNCH_SPACES, overrides, w.shape)
-    plain = resolve_method_config(LAUNCH_SPACES, {}, w.shape)
-    ref = FathomDecode(w.q, w.k, w.v, water(40), 256, plain, device, pieces=1).run().clone()
+    cfg = resolve_method_config(LAUNCH_SPACES, {}, w.shape)
+    ref = FathomDecode(w.q, w.k, w.v, water(40), 256, cfg, device, pieces=1).run().clone()
     op = FathomDecode(w.q, w.k, w.v, water(40), 256, cfg, device, pieces=pieces)
     assert op.side is not None and len(op.pieces) == 4 and op.scan.reserve > 0
     op.out.fill_(float("nan"))

@@ -61,8 +61,7 @@ def test_gather_is_bit_exact_including_zero_length_runs(make_workload, target, n
 
 @pytest.mark.parametrize("scan,fused", [({}, False), ({"BLOCKS": 4}, False), ({"BLOCKS": 8, "num_warps": 1}, False),
                                         ({"BLOCKS": 4, "num_warps": 8}, False), ({}, True), ({"BLOCKS": 4}, True),
-                                        ({"AHEAD": 1}, True), ({"BLOCKS": 4, "AHEAD": 1}, False),
-                                        ({"AHEAD": 3}, True), ({"BLOCKS": 4, "AHEAD": 3}, False)])
+                                        ({"AHEAD": 1}, True), ({"BLOCKS": 4, "AHEAD": 1}, False)])
 def test_scan_scores_match_the_dequantised_reference(make_workload, target, scan, fused):
     """333 tokens: a partial last block; budget 48: channels at every depth. Fused: the scan reads
     the store's planes (host memory on a GPU) instead of the staged copy."""
@@ -76,8 +75,7 @@ def test_scan_scores_match_the_dequantised_reference(make_workload, target, scan
 
 
 @pytest.mark.parametrize("scan,fused", [({"BLOCKS": 16}, False), ({"BLOCKS": 4, "num_warps": 2}, False),
-                                        ({"BLOCKS": 16}, True), ({"BLOCKS": 16, "AHEAD": 1}, True),
-                                        ({"BLOCKS": 16, "AHEAD": 3}, True)])
+                                        ({"BLOCKS": 16}, True), ({"BLOCKS": 16, "AHEAD": 1}, True)])
 def test_scan_over_many_programs_and_a_partial_last_one_with_chunk_maxima(make_workload, target, scan, fused):
     """4,133 tokens: 65 blocks, so several programs each carry their next-channel loads through
     the loop and the last program holds a partial block past the end of the planes. Each 32-token
@@ -115,7 +113,7 @@ def test_scan_counts_tiles_per_head_and_empties_its_queue(make_workload, target)
 
 
 @pytest.mark.parametrize("budget", [1, 2, 3])
-@pytest.mark.parametrize("ahead", [1, 2, 3])
+@pytest.mark.parametrize("ahead", [1, 2])
 def test_scan_with_as_few_active_channels_as_its_prefetch_depth(make_workload, target, budget, ahead):
     """One to three planes in all: the prefetch runs past the end of the channel list from the
     start (its loads must read nothing there, and no channel may be added twice or skipped)."""
@@ -127,24 +125,6 @@ def test_scan_with_as_few_active_channels_as_its_prefetch_depth(make_workload, t
         ref = approximate_scores(w.q[2 * kvh : 2 * kvh + 2], store.planes[kvh], store.scales[kvh],
                                  op.depth[kvh].cpu(), n=300)
         assert torch.allclose(scores[2 * kvh : 2 * kvh + 2], ref, atol=1e-4, rtol=1e-5)
-
-
-def test_unrolled_scan_gives_the_rotating_scans_scores_bit_for_bit(make_workload, target):
-    """``AHEAD=3`` walks the channels three a step, past the list's end with loads that read
-    nothing: same channels in the same order, so the same sums, whatever the count's remainder
-    by three (the budgets give every remainder)."""
-    remainders = set()
-    for budget in (12, 13, 14, 40, 41, 42):
-        w, store, rotating = _scan(make_workload, target, budget=budget, n=700, seed=budget, scan={"AHEAD": 2},
-                                   fused=True)
-        cfg = {**rotating.cfg, "scan": {**rotating.cfg["scan"], "AHEAD": 3}}
-        unrolled = FathomScan(w.q, store, budget, cfg, target.device, fused=True)
-        rotating.scores.fill_(float("nan"))
-        unrolled.scores.fill_(float("nan"))
-        assert torch.equal(rotating.run().cpu(), unrolled.run().cpu())
-        assert torch.equal(rotating.chunk_max.cpu(), unrolled.chunk_max.cpu())
-        remainders |= {int(n) % 3 for n in rotating.n_active.cpu()}
-    assert remainders == {0, 1, 2}
 
 
 def test_fused_scan_gives_the_staged_scans_scores_bit_for_bit(make_workload, target):
