@@ -37,16 +37,16 @@ FIXED_CHANNELS = {"scan32": 32, "sparq16": 16, "scan-full": 128}
 
 def run_costs(path: str) -> dict:
     """ns per run of 64, 256 and 512 bytes and the copy's GB/s, at the L2 fetch hint of 64 bytes."""
-    phases = json.loads(open(path).read())["phases_by_l2_fetch"]
-    phase = next(p for name, p in phases.items() if name.endswith("got 64")) if any(
-        n.endswith("got 64") for n in phases) else next(iter(phases.values()))
+    probe = json.loads(open(path).read())
+    phases = probe["phases_by_l2_fetch"]
+    phase = next((p for name, p in phases.items() if name.endswith("got 64")), next(iter(phases.values())))
 
     def ns(run_bytes: int) -> float:
         rows = [r["ns_per_run"] for name, r in phase["rows"].items()
                 if r["run_bytes"] == run_bytes and "apart" not in name]
         return sum(rows) / len(rows)
 
-    copy_bytes = 128 * json.loads(open(path).read())["runs"]
+    copy_bytes = 128 * probe["runs"]
     return {"scale": ns(64), "plane": ns(256), "row": ns(512), "copy_gbs": copy_bytes / phase["copy_us"] / 1e3}
 
 
