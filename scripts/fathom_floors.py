@@ -27,12 +27,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 
+from kprof.methods import get_method
 from kprof.results.store import load_result
 
 TILE_BLOCKS = 32  # the scan's default tile: 32 blocks of 64 tokens
-FIXED_CHANNELS = {"scan32": 32, "sparq16": 16, "scan-full": 128}
+FAMILY = ("fathom", "scan32", "sparq16", "scan-full")
 
 
 def run_costs(path: str) -> dict:
@@ -50,13 +50,13 @@ def run_costs(path: str) -> dict:
     return {"scale": ns(64), "plane": ns(256), "row": ns(512), "copy_gbs": copy_bytes / phase["copy_us"] / 1e3}
 
 
-def planes_per_token(label: str, bits: float) -> float:
-    """Plane bits per token of one head: Fathom's budget, or 4 per fixed channel."""
-    name = label.split(":")[0]
-    if name == "fathom":
-        budget = re.search(r"budget=([\d.]+)", label)
-        return float(budget.group(1)) if budget else 48.0
-    return 4.0 * FIXED_CHANNELS[name]
+def planes_per_token(label: str, d: int) -> float:
+    """Plane bits per token of one head: Fathom's budget (which the water-filling spends), or 4 a
+    channel of the fixed-channel rule (every channel for scan-full)."""
+    method = get_method(label)
+    if method.takes_budget:
+        return method.budget
+    return 4.0 * (method.fixed_channels or d)
 
 
 def floors(result, label: str, costs: dict) -> dict:
@@ -66,7 +66,7 @@ def floors(result, label: str, costs: dict) -> dict:
     tiles = -(-shape["n"] // (64 * TILE_BLOCKS))
     scan_ns = 0.0
     for bits in method.details["scan_bits_per_token"]:
-        planes = planes_per_token(label, bits)
+        planes = planes_per_token(label, shape["d"])
         channels = 4 * (bits - planes)  # 16 scale bits per 64 tokens: a quarter bit a token each
         if not 0 <= channels <= shape["d"]:
             raise SystemExit(f"{label}: {bits} bits a token do not fit {planes} plane bits; give its budget")
@@ -91,7 +91,7 @@ def main() -> None:
           f"copy {costs['copy_gbs']:.1f} GB/s")
     for path in args.results:
         result = load_result(path, with_observations=False)
-        labels = [m.label for m in result.methods if m.label.split(":")[0] in ("fathom", *FIXED_CHANNELS)]
+        labels = [m.label for m in result.methods if m.label.split(":")[0] in FAMILY]
         rows = {label: floors(result, label, costs) for label in labels}
         base = rows.get(args.baseline)
         print(f"\n{path}")
