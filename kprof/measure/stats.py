@@ -123,8 +123,9 @@ def log_interval(values, level: float, method: str, left_out: int = 0) -> Interv
         return Interval(math.nan, None, None, level, method, 0, note="no complete cycle", left_out=left_out)
     est = long_run_mean(x)
     if est is None:
+        dropped = f" after {left_out} left out for a bad round" if left_out else ""
         return Interval(math.exp(float(x.mean())), None, None, level, method, x.size, left_out=left_out,
-                        note=f"too few rounds for an interval ({x.size} cycles, need {MIN_VALUES})")
+                        note=f"too few rounds for an interval ({x.size} cycles{dropped}, need {MIN_VALUES})")
     lag = None if math.isnan(est.lag1) else est.lag1
     if np.ptp(x) <= 1e-12:  # every value the same, up to rounding
         return Interval(math.exp(est.mean), None, None, level, method, est.n, df=est.df, left_out=left_out,

@@ -53,6 +53,15 @@ def test_too_few_cycles_give_no_interval_and_say_why(rounds):
     iv = paired_speedup(base, cand, orders, 0, 1, cycle)
     assert not iv.has_interval and iv.estimate == pytest.approx(1.2, rel=0.01)
     assert "too few rounds for an interval" in iv.note and iv.n == rounds // 2 < MIN_CYCLES
+    assert "left out" not in iv.note
+
+
+def test_too_few_cycles_after_a_bad_round_say_how_many_were_left_out():
+    base, cand, orders, cycle = _pair(10, seed=4)
+    cand[3] = np.nan  # its pair cycle goes, leaving four of five
+    iv = paired_speedup(base, cand, orders, 0, 1, cycle)
+    assert not iv.has_interval and iv.n == 4 and iv.left_out == 1
+    assert "(4 cycles after 1 left out for a bad round, need 5)" in iv.note, iv.note
 
 
 def test_a_round_without_data_drops_its_pair_cycle_not_the_run():

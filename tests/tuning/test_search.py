@@ -47,7 +47,7 @@ def _request(tiny, tmp_path, method="triton-dense", **kw):
     path, shape = tiny
     base = dict(method=method, workload=path, shape=shape, device="cpu", strategy="random", max_configs=3,
                 rounds=1, observations=1, warmup=0, evict_mib=1, timeout_s=60, finalists=1,
-                paired={"rounds": 16, "warmup_pairs": 0, "observations": 1, "evict_mib": 1}, out_dir=tmp_path / "tuned")
+                paired={"rounds": 32, "warmup_pairs": 0, "observations": 1, "evict_mib": 1}, out_dir=tmp_path / "tuned")
     base.update(kw)
     return TuneRequest(**base)
 
