@@ -51,6 +51,7 @@ POWER = 0.90
 _PROTOCOL_KEYS = ("warmup_pairs", "observations", "evict_mib", "eviction", "graph", "host_bound", "launch_phase")
 _PROTOCOL_DEFAULTS = PAPER.to_dict()
 CROSS_RUN = "prediction interval over the history's run-to-run spread (t, h-1 df)"
+ONE_RUN = "the two runs' own intervals only (one history run: the run-to-run spread is unknown)"
 SAME_RUN = "same-run paired interval"
 
 
@@ -176,8 +177,8 @@ def prediction_ratio(history: np.ndarray, history_sd: np.ndarray, candidate: flo
     q = special.stdtrit(df, 1 - (1 - level) / 2)
     power = special.stdtrit(df, POWER)
     mde = max(math.exp((q + power) * se_mde), math.exp(math.log1p(threshold) + power * se_mde)) - 1
-    iv = Interval(math.exp(d), math.exp(d - q * se), math.exp(d + q * se), level, CROSS_RUN, h, level,
-                  df=None if math.isinf(df) else int(df))
+    iv = Interval(math.exp(d), math.exp(d - q * se), math.exp(d + q * se), level, CROSS_RUN if h >= 2 else ONE_RUN,
+                  h, level, df=None if math.isinf(df) else int(df))
     return iv, mde
 
 
@@ -240,7 +241,8 @@ def _anchor(res: Result) -> str | None:
 
 
 def _statistic(res: Result, label: str, metric: str) -> tuple[float, float, float] | None:
-    """(log value oriented so that positive = slower, its within-run sd, the plain value)."""
+    """(log value oriented so that positive = slower, its within-run sd, the plain value); the sd is
+    0 where the run gave no interval (too few rounds, or a ratio the timer cannot resolve)."""
     if metric == "latency":
         s = res.summaries.get(label)
         if s is None or not s.median_us.estimate or s.median_us.estimate != s.median_us.estimate:
@@ -293,16 +295,24 @@ def history_gate(history: list[Result], cand: Result, threshold: float = 0.03, m
             rows.append(GateRow(label, "INCOMPARABLE", None, None, None, note=f"no estimate in {where}"))
             continue
         hist = np.array([t[0] for t in then])
-        iv, mde = prediction_ratio(hist, np.array([t[1] for t in then]), now[0], now[1], level, threshold)
+        plain = float(np.exp(np.mean(np.log([t[2] for t in then]))))
+        unsized = ["the candidate"] * bool(now[1] <= 0)
+        unsized += [n for n, t in zip(names, then) if t[1] <= 0 and len(then) < 2]  # else the spread sizes it
+        if unsized:  # an error taken as zero would make any difference look certain
+            iv = Interval(math.exp(now[0] - float(np.mean(hist))), None, None, level, CROSS_RUN, len(hist),
+                          note=f"no within-run interval in {', '.join(unsized)} (too few rounds): run it with "
+                          "more rounds or --precision")
+            mde = None
+        else:
+            iv, mde = prediction_ratio(hist, np.array([t[1] for t in then]), now[0], now[1], level, threshold)
         cfg_note = ""
         cand_rec = next((m for m in cand.methods if m.label == label), None)
         base_rec = next((m for m in history[-1].methods if m.label == label), None)
         if cand_rec and base_rec:
             cfg_note = config_difference(base_rec.config, cand_rec.config)
-        plain = float(np.exp(np.mean(np.log([t[2] for t in then]))))
-        rows.append(GateRow(label, verdict(iv, threshold), iv, plain, now[2], mde, cfg_note))
+        rows.append(GateRow(label, verdict(iv, threshold), iv, plain, now[2], mde, cfg_note or iv.note))
     rows = _as_family(rows, threshold, level)
-    return GateReport(overall(rows), rows, [], warnings, metric, threshold, CROSS_RUN)
+    return GateReport(overall(rows), rows, [], warnings, metric, threshold, CROSS_RUN if len(history) >= 2 else ONE_RUN)
 
 
 def _as_family(rows: list[GateRow], threshold: float, level: float) -> list[GateRow]:

@@ -74,6 +74,21 @@ def test_history_gate_verdicts(real_result):
     assert any("fewer than 3" in w for w in few.warnings)
 
 
+def test_a_run_without_an_interval_is_uncertain_not_exact(real_result):
+    """A candidate of too few rounds has no interval; taken as exact, a 10% change looked certain."""
+    history = [synthetic(real_result, seed=s) for s in (1, 2, 3)]
+    short = synthetic(real_result, cand_us=44.0, seed=5, rounds=4)
+    assert not short.speedups[0].interval.has_interval
+    report = history_gate(history, short)
+    assert report.verdict == "UNCERTAIN" and report.rows[0].ratio.estimate == pytest.approx(1.1, rel=0.02)
+    assert "no within-run interval in the candidate" in report.rows[0].note
+    one = history_gate(history[:1], synthetic(real_result, cand_us=44.0, seed=5))
+    assert one.verdict == "SLOWER" and "run-to-run spread is unknown" in one.method
+    assert "run-to-run spread is unknown" in one.rows[0].ratio.method
+    assert history_gate(history[:1], short).verdict == "UNCERTAIN"
+    assert history_gate(history[:2], short).verdict == "UNCERTAIN"
+
+
 def test_history_gate_incomparable_runs_and_methods(real_result):
     history = [synthetic(real_result, seed=s) for s in (1, 2, 3)]
     other = synthetic(real_result, seed=9)
