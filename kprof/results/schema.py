@@ -45,7 +45,8 @@ class Summary:
     """One timed row (a method, or a stage): its latency with an interval, and its rounds.
 
     Each round is summarised by its fenced mean (:mod:`kprof.measure.rounds`); ``bad_rounds``
-    lists the rounds left out as bad (far from their neighbours, or throttled). Bad observations
+    lists the rounds left out as bad (far from their neighbours, or throttled), as indices from 0
+    (notes, progress and plots count rounds from 1). Bad observations
     (not finite, zero or negative) are left out of every number here and counted in
     ``bad_observations``; ``observations`` counts all of them.
     """

@@ -109,17 +109,26 @@ def _design(m: Measurement) -> dict:
     return design
 
 
+def _round_numbers(indices: list[int]) -> str:
+    """Rounds as progress and plots count them, from 1 (the Result's lists hold indices from 0)."""
+    return ", ".join(str(i + 1) for i in indices)
+
+
 def _notes(m: Measurement, summaries: dict[str, Summary], speedups: list[Speedup]) -> list[str]:
     """What a reader of the numbers should know: position effects, drift, bad rounds and values."""
     notes = [f"{sp.candidate}: the order within a round moves its ratio to {sp.baseline} by "
              f"{100 * sp.position_effect:+.1f}%; the balanced design cancels that in the estimate"
              for sp in speedups if abs(sp.position_effect) > POSITION_NOTE]
     notes += m.notes
-    notes += [f"{label}: {s.drift.note} (all rounds retained)" for label, s in summaries.items() if s.drift.flagged]
+    notes += [f"{label}: {s.drift.note} (a trend, not a bad round: these rounds stay in its intervals)"
+              for label, s in summaries.items() if s.drift.flagged]
     notes += [f"{label}: {s.bad_observations} of {s.observations} observations were not finite or not positive "
               "and were left out" for label, s in summaries.items() if s.bad_observations]
-    notes += [f"{label}: bad round(s) {', '.join(map(str, s.bad_rounds))} left out of its intervals (far from "
-              "its neighbouring rounds, or throttled)" for label, s in summaries.items() if s.bad_rounds]
+    rounds = m.observations.shape[1]
+    notes += [f"{label}: round{'s' * (len(s.bad_rounds) > 1)} {_round_numbers(s.bad_rounds)} of {rounds} left out "
+              "of its intervals (far from its neighbouring rounds, or throttled)"
+              for label, s in summaries.items() if s.bad_rounds]
     if m.telemetry is not None and m.telemetry.throttled_rounds:
-        notes.append(f"throttled rounds: {m.telemetry.throttled_rounds}")
+        notes.append(f"throttled: round{'s' * (len(m.telemetry.throttled_rounds) > 1)} "
+                     f"{_round_numbers(m.telemetry.throttled_rounds)} of {rounds}")
     return notes

@@ -42,5 +42,13 @@ def test_drift_is_noted_and_an_interrupted_run_is_partial():
     m.interrupted = True
     res = build_result("compare", m, [], _context(), 0.95, [(0, 1)])
     assert res.summaries["cand"].drift.flagged
-    assert any(n.startswith("cand: ") and "all rounds retained" in n for n in res.notes)
+    assert any(n.startswith("cand: ") and "stay in its intervals" in n for n in res.notes)
     assert res.partial == "stopped by Ctrl-C after 12 round(s)"
+
+
+def test_a_bad_round_is_named_as_progress_and_plots_count_it():
+    m = _measurement()
+    m.observations[1, 9] *= 1.3  # the tenth round of cand: index 9 in the Result, "round 10" to a reader
+    res = build_result("compare", m, [], _context(), 0.95, [(0, 1)])
+    assert res.summaries["cand"].bad_rounds == [9]
+    assert any(n.startswith("cand: round 10 of 12 left out of its intervals") for n in res.notes), res.notes
