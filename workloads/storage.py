@@ -35,6 +35,9 @@ def save(workload: Workload, path: str | Path) -> str:
 def load(path: str | Path, device: torch.device | str = "cpu", verify_hash: bool = True) -> Workload:
     """Read and validate a workload file; every problem is a one-line :class:`WorkloadError`."""
     path = Path(path)
+    if path.exists() and not path.is_file() and not path.is_dir():
+        raise WorkloadError(f"workload file {path} is not a regular file (a device, pipe or socket): pass the "
+                            "file `kprof capture` wrote")
     if not path.is_file():
         raise WorkloadError(f"workload file {path} does not exist: create it with `kprof capture`")
     try:
@@ -59,6 +62,8 @@ def load(path: str | Path, device: torch.device | str = "cpu", verify_hash: bool
         query_position = int(meta["kprof.query_position"])
         metadata = json.loads(meta.get("kprof.metadata", "{}"))
         stored_hash = meta["kprof.content_hash"]
+        if not isinstance(metadata, dict):
+            raise ValueError(f"kprof.metadata is a JSON {type(metadata).__name__}, not an object")
     except (KeyError, ValueError) as exc:
         raise WorkloadError(f"{path} has malformed kprof metadata ({exc}): re-create it with `kprof capture`") from None
     try:

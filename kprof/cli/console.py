@@ -14,10 +14,14 @@ from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsed
 from rich.progress import Progress as RichProgress
 
 _PIPE_WIDTH = 160
+_MIN_WIDTH = 40  # below this rich drops whole messages (at COLUMNS=0, every error line)
 
 
 def _width(stream) -> int | None:
-    if "COLUMNS" in os.environ or (hasattr(stream, "isatty") and stream.isatty()):
+    columns = os.environ.get("COLUMNS", "")
+    if columns.strip().isdigit():
+        return max(int(columns), _MIN_WIDTH)
+    if hasattr(stream, "isatty") and stream.isatty():
         return None
     return _PIPE_WIDTH
 

@@ -18,6 +18,7 @@ from kprof.results.gate import (  # noqa: F401 (format_value, value_unit: for th
     MIN_HISTORY,
     GateReport,
     add_to_history,
+    already_in_history,
     format_value,
     history_gate,
     load_gateable,
@@ -66,7 +67,17 @@ def against_history(baselines: list[str], candidate: str, threshold: float, metr
     """A stored Result against the Results of a history (folders or files)."""
     cand = load_gateable(candidate, "candidate")
     history, names = load_history(baselines)
-    return history_gate(history, cand, threshold, metric, names=names)
+    me = (cand.created, cand.observations_sha256, cand.git_revision)
+    twins = [n for r, n in zip(history, names) if (r.created, r.observations_sha256, r.git_revision) == me]
+    left_out = bool(twins) and len(twins) < len(history)  # a run judged against itself agrees exactly
+    if left_out:
+        history, names = zip(*[(r, n) for r, n in zip(history, names) if n not in twins])
+    report = history_gate(list(history), cand, threshold, metric, names=list(names))
+    if twins:
+        report.warnings.insert(0, f"the candidate is the run in {', '.join(twins)}: " + (
+            "left out of the history it is judged against" if left_out else
+            "the history holds nothing else, so this compares the run with itself"))
+    return report
 
 
 def history_size(folder: Path) -> int:
@@ -134,6 +145,8 @@ def start_history(candidate: str, folder: Path) -> HistoryUpdate | None:
 def update_history(report: GateReport, candidate: str, folder: Path, force: bool) -> HistoryUpdate:
     """The history's policy: while it holds fewer than MIN_HISTORY runs it takes any comparable
     run (it cannot judge yet); then only a SAME run, or with ``force`` any but INCOMPARABLE."""
+    if (twin := already_in_history(Path(candidate), folder)) is not None:
+        return HistoryUpdate(None, f"not added to the history: it already holds this run as {twin}", exit_code=None)
     if history_size(folder) < MIN_HISTORY and report.verdict != "INCOMPARABLE":
         added = add_to_history(Path(candidate), folder)
         return HistoryUpdate(added, f"added {candidate} to the history as {added}: a history of fewer than "

@@ -62,6 +62,8 @@ def check_workloads(names: Iterable[str | None], what: str = "--workload") -> No
     for name in names:
         if name is None:
             continue
+        if not name.strip():
+            raise UsageError(f"{what} is empty: name a spec (`kprof workload list`) or a .safetensors file")
         path = Path(name)
         if path.is_dir():
             raise UsageError(f"{what} {name} is a folder: name a .safetensors file in it, or a spec "

@@ -27,13 +27,22 @@ def _umask_mode() -> int:
     return 0o666 & ~mask
 
 
+def special_file(path: Path) -> bool:
+    """An existing path that is neither a regular file nor a folder (``/dev/null``, a FIFO): a
+    rename over it would replace a device node, a read of it could block for ever."""
+    return path.exists() and not path.is_file() and not path.is_dir()
+
+
 @contextlib.contextmanager
 def atomic_path(target: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path beside ``target``; on success fsync it and rename it over ``target``.
 
-    On any exception the temporary file is removed and ``target`` is left untouched.
+    On any exception the temporary file is removed and ``target`` is left untouched. A special
+    file is never replaced (:func:`special_file`).
     """
     target = Path(target)
+    if special_file(target):
+        raise IsADirectoryError(f"{target} is not a regular file (a device, pipe or socket): name an ordinary file")
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     os.close(fd)
@@ -101,6 +110,8 @@ def destination_problem(path: str | os.PathLike, force: bool, option: str) -> st
     target = Path(path)
     if target.is_dir():
         return f"{option} {path} is a folder: name a file in it, such as {target / 'out.json'}"
+    if special_file(target):
+        return f"{option} {path} is not a regular file (a device, pipe or socket): name an ordinary file"
     if target.exists() and not force:
         return f"{option} {path} exists: choose another name, or pass --force to replace it"
     if problem := writable_probe(target.parent):

@@ -357,10 +357,30 @@ def load_history(paths: list[str | Path]) -> tuple[list[Result], list[str]]:
         elif p.is_file():
             files.append(p)
         else:
-            raise GateInputError(f"baseline {p} does not exist: pass a Result file or a history folder")
+            why = "is not a regular file (a device, pipe or socket)" if p.exists() else "does not exist"
+            raise GateInputError(f"baseline {p} {why}: pass a Result file or a history folder")
     results = [(load_gateable(f, "history run"), str(f)) for f in files]
     results.sort(key=lambda pair: pair[0].created)  # oldest first: the last is the latest run
     return [r for r, _ in results], [name for _, name in results]
+
+
+def _identity(doc: dict) -> tuple:
+    return doc.get("created"), doc.get("observations_sha256"), doc.get("git_revision")
+
+
+def already_in_history(candidate_path: Path, history_dir: Path) -> Path | None:
+    """The history file that holds this very run (the same creation time and observations), if
+    any: a run added twice would count as two runs that agree exactly."""
+    if not history_dir.is_dir():
+        return None
+    mine = _identity(json.loads(candidate_path.read_text()))
+    for f in sorted(history_dir.glob("*.json")):
+        try:
+            if _identity(json.loads(f.read_text())) == mine:
+                return f
+        except (OSError, ValueError, AttributeError):
+            continue  # the gate itself names unreadable history files
+    return None
 
 
 def add_to_history(candidate_path: Path, history_dir: Path) -> Path:

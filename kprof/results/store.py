@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kprof.core.atomic import atomic_path, atomic_write_text, destination_problem, locked, writable_probe
+from kprof.core.atomic import atomic_path, atomic_write_text, destination_problem, locked, special_file, writable_probe
 from kprof.core.errors import KprofError, UsageError
 from kprof.core.paths import runs_dir as default_runs_dir
 from kprof.results.schema import Result, result_from_dict
@@ -37,10 +37,29 @@ def _npz_bytes(observations: dict[str, np.ndarray]) -> bytes:
 def _fresh_path(directory: Path, stem: str) -> Path:
     """``stem.json`` in ``directory``, or ``stem-2.json``... so no earlier run is overwritten."""
     path, k = directory / f"{stem}.json", 1
-    while path.exists():
+    while path.exists() or path.with_suffix(".obs.npz").exists():
         k += 1
         path = directory / f"{stem}-{k}.json"
     return path
+
+
+def _taken(path: Path) -> str | None:
+    if path.exists():
+        return f"{path} exists"
+    sidecar = path.with_suffix(".obs.npz")
+    return f"{path}'s sidecar {sidecar.name} exists (perhaps another Result's)" if sidecar.exists() else None
+
+
+def sidecar_problem(path: Path, force: bool, option: str) -> str | None:
+    """Why the observations sidecar a Result at ``path`` would write cannot be written: it is a
+    special file, or an existing one (another Result's, say one renamed without it) and no ``force``."""
+    sidecar = path.with_suffix(".obs.npz")
+    if special_file(sidecar) or sidecar.is_dir():
+        return f"{option} {path}: its observations sidecar {sidecar} is not a regular file: choose another name"
+    if sidecar.exists() and not force:
+        return (f"{option} {path}: its observations sidecar {sidecar.name} exists (perhaps another Result's): "
+                "choose another name, or pass --force to replace it")
+    return None
 
 
 def check_destination(path: str | Path | None, force: bool = False, runs_dir: Path | None = None,
@@ -48,7 +67,7 @@ def check_destination(path: str | Path | None, force: bool = False, runs_dir: Pa
     """Refuse, before a run, what :func:`save_result` would fail at after it: ``--out`` naming a
     folder, an existing file (unless ``force``), or a place that cannot be written."""
     if path:
-        problem = destination_problem(path, force, option)
+        problem = destination_problem(path, force, option) or sidecar_problem(Path(path), force, option)
     else:
         runs = runs_dir or default_runs_dir()
         why = writable_probe(runs)
@@ -72,12 +91,15 @@ def save_result(result: Result, path: str | Path | None = None, runs_dir: Path |
         raise UsageError(f"cannot save the result in {folder}: {problem}: pass another path")
     if path is not None and path.is_dir():
         raise UsageError(f"cannot save the result as {path}: it is a folder; name a file in it")
+    if path is not None and (special_file(path) or special_file(path.with_suffix(".obs.npz"))):
+        raise UsageError(f"cannot save the result as {path}: it or its .obs.npz sidecar is not a regular file "
+                         "(a device, pipe or socket); name an ordinary file")
     with locked(folder):
         if path is None:
             path = _fresh_path(runs_dir, result.default_stem())
-        elif path.exists() and not force:
+        elif not force and (taken := _taken(path)):
             if not keep_both:
-                raise UsageError(f"{path} exists: choose another name, or pass force=True (--force) to replace it")
+                raise UsageError(f"{taken}: choose another name, or pass force=True (--force) to replace it")
             path = _fresh_path(path.parent, path.stem)
         blob = _npz_bytes(result.observations) if result.observations else None
         if blob is not None:
@@ -102,6 +124,8 @@ def load_result(path: str | Path, with_observations: bool = True) -> Result:
 
 
 def _load(path: Path, with_observations: bool) -> Result:
+    if special_file(path):  # a FIFO's read would wait for a writer for ever
+        raise UsageError(f"{path} is not a regular file (a device, pipe or socket): pass a Result file")
     try:
         doc = json.loads(path.read_text())
     except FileNotFoundError:

@@ -71,6 +71,18 @@ def _latest_in_home(d: Path) -> None:
     shutil.copy(RESULT, runs / "latest.json")
 
 
+def _metadata_list(d: Path) -> None:
+    from safetensors.torch import save_file
+
+    from tests.conftest import random_workload
+
+    w = random_workload(4, 2, 64, 16, seed=3)
+    meta = {"kprof.format": "kprof-workload/1", "kprof.query_position": "16", "kprof.content_hash": "x",
+            "kprof.metadata": "[1, 2]"}
+    save_file({n: getattr(w, n).contiguous() for n in ("q", "k", "v", "positions")}, str(d / "w.safetensors"),
+              metadata=meta)
+
+
 def _home(d: Path) -> Path:
     return d / "home"
 
@@ -201,6 +213,17 @@ CASES = {
     "validate that fails": Case(["check", "--method", "userpkg.attn:wrong", "--device", "cpu"], 3,
                                 r"FAIL", lines=12, env={"PYTHONPATH": str(FIXTURES / "userpkg")},
                                 before_loading=False),
+    # found by a QA pass in session 33
+    "--out a device with --force": Case(["compare", "--out", "/dev/null", "--force", *TINY], 2,
+                                        r"--out /dev/null is not a regular file \(a device, pipe or socket\)"),
+    "--out whose sidecar another Result owns": Case(
+        ["compare", "--method", "math", "--baseline", "math", "--out", "run.json", *TINY], 2,
+        r"--out run.json: its observations sidecar run.obs.npz exists \(perhaps another Result's\): .*--force",
+        setup=lambda d: (d / "run.obs.npz").write_bytes(b"monday's observations")),
+    "an empty --workload": Case(["compare", "--workload", "", *TINY], 2, r"--workload is empty: name a spec"),
+    "workload metadata that is a JSON list": Case(["workload", "info", "w.safetensors"], 1,
+                                                  r"malformed kprof metadata \(kprof.metadata is a JSON list",
+                                                  setup=_metadata_list),
 }
 
 

@@ -68,3 +68,18 @@ def test_writable_probe_names_a_file_in_the_way_and_a_read_only_place(tmp_path):
     assert writable_probe(tmp_path / "new" / "deeper") is None
     assert "afile is a file" in writable_probe(tmp_path / "afile" / "sub")
     assert "cannot write in /proc" in writable_probe("/proc/kprof-read-only")
+
+
+def test_a_device_or_pipe_is_never_replaced(tmp_path):
+    """``--out /dev/null --force`` once turned the device node into a regular file."""
+    import os
+
+    from kprof.core.atomic import destination_problem
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(IsADirectoryError, match="not a regular file"):
+        with atomic_path(fifo) as tmp:
+            tmp.write_text("new")
+    assert not fifo.is_file() and fifo.exists() and list(tmp_path.iterdir()) == [fifo]
+    assert "not a regular file" in destination_problem("/dev/null", True, "--out")

@@ -132,6 +132,31 @@ def test_an_existing_path_is_replaced_only_when_asked(tmp_path, cpu_result):
         cpu_result.save(tmp_path / "afile" / "r.json")
 
 
+def test_a_renamed_results_sidecar_is_not_overwritten(tmp_path, cpu_result):
+    """Moving run.json away without its run.obs.npz leaves a Result that still names that sidecar:
+    a new run.json must not replace it unasked, or the older Result can never be read again."""
+    import os
+
+    from kprof.core.errors import UsageError
+    from kprof.results.store import check_destination
+
+    first = cpu_result.save(tmp_path / "run.json")
+    monday = first.rename(tmp_path / "run-monday.json")
+    with pytest.raises(UsageError, match="sidecar run.obs.npz exists .*pass --force"):
+        check_destination(first)
+    with pytest.raises(UsageError, match="sidecar run.obs.npz exists .*force=True"):
+        cpu_result.save(first)
+    assert load_result(monday).observations, "the older Result still reads"
+    assert save_result(cpu_result, first, keep_both=True) == tmp_path / "run-2.json"
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)
+    with pytest.raises(UsageError, match="not a regular file"):
+        check_destination(fifo, force=True)
+    with pytest.raises(UsageError, match="not a regular file"):
+        cpu_result.save(fifo, force=True)
+    assert fifo.exists() and not fifo.is_file()
+
+
 def _save_many(path: str, tag: int, n: int) -> None:
     import numpy as np
 
