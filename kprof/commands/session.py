@@ -24,6 +24,7 @@ from kprof.measure.matmul_peak import load_matmul_peaks
 from kprof.measure.protocol import TimingProtocol, default_protocol
 from kprof.methods import Method, Prepared, get_method
 from kprof.methods.dense_reference import dense_attention_fp64
+from kprof.methods.user_code import is_users, running_users_code
 from kprof.methods.validation import compare_outputs
 from kprof.ncu.measured_bytes import SOURCE as MEASURED_SOURCE
 from kprof.ncu.measured_bytes import bytes_key, lookup_bytes
@@ -119,9 +120,12 @@ class MeasurementSession:
         method = method or get_method(method_name)
         if overrides is None:
             overrides = self.launch_config(method_name)
-        with self.phase("preparation"):
+        def users():  # the user's own method: its failure one line naming their file, not kprof's traceback
+            return running_users_code(label) if is_users(method) else contextlib.nullcontext()
+
+        with self.phase("preparation"), users():
             prepared = method.prepare(self.workload, self.target, overrides)
-        with self.phase("validation"):
+        with self.phase("validation"), users():
             if prepared.output is not None:
                 prepared.output.fill_(float("nan"))
             out = prepared.run().clone()

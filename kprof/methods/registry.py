@@ -20,6 +20,7 @@ from kprof.methods.base import Method
 from kprof.methods.catalogue import ENTRY_POINT_GROUP
 from kprof.methods.function import FunctionMethod
 from kprof.methods.revision import load_method_class, load_user_object, resolve
+from kprof.methods.user_code import UserImportError, running_users_code
 
 METHODS: dict[str, type[Method]] = {}
 ORIGINS: dict[str, str] = {}  # method name -> where it came from (built-in, an entry point, KPROF_PLUGINS)
@@ -96,7 +97,9 @@ def load_plugins() -> None:
             ORIGINS[cls.name] = origin
     for module in filter(None, (m.strip() for m in os.environ.get("KPROF_PLUGINS", "").split(","))):
         try:
-            _importing(module, f"KPROF_PLUGINS {module}")
+            with running_users_code(f"KPROF_PLUGINS {module}: importing it", "fix the module",
+                                    UserImportError, keep=(ImportError,)):
+                _importing(module, f"KPROF_PLUGINS {module}")
         except ImportError as exc:
             raise KprofError(f"KPROF_PLUGINS names {module!r}, which cannot be imported ({exc}): fix the name or "
                              "PYTHONPATH") from None
@@ -154,7 +157,9 @@ def load_object(spec: str) -> Method:
         obj, sha = load_user_object(module_name, attr, rev)
     else:
         try:
-            module = importlib.import_module(module_name)
+            with running_users_code(f"--method {spec}: importing {module_name!r}", "fix the module", UserImportError,
+                                    keep=(ImportError,)):
+                module = importlib.import_module(module_name)
         except ImportError as exc:
             raise UsageError(f"--method {spec}: module {module_name!r} cannot be imported ({exc}): install it or add "
                              "its folder to PYTHONPATH") from None
@@ -172,11 +177,27 @@ def load_object(spec: str) -> Method:
         ORIGINS.setdefault(obj.name, f"--method {label}")
         return method
     if callable(obj) and not inspect.isclass(obj):
+        _check_signature(obj, spec)
         cls = FunctionMethod.for_function(obj, label)
         cls.revision = sha
         return cls.from_options(own)
     raise UsageError(f"--method {spec}: {attr!r} is a {type(obj).__name__}: name a Method subclass or a function "
                      "f(q, k, v) -> o")
+
+
+def _check_signature(fn, spec: str) -> None:
+    """A function is called as ``f(q, k, v)`` (a tunable one with its launch parameters too)."""
+    inner = getattr(fn, "fn", fn)
+    params = {p.name: 0 for p in fn.space.params} if hasattr(fn, "space") else {}
+    try:
+        signature = inspect.signature(inner)
+    except (TypeError, ValueError):
+        return  # a builtin or C function: its call will say
+    try:
+        signature.bind(0, 0, 0, **params)
+    except TypeError as exc:
+        raise UsageError(f"--method {spec}: kprof calls it as f(q, k, v){' with its launch parameters' * bool(params)}"
+                         f", but its signature is {inner.__name__}{signature} ({exc}): make it take q, k, v") from None
 
 
 def _options(rest: str, spec: str) -> dict[str, str]:

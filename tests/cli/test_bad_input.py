@@ -20,6 +20,7 @@ from kprof.cli.main import cli
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 TINY = ["--rounds", "2", "--observations", "1", "--warmup-pairs", "0", "--evict-mib", "1", "--device", "cpu"]
 RESULT = FIXTURES / "results" / "h200-result-v1.json"
+USERPKG = str(FIXTURES / "userpkg")
 
 
 @dataclass
@@ -211,7 +212,7 @@ CASES = {
     "tune of a launch the method lacks": Case(["tune", "--method", "triton-dense", "--launch", "nope"], 2,
                                               r"triton-dense has no launch 'nope': choose from partial, combine"),
     "validate that fails": Case(["check", "--method", "userpkg.attn:wrong", "--device", "cpu"], 3,
-                                r"FAIL", lines=12, env={"PYTHONPATH": str(FIXTURES / "userpkg")},
+                                r"FAIL", lines=12, env={"PYTHONPATH": USERPKG},
                                 before_loading=False),
     # found by a QA pass in session 33
     "--out a device with --force": Case(["compare", "--out", "/dev/null", "--force", *TINY], 2,
@@ -224,6 +225,17 @@ CASES = {
     "workload metadata that is a JSON list": Case(["workload", "info", "w.safetensors"], 1,
                                                   r"malformed kprof metadata \(kprof.metadata is a JSON list",
                                                   setup=_metadata_list),
+    "a user's function that raises": Case(
+        ["compare", "--method", "userpkg.broken:raises", *TINY], 1,
+        r"userpkg.broken:raises raised RuntimeError: boom from the user's kernel \(.*broken.py:7 in raises\)",
+        env={"PYTHONPATH": USERPKG}, lines=4, before_loading=False),
+    "a user's function that calls sys.exit": Case(
+        ["compare", "--method", "userpkg.broken:exits", *TINY], 1,
+        r"userpkg.broken:exits called sys.exit\(0\) \(.*broken.py:15 in exits\)",
+        env={"PYTHONPATH": USERPKG}, lines=4, before_loading=False),
+    "a user's function of two arguments": Case(
+        ["compare", "--method", "userpkg.broken:two_args", *TINY], 2,
+        r"kprof calls it as f\(q, k, v\), but its signature is two_args\(q, k\)", env={"PYTHONPATH": USERPKG}),
 }
 
 
