@@ -47,7 +47,7 @@ def report(results, markdown, as_csv, as_json, plot, html) -> None:
         for r in loaded:
             console.print(use.table(r, console.width))
             if r.partial:
-                console.print(f"[red]partial result:[/] {r.partial}: fewer rounds than the run asked for")
+                console.print(f"[red]partial result:[/] {r.partial}: less was timed than the run asked for")
             for n in r.notes:
                 console.print(f"[yellow]note:[/] {n}")
     if plot:

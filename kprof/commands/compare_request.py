@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 
 from kprof.commands import preflight
 from kprof.commands.compare import check_same_copies, run_compare, timed_baseline
-from kprof.commands.report import check_destination
+from kprof.commands.report import check_destination, save_run
 from kprof.commands.session import MeasurementSession
 from kprof.commands.sweep import run_sweep, with_variants
 from kprof.core.device_pinning import parse_devices
-from kprof.core.errors import UsageError
+from kprof.core.errors import InvalidOutput, UsageError
 from kprof.core.target import cuda_device_count, resolve_target
 from kprof.measure.harness import Progress
 from kprof.results.schema import Result
@@ -33,6 +33,8 @@ class CompareRequest:
     config_mode: str = "auto"
     keep_invalid: bool = False
     devices: tuple[str, ...] = field(default_factory=tuple)  # several workloads at once on these GPUs
+    out: str | None = None  # where a sweep stopped by a failed validation keeps what it timed
+    force: bool = False
 
 
 def compare_request(methods: list[str], baseline: str, vary: list[str], workloads: list[str], device: str,
@@ -57,7 +59,7 @@ def compare_request(methods: list[str], baseline: str, vary: list[str], workload
                              "has one workload: drop --devices or add workloads")
         spread = tuple(parse_devices(devices, cuda_device_count() if gpu else 0))
     return CompareRequest(device, list(workloads) or [None], baseline, candidates, overrides, config_mode,
-                          keep_invalid, spread)
+                          keep_invalid, spread, out, force)
 
 
 def run_request(req: CompareRequest, progress: Progress | None = None) -> Result:
@@ -68,6 +70,12 @@ def run_request(req: CompareRequest, progress: Progress | None = None) -> Result
 
     if len(req.workloads) == 1:
         return run_compare(open_session(req.workloads[0]), req.baseline, req.candidates, progress)
-    return run_sweep(open_session, req.workloads, req.baseline, req.candidates, progress, devices=req.devices,
-                     session_args={"device": req.device, "overrides": req.overrides, "config_mode": req.config_mode,
-                                   "keep_invalid": req.keep_invalid})
+    try:
+        return run_sweep(open_session, req.workloads, req.baseline, req.candidates, progress, devices=req.devices,
+                         session_args={"device": req.device, "overrides": req.overrides,
+                                       "config_mode": req.config_mode, "keep_invalid": req.keep_invalid})
+    except InvalidOutput as exc:
+        if exc.kept is None:
+            raise
+        path = save_run(exc.kept, req.out, req.force)
+        raise InvalidOutput(f"{exc}; the workloads timed before it are kept in {path}, marked partial") from None

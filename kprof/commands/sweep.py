@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 from kprof.commands.compare import baseline_for, run_compare
 from kprof.commands.session import MeasurementSession
 from kprof.core import device_pinning
-from kprof.core.errors import KprofError, MethodUnavailable
+from kprof.core.errors import InvalidOutput, KprofError, MethodUnavailable
 from kprof.core.target import cuda_available
 from kprof.measure.harness import Progress
 from kprof.methods import get_method
@@ -86,7 +86,16 @@ def run_sweep(open_session: Callable[[str | None], MeasurementSession], workload
     runs = []
     for i, session in enumerate(sessions):
         progress.status(f"workload {i + 1}/{len(sessions)}: {tags[i]}")
-        runs.append(run_compare(session, baseline, candidates, progress))
+        try:
+            runs.append(run_compare(session, baseline, candidates, progress))
+        except InvalidOutput as exc:  # validation needs each workload prepared: keep the ones timed before
+            if not runs:
+                raise
+            kept = join_runs(runs, tags[:len(runs)])
+            kept.partial = f"workload {i + 1} of {len(sessions)} ({tags[i]}) failed validation"
+            raise InvalidOutput(f"on workload {i + 1} of {len(sessions)} ({tags[i]}), "
+                                + str(exc).replace(": nothing was timed", ": it and the workloads after it were not "
+                                                   "timed"), kept=kept) from None
         if runs[-1].partial:  # Ctrl-C: keep what was measured, run nothing more
             break
     joined = join_runs(runs, tags[:len(runs)])

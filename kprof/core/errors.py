@@ -33,9 +33,14 @@ class ConfigError(UsageError):
 
 
 class InvalidOutput(KprofError):
-    """A method's output failed validation, so nothing was timed (exit 3, as a failed check)."""
+    """A method's output failed validation, so it was not timed (exit 3, as a failed check);
+    ``kept`` is what a sweep had timed on earlier workloads (a partial Result), for the caller to save."""
 
     exit_code = 3
+
+    def __init__(self, message: str, kept: object | None = None):
+        super().__init__(message)
+        self.kept = kept
 
 
 def run_reporting_errors(main) -> None:

@@ -40,7 +40,7 @@ def to_markdown(res: Result) -> str:
            f"{res.protocol.get('rounds')} rounds x {res.protocol.get('observations')} obs)", "",
            "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     out += ["| " + " | ".join(cells) + " |" for cells in body]
-    out += [f"- **partial result**: {res.partial}: fewer rounds than the run asked for"] if res.partial else []
+    out += [f"- **partial result**: {res.partial}: less was timed than the run asked for"] if res.partial else []
     out += [f"- note: {n}" for n in res.notes]
     return "\n".join(out) + "\n"
 

@@ -172,3 +172,23 @@ def test_joined_runs_of_different_lengths_say_each_workloads_rounds(real_result)
     assert f"rounds per workload: w1 {n}, w2 {n + 2} (the header's {n + 2} is the most)" in joined.notes
     same = join_runs([copy.deepcopy(real_result) for _ in range(2)], ["w1", "w2"])
     assert same.protocol["rounds"] == n and not any("rounds per workload" in x for x in same.notes)
+
+
+def test_a_validation_failure_on_a_later_workload_keeps_the_workloads_timed_before_it(two_workloads, tmp_path,
+                                                                                       monkeypatch):
+    from pathlib import Path
+
+    from kprof.results.store import load_result
+
+    userpkg = str(Path(__file__).parents[1] / "fixtures" / "userpkg")
+    monkeypatch.syspath_prepend(userpkg)
+    out = tmp_path / "sweep.json"
+    r = CliRunner().invoke(cli, ["compare", "--baseline", "math", "--method", "userpkg.broken:wrong_on_long_contexts",
+                                 "--out", str(out), *TINY, *_each_workload(two_workloads)])
+    text = " ".join(r.output.split())
+    assert r.exit_code == 3 and "on workload 2 of 2 (random-2)" in text, text
+    assert "it and the workloads after it were not timed" in text and "nothing was timed" not in text
+    assert f"the workloads timed before it are kept in {out}, marked partial" in text
+    kept = load_result(out)
+    assert kept.partial.startswith("workload 2 of 2 (random-2)") and kept.summaries
+    assert all(label.endswith("@ random-1") for label in kept.summaries), list(kept.summaries)
