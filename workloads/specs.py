@@ -29,6 +29,11 @@ class WorkloadSpec:
     def shape(self) -> WorkloadShape:
         return WorkloadShape(hq=self.hq, hkv=self.hkv, n=self.n, d=self.d, dtype=self.dtype)
 
+    @property
+    def kv_bytes(self) -> int:
+        """Bytes of K and V in the spec's dtype: the least any use of the workload holds."""
+        return 2 * self.hkv * self.n * self.d * {"fp32": 4}.get(self.dtype, 2)
+
 
 SPECS: dict[str, WorkloadSpec] = {
     s.name: s
@@ -110,6 +115,9 @@ def _synthetic(text: str) -> WorkloadSpec:
         theta = float(fields.get("rope_theta", "10000"))
     except ValueError:
         raise WorkloadError(f"synthetic spec {text!r}: rope_theta={fields['rope_theta']!r} is not a number") from None
+    if not theta > 1 or theta == float("inf"):  # RoPE's frequencies are theta ** (-2i/d): a base above 1
+        raise WorkloadError(f"synthetic spec {text!r}: rope_theta={fields['rope_theta']} must be a finite number "
+                            "above 1 (models use 1e4 to 1e6)")
     # the canonical name: the same shape written in another order is the same workload
     name = SYNTHETIC + ",".join(f"{k}={fields[k]}" for k in _REQUIRED + _OPTIONAL if k in fields)
     return WorkloadSpec(name, sizes["hq"], sizes["hkv"], sizes["d"], sizes["n"], fields["dtype"], "synthetic", None,

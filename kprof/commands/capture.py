@@ -34,7 +34,7 @@ def check_capture(opts: CaptureOptions) -> None:
     if opts.synthetic and opts.model:
         raise UsageError("--synthetic and --model are exclusive: pick one source")
     if opts.synthetic:
-        preflight.check_workloads([opts.synthetic])
+        preflight.check_workloads([opts.synthetic], what="--synthetic")
         return
     if opts.model and Path(opts.model).is_file():
         raise UsageError(f"--model {opts.model} is a file: pass the checkpoint folder (holding config.json), or the "

@@ -54,9 +54,9 @@ def check_methods(specs: Iterable[str], launch_overrides: dict | None = None) ->
             check_overrides(spaces, launch_overrides)
 
 
-def check_workloads(names: Iterable[str | None], what: str = "--workload") -> None:
+def check_workloads(names: Iterable[str | None], what: str = "--workload", makes_tensors: bool = True) -> None:
     """Each ``--workload`` (or the argument ``what`` names) is a known spec, a valid ``synthetic:``
-    shape, or an existing file."""
+    shape whose K and V fit in memory (when the command ``makes_tensors``), or an existing file."""
     from kprof.workloads.specs import get_spec
 
     for name in names:
@@ -74,7 +74,11 @@ def check_workloads(names: Iterable[str | None], what: str = "--workload") -> No
             raise UsageError(f"workload file {name} does not exist: create it with `kprof capture`, or name a spec "
                              "(`kprof workload list`)")
         with as_usage():
-            get_spec(name)  # an unknown name raises, naming the specs there are
+            spec = get_spec(name)  # an unknown name raises, naming the specs there are
+        free = free_memory()
+        if makes_tensors and free is not None and spec.kv_bytes > free:
+            raise UsageError(f"{what} {name}: its K and V alone take {_size(spec.kv_bytes)}, more than this "
+                             f"machine's free memory ({_size(free)}): choose a smaller n or hkv")
 
 
 def check_config(config_mode: str, methods: Iterable[str] = ()) -> None:

@@ -37,7 +37,7 @@ STATISTICS = ("top1pct_mass", "top512_mass", "sink_mass", "effective_keys")
 def describe(name_or_file: str, stats: bool = False) -> WorkloadInfo:
     """A spec from its declaration, or (a file, or ``stats``) the materialised workload with its
     content hash and attention statistics (exact fp64 softmax per query head)."""
-    check_workloads([name_or_file], what="workload")
+    check_workloads([name_or_file], what="workload", makes_tensors=stats or Path(name_or_file).is_file())
     if is_spec(name_or_file) and not Path(name_or_file).is_file() and not stats:
         spec = get_spec(name_or_file)
         meta = {"model": spec.model, "layer": spec.layer, "rope_theta": spec.rope_theta, "seed": spec.seed,

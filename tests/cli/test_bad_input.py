@@ -236,6 +236,14 @@ CASES = {
     "a user's function of two arguments": Case(
         ["compare", "--method", "userpkg.broken:two_args", *TINY], 2,
         r"kprof calls it as f\(q, k, v\), but its signature is two_args\(q, k\)", env={"PYTHONPATH": USERPKG}),
+    "a synthetic workload larger than memory": Case(
+        ["compare", "--workload", "synthetic:hq=8,hkv=2,d=64,n=99999999999999,dtype=fp16", *TINY], 2,
+        r"its K and V alone take 45.5 PiB, more than this machine's free memory .*: choose a smaller n"),
+    "capture of a synthetic workload larger than memory": Case(
+        ["capture", "--synthetic", "synthetic:hq=8,hkv=2,d=64,n=99999999999999,dtype=fp16", "--out", "w.safetensors"],
+        2, r"--synthetic synthetic:.*: its K and V alone take 45.5 PiB"),
+    "a negative RoPE base": Case(["compare", "--workload", "synthetic:hq=8,hkv=2,d=64,n=256,dtype=fp32,rope_theta=-1",
+                                  *TINY], 2, r"rope_theta=-1 must be a finite number above 1"),
 }
 
 
