@@ -42,7 +42,7 @@ def suite(suite_file: str, out_dir: str | None, only: tuple[str, ...], resume: b
 
     if out_dir is None and not list_only:
         raise click.UsageError("pass --out DIR for the steps' logs and suite.json (only --list runs without it)")
-    spec = load_suite(suite_file)
+    spec = load_suite(suite_file, kprof_commands=set(click.get_current_context().find_root().command.commands))
     if list_only:
         for step in spec.steps:
             console.print(f"{step.name}: {' '.join(step.argv)}" + ("  (needs a GPU)" if step.requires_gpu else ""),

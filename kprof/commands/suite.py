@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Callable
 
 from kprof.core.atomic import atomic_write_text
-from kprof.core.errors import KprofError, UsageError
+from kprof.core.errors import UsageError
 
 SUMMARY = "suite.json"
 _STEP_KEYS = {"name", "kprof", "run", "timeout_s", "requires", "ok_exit", "env"}
@@ -72,50 +72,70 @@ class Suite:
     steps: list[Step]
 
 
-def load_suite(path: str | Path) -> Suite:
-    """Read and check a suite file; every mistake is one line naming the step and the fix."""
+def _seconds(value: object, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+        raise UsageError(f"{where}: timeout_s = {value!r}: write a positive number of seconds, e.g. timeout_s = 300")
+    return float(value)
+
+
+def load_suite(path: str | Path, kprof_commands: set[str] | None = None) -> Suite:
+    """Read and check a suite file; every mistake is one line naming the step and the fix (exit 2:
+    nothing ran). ``kprof_commands``: the command names a ``kprof = [...]`` step may start with."""
     path = Path(path)
     try:
         doc = tomllib.loads(path.read_text())
     except FileNotFoundError:
         raise UsageError(f"suite file {path} does not exist: pass a TOML suite file (see profiles/suites/)") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise KprofError(f"suite file {path} is not valid TOML ({exc}): fix the file") from None
+        raise UsageError(f"suite file {path} is not valid TOML ({exc}): fix the file") from None
     head = doc.get("suite", {})
-    default_timeout = float(head.get("timeout_s", 300))
+    if not isinstance(head, dict):
+        raise UsageError(f"{path.name}: suite = {head!r} is not a table: write [suite] with description and timeout_s")
+    default_timeout = _seconds(head.get("timeout_s", 300), f"{path.name}, [suite]")
+    raw_steps = doc.get("step", [])
+    if not isinstance(raw_steps, list):
+        raise UsageError(f"{path.name}: step = {raw_steps!r} is not a list of tables: write each step as [[step]]")
     steps, names = [], set()
-    for i, raw in enumerate(doc.get("step", []), start=1):
+    for i, raw in enumerate(raw_steps, start=1):
         where = f"{path.name}, step {i}"
         if not isinstance(raw, dict):
-            raise KprofError(f"{where} is not a table: write [[step]] with name and kprof or run")
+            raise UsageError(f"{where} is not a table: write [[step]] with name and kprof or run")
         unknown = set(raw) - _STEP_KEYS
         if unknown:
-            raise KprofError(f"{where} has unknown keys {', '.join(sorted(unknown))}: "
+            raise UsageError(f"{where} has unknown keys {', '.join(sorted(unknown))}: "
                              f"use {', '.join(sorted(_STEP_KEYS))}")
         name = raw.get("name")
         if not isinstance(name, str) or not name or not all(c.isalnum() or c in "-_." for c in name):
-            raise KprofError(f"{where} needs a name of letters, digits, '-', '_' or '.' (its log file's name)")
+            raise UsageError(f"{where} needs a name of letters, digits, '-', '_' or '.' (its log file's name)")
         if name in names:
-            raise KprofError(f"{where}: the name {name!r} is used twice: names must be unique")
+            raise UsageError(f"{where}: the name {name!r} is used twice: names must be unique")
         names.add(name)
+        where = f"{where} ({name})"
         if ("kprof" in raw) == ("run" in raw):
-            raise KprofError(f"{where} ({name}) needs exactly one of kprof = [...] or run = [...]")
+            raise UsageError(f"{where} needs exactly one of kprof = [...] or run = [...]")
         argv = raw.get("kprof") or raw.get("run")
         if not isinstance(argv, list) or not argv or not all(isinstance(a, (str, int, float)) for a in argv):
-            raise KprofError(f"{where} ({name}): the command must be a non-empty list of strings")
+            raise UsageError(f"{where}: the command must be a non-empty list of strings")
         argv = [str(a) for a in argv]
         if "kprof" in raw:
+            if kprof_commands is not None and argv[0] not in kprof_commands:
+                raise UsageError(f"{where}: kprof has no command {argv[0]!r}: start with one of "
+                                 f"{', '.join(sorted(kprof_commands))}")
             argv = ["{python}", "-m", "kprof", *argv]
         requires = raw.get("requires")
         if requires not in (None, "gpu"):
-            raise KprofError(f"{where} ({name}): requires = {requires!r}: the only requirement is \"gpu\"")
+            raise UsageError(f"{where}: requires = {requires!r}: the only requirement is \"gpu\"")
         ok_exit = raw.get("ok_exit", [0])
         if not isinstance(ok_exit, list) or not all(isinstance(x, int) for x in ok_exit):
-            raise KprofError(f"{where} ({name}): ok_exit must be a list of exit codes, e.g. [0, 1]")
-        steps.append(Step(name, tuple(argv), float(raw.get("timeout_s", default_timeout)), requires == "gpu",
-                          tuple(ok_exit), {str(k): str(v) for k, v in (raw.get("env") or {}).items()}))
+            raise UsageError(f"{where}: ok_exit must be a list of exit codes, e.g. [0, 1]")
+        env = raw.get("env") or {}
+        if not isinstance(env, dict):
+            raise UsageError(f"{where}: env = {env!r} is not a table: write env = {{ NAME = \"value\" }}")
+        timeout = _seconds(raw["timeout_s"], where) if "timeout_s" in raw else default_timeout
+        steps.append(Step(name, tuple(argv), timeout, requires == "gpu", tuple(ok_exit),
+                          {str(k): str(v) for k, v in env.items()}))
     if not steps:
-        raise KprofError(f"suite file {path} has no [[step]]: add at least one")
+        raise UsageError(f"suite file {path} has no [[step]]: add at least one")
     return Suite(path, str(head.get("description", "")), steps)
 
 

@@ -136,7 +136,7 @@ CASES = {
     "another tool's CSV with an ID column": Case(
         ["ncu", "import", "other.csv"], 1, r"no 'Kernel Name': it is not Nsight Compute CSV",
         setup=lambda d: (d / "other.csv").write_text('"ID","Name"\n"1","x"\n')),
-    "suite file that is not TOML": Case(["suite", "bad.toml", "--out", "o"], 1, r"not valid TOML",
+    "suite file that is not TOML": Case(["suite", "bad.toml", "--out", "o"], 2, r"not valid TOML",
                                         setup=lambda d: (d / "bad.toml").write_text("[[step")),
     # issue 38: numbers that made a tune loop forever or a validation run silently once, and a
     # capture that replaced an existing workload without a word
@@ -244,6 +244,19 @@ CASES = {
         2, r"--synthetic synthetic:.*: its K and V alone take 45.5 PiB"),
     "a negative RoPE base": Case(["compare", "--workload", "synthetic:hq=8,hkv=2,d=64,n=256,dtype=fp32,rope_theta=-1",
                                   *TINY], 2, r"rope_theta=-1 must be a finite number above 1"),
+    "a suite timeout that is not a number": Case(
+        ["suite", "s.toml", "--out", "o"], 2, r"s.toml, \[suite\]: timeout_s = 'soon': write a positive number",
+        setup=lambda d: (d / "s.toml").write_text('[suite]\ntimeout_s = "soon"\n[[step]]\nname = "a"\n'
+                                                  'run = ["true"]\n')),
+    "a negative step timeout": Case(
+        ["suite", "s.toml", "--out", "o"], 2, r"step 1 \(a\): timeout_s = -1: write a positive number",
+        setup=lambda d: (d / "s.toml").write_text('[[step]]\nname = "a"\nrun = ["true"]\ntimeout_s = -1\n')),
+    "a suite whose step is a number": Case(["suite", "s.toml", "--out", "o"], 2,
+                                           r"step = 5 is not a list of tables: write each step as \[\[step\]\]",
+                                           setup=lambda d: (d / "s.toml").write_text("step = 5\n")),
+    "a suite step naming no kprof command": Case(
+        ["suite", "s.toml", "--out", "o"], 2, r"step 1 \(a\): kprof has no command 'nosuchcmd': start with one of",
+        setup=lambda d: (d / "s.toml").write_text('[[step]]\nname = "a"\nkprof = ["nosuchcmd"]\n')),
 }
 
 
