@@ -219,11 +219,18 @@ def _build(tp, value, where: str = "result"):
         raise TypeError(f"{where} is {value!r}, not a number")
     if tp in (str, bool) and not isinstance(value, tp):
         raise TypeError(f"{where} is {value!r}, not a {tp.__name__}")
+    if tp in (dict, list) and not isinstance(value, tp):
+        raise TypeError(f"{where} is a {type(value).__name__}, not {'an object' if tp is dict else 'a list'}")
     return value
+
+
+KINDS = ("compare", "stages", "chain")
 
 
 def _check(result: Result) -> Result:
     """What the tables and the gate rely on: every timed row summarised, speedups between rows."""
+    if result.kind not in KINDS:
+        raise TypeError(f"its kind is {result.kind!r}, not one of {', '.join(KINDS)}")
     if not result.summaries:
         raise TypeError("it has no summaries (no timed row)")
     labels = set(result.summaries)

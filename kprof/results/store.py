@@ -141,6 +141,8 @@ def _load(path: Path, with_observations: bool) -> Result:
         result = result_from_dict(doc)
     except (KeyError, TypeError) as exc:
         raise KprofError(f"{path} is a malformed kprof result ({exc}): re-run the measurement") from None
+    except KprofError as exc:  # another schema or tool: the file matters, inside a history folder most
+        raise KprofError(f"{path}: {exc}") from None
     if with_observations and result.observations_file:
         sidecar = path.parent / result.observations_file
         renamed = path.with_suffix(".obs.npz")  # the pair renamed together keeps the result's own stem

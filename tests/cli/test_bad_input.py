@@ -257,6 +257,15 @@ CASES = {
     "a suite step naming no kprof command": Case(
         ["suite", "s.toml", "--out", "o"], 2, r"step 1 \(a\): kprof has no command 'nosuchcmd': start with one of",
         setup=lambda d: (d / "s.toml").write_text('[[step]]\nname = "a"\nkprof = ["nosuchcmd"]\n')),
+    "a Result whose workload is a string": Case(["report", "r.json"], 1,
+                                                r"r.json is a malformed kprof result \(result.workload is a str, not "
+                                                r"an object\)", setup=lambda d: _result(d, lambda doc: doc | {
+                                                    "workload": "qwen"})),
+    "a Result of an unknown kind": Case(["report", "r.json"], 1, r"its kind is 'sweeps', not one of compare",
+                                        setup=lambda d: _result(d, lambda doc: doc | {"kind": "sweeps"})),
+    "a Result without a schema": Case(["report", "r.json"], 1, r"^error: r.json: unsupported result schema None",
+                                      setup=lambda d: _result(d, lambda doc: {k: v for k, v in doc.items()
+                                                                              if k != "schema"})),
 }
 
 
