@@ -112,7 +112,7 @@ class MeasurementSession:
                                                eviction=self.protocol.eviction)
             self.notes.extend(notes)
             return overrides
-        return file_overrides(self.config_mode, method_name)
+        return file_overrides(self.config_mode, method_name, get_method(method_name).config_space())
 
     def prepare(self, method_name: str, label: str, role: str, overrides=None, method=None) -> ValidatedMethod:
         """Prepare and validate ``method_name`` (or the given ``method`` instance, which keeps

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Iterable
 
 from kprof.core.errors import KprofError
 from kprof.core.paths import tuned_dir
@@ -47,8 +48,10 @@ def tuned_overrides(method_spec: str, shape: WorkloadShape, directory: Path | No
     return overrides, notes
 
 
-def file_overrides(path: str, method_spec: str) -> dict:
-    """Launch overrides from a JSON file: ``{launch: {param: v}}`` or ``{method: {launch: {...}}}``."""
+def file_overrides(path: str, method_spec: str, launches: Iterable[str] | None = None) -> dict:
+    """Launch overrides from a JSON file: ``{launch: {param: v}}`` or ``{method: {launch: {...}}}``.
+    A file of the first form applies to each method only the ``launches`` it has (all, if None), so
+    one file tunes the candidate without being refused by a baseline that has no such launch."""
     try:
         doc = json.loads(Path(path).read_text())
     except (OSError, json.JSONDecodeError) as exc:
@@ -57,7 +60,7 @@ def file_overrides(path: str, method_spec: str) -> dict:
     if not isinstance(doc, dict):
         raise KprofError(f"--config {path} must hold a JSON object of launch -> parameters")
     if method_spec in doc:
-        doc = doc[method_spec]
-    elif any(isinstance(v, dict) and all(isinstance(x, dict) for x in v.values()) for v in doc.values()):
+        return doc[method_spec]
+    if any(isinstance(v, dict) and all(isinstance(x, dict) for x in v.values()) for v in doc.values()):
         return {}  # per-method file without an entry for this method
-    return doc
+    return doc if launches is None else {k: v for k, v in doc.items() if k in set(launches)}

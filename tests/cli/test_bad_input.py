@@ -266,6 +266,10 @@ CASES = {
     "a Result without a schema": Case(["report", "r.json"], 1, r"^error: r.json: unsupported result schema None",
                                       setup=lambda d: _result(d, lambda doc: {k: v for k, v in doc.items()
                                                                               if k != "schema"})),
+    "--config naming a launch no method has": Case(
+        ["compare", "--config", "cfg.json", *TINY], 2, r"--config cfg.json sets launch\(es\) partail, which no method "
+        r"of this run has \(theirs: combine, partial\)",
+        setup=lambda d: (d / "cfg.json").write_text('{"partail": {"BLOCK_N": 16}}')),
 }
 
 
