@@ -34,11 +34,12 @@ def capture(model, layer, context, prompt_file, random_tokens, seed, dtype, devi
     With --model: a dense prefill through transformers with kprof's attention hook (Qwen2, Qwen3,
     Llama families). With --synthetic SPEC: the named spec's synthetic stand-in.
     """
-    from kprof.commands.capture import CaptureOptions, capture_workload
+    from kprof.commands.capture import CaptureOptions, capture_workload, check_capture
 
     opts = CaptureOptions(out, model, layer, context, prompt_file, random_tokens, seed, dtype, device, synthetic, force)
+    check_capture(opts)  # before the bar: an error line alone, not after a bar's blank line
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   console=err_console, transient=True, disable=bool(synthetic))
+                   console=err_console, transient=True, disable=bool(synthetic) or not err_console.is_terminal)
     with bar:
         task = bar.add_task("prefill (layers)", total=(layer or 0) + 1)
         workload, digest = capture_workload(opts, status=lambda s: err_console.print(f"[dim]• {s}[/]"),

@@ -39,6 +39,9 @@ def check_capture(opts: CaptureOptions) -> None:
     if opts.model and Path(opts.model).is_file():
         raise UsageError(f"--model {opts.model} is a file: pass the checkpoint folder (holding config.json), or the "
                          "id of a model already in the Hugging Face cache")
+    if opts.model and opts.model.startswith(("/", ".", "~")) and not Path(opts.model).expanduser().is_dir():
+        raise UsageError(f"--model {opts.model} does not exist: pass a local checkpoint folder (holding config.json), "
+                         "or the id of a model in the Hugging Face cache, such as Qwen/Qwen2.5-7B-Instruct")
     missing = [n for n, v in (("--model", opts.model), ("--layer", opts.layer), ("--context", opts.context))
                if v is None]
     if missing:

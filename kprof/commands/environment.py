@@ -6,6 +6,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 from typing import Callable
 
+from kprof.core.atomic import writable_probe
+from kprof.core.errors import UsageError
+from kprof.core.paths import measured_dir
 from kprof.measure.copy_peak import CopyPeak, load_peak
 from kprof.measure.fingerprint import Environment, collect_environment
 from kprof.measure.matmul_peak import load_matmul_peaks
@@ -33,7 +36,10 @@ def describe(with_ncu: bool = True, measure_peaks: bool = False,
     if with_ncu and (ncu := find_ncu()) is not None:
         env = replace(env, ncu_path=ncu.path, ncu_version=ncu.version)
     doc = env.to_dict()
-    if measure_peaks:
+    if measure_peaks:  # where the peaks will be kept, checked before the seconds of measuring
+        if problem := writable_probe(folder := measured_dir()):
+            raise UsageError(f"--measure-peak keeps the peaks in {folder}: {problem}: set $KPROF_HOME to a "
+                             "writable folder")
         from kprof.core.target import resolve_target
         from kprof.measure.copy_peak import measure_peak
         from kprof.measure.matmul_peak import DTYPES, measure_matmul_peak

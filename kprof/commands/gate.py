@@ -101,6 +101,7 @@ def gate_request(rev: str | None, methods: list[str], workload: str | None, devi
         from kprof.core.target import resolve_target
 
         check_destination(out, force)
+        preflight.check_revision(rev)
         preflight.check_methods(methods)
         preflight.check_config(config_mode, methods)
         preflight.check_workloads([workload])

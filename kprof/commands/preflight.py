@@ -31,6 +31,14 @@ def as_usage() -> Iterator[None]:
         raise UsageError(str(exc)) from None
 
 
+def check_revision(rev: str) -> None:
+    """A built-in method's ``@REV`` names a commit of kprof's checkout (read before anything loads)."""
+    from kprof.methods.revision import resolve
+
+    with as_usage():
+        resolve(rev)
+
+
 def check_methods(specs: Iterable[str], launch_overrides: dict | None = None) -> None:
     """Every method spec names a known method with valid options and launch parameters (and
     ``launch_overrides``, a command's ``--set``); ``=LABEL`` rows and revisions are checked by
@@ -45,6 +53,8 @@ def check_methods(specs: Iterable[str], launch_overrides: dict | None = None) ->
         name = head.partition("@")[0]
         if "@" in head and not head.partition("@")[2]:
             raise UsageError(f"method spec {spec!r} names no revision after '@': write NAME@REV, e.g. {name}@HEAD~1")
+        if "@" in head:
+            check_revision(head.partition("@")[2])
         if "@" in options.partition(":")[0]:  # MODULE:NAME@REV
             continue
         with as_usage():

@@ -270,6 +270,16 @@ CASES = {
         ["compare", "--config", "cfg.json", *TINY], 2, r"--config cfg.json sets launch\(es\) partail, which no method "
         r"of this run has \(theirs: combine, partial\)",
         setup=lambda d: (d / "cfg.json").write_text('{"partail": {"BLOCK_N": 16}}')),
+    "a method at a revision git does not know": Case(["compare", "--method", "triton-dense@nosuchrev", *TINY], 2,
+                                                     r"unknown git revision 'nosuchrev'"),
+    "gate against a revision git does not know": Case(["gate", "--against", "nosuchrev", *TINY], 2,
+                                                      r"unknown git revision 'nosuchrev'"),
+    "capture from a model folder that is not there": Case(
+        ["capture", "--model", "/nonexistent", "--layer", "0", "--context", "8", "--random-tokens", "--out",
+         "w.safetensors"], 2, r"^error: --model /nonexistent does not exist: pass a local checkpoint folder", lines=1),
+    "env --measure-peak with $KPROF_HOME a file": Case(
+        ["env", "--measure-peak"], 2, r"^error: \$KPROF_HOME=.*is a file", lines=1,
+        setup=lambda d: (d / "hostname").write_text("x"), env={"KPROF_HOME": "hostname"}),
 }
 
 
