@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Iterable
 
+from kprof.core.config_space import check_overrides
 from kprof.core.errors import KprofError
 from kprof.core.paths import tuned_dir
 from kprof.measure.fingerprint import collect_environment
@@ -36,6 +37,11 @@ def tuned_overrides(method_spec: str, shape: WorkloadShape, directory: Path | No
             notes.append(f"{method_spec}.{launch}: tuned config not used: {exc}")
             continue
         if tf.best and tf.best != tf.default:
+            try:  # a profile edited by hand, or one from before the space changed
+                check_overrides({launch: method.config_space()[launch]}, {launch: tf.best})
+            except KprofError as exc:
+                notes.append(f"{method_spec}.{launch}: tuned config not used: {path}: {exc}; defaults used")
+                continue
             overrides[launch] = tf.best
             evicted = ("" if tf.eviction == eviction
                        else f"; tuned with --eviction {tf.eviction}, timed now with {eviction}")
