@@ -10,49 +10,71 @@ from rich.table import Table
 from kprof.cli.console import console, err_console
 from kprof.commands.ncu import METRIC_SETS, TABLE14
 
-_HEADERS = {"kernel": "kernel", "ctas": "CTAs", "duration_us": "NCU duration (us)", "occupancy_pct": "occ. (%)",
-            "eligible_warps": "elig. warps/sched", "dram_pct": "DRAM (% peak)", "registers_per_thread": "reg./thr."}
+_HEADERS = {"kernel": "kernel", "ctas": "CTAs", "duration_us": "NCU time\n(us)", "occupancy_pct": "occ.\n(%)",
+            "eligible_warps": "elig.\nwarps", "dram_pct": "DRAM\n(% peak)", "registers_per_thread": "reg.\n/thr."}
+_MARKDOWN = {"duration_us": "NCU duration (us)", "occupancy_pct": "occ. (%)", "eligible_warps": "elig. warps/sched",
+             "dram_pct": "DRAM (% peak)", "registers_per_thread": "reg./thr."}
 
 
 def _emit(df, fmt: str, title: str, extra: list[str]) -> None:
+    absent = [m for m in extra if m not in df.columns]
+    if absent:
+        err_console.print(f"[yellow]warning:[/] {title} has no metric {', '.join(absent)}: not shown (ncu collects a "
+                          "metric only when asked: --metrics NAME when profiling)", highlight=False)
     cols = ["kernel", *TABLE14.keys(), *[m for m in extra if m in df.columns and m not in TABLE14.values()]]
     view = df[cols]
+    whole = {c for c in cols if _integral(view[c])}  # counts (registers, CTAs, limits) without ".00"
     if fmt == "json":
         click.echo(json.dumps(json.loads(view.to_json(orient="records")), indent=2))
     elif fmt == "csv":
         click.echo(view.to_csv(index=False), nl=False)
     elif fmt == "markdown":
-        head = [_HEADERS.get(c, c) for c in cols]
+        head = [_MARKDOWN.get(c, _HEADERS.get(c, c)) for c in cols]
         click.echo("| " + " | ".join(head) + " |")
         click.echo("|" + "---|" * len(head))
         for _, row in view.iterrows():
-            click.echo("| " + " | ".join(_fmt(row[c]) for c in cols) + " |")
+            click.echo("| " + " | ".join(_fmt(row[c], c in whole) for c in cols) + " |")
     else:
         t = Table(title=title)
-        for c in cols:
-            t.add_column(_HEADERS.get(c, c), justify="left" if c == "kernel" else "right")
+        for c in cols:  # names wrap rather than lose their ends; numbers stay whole on one line
+            t.add_column(_HEADERS.get(c, c), justify="left" if c == "kernel" else "right", overflow="fold",
+                         min_width=12 if c == "kernel" else None, no_wrap=c in TABLE14)
         for _, row in view.iterrows():
-            t.add_row(*(_fmt(row[c]) for c in cols))
+            t.add_row(*(_fmt(row[c], c in whole) for c in cols))
         console.print(t)
         console.print(f"sum of NCU durations: {df['duration_us'].sum():.2f} us (kernel replay, caches flushed; "
                       "not a replacement for event-timed latency)")
 
 
-def _fmt(v) -> str:
+def _integral(column) -> bool:
+    import pandas as pd
+
+    values = pd.to_numeric(column, errors="coerce").dropna()
+    return column.name != "kernel" and not values.empty and bool((values == values.round()).all())
+
+
+def _fmt(v, whole: bool = False) -> str:
     import pandas as pd
 
     if v is None or (isinstance(v, float) and pd.isna(v)) or v is pd.NA:
         return "n/a"
     if isinstance(v, float):
-        return f"{v:.2f}"
+        return f"{v:,.0f}" if whole else f"{v:.2f}"
     return str(v)
 
 
 def _format_options(fn):
-    fn = click.option("--markdown", "fmt", flag_value="markdown", help="Markdown table.")(fn)
-    fn = click.option("--csv", "fmt", flag_value="csv", help="CSV.")(fn)
-    fn = click.option("--json", "fmt", flag_value="json", help="JSON records (kernel, ctas, duration_us, ...).")(fn)
+    fn = click.option("--markdown", "as_markdown", is_flag=True, help="Markdown table.")(fn)
+    fn = click.option("--csv", "as_csv", is_flag=True, help="CSV.")(fn)
+    fn = click.option("--json", "as_json", is_flag=True, help="JSON records (kernel, ctas, duration_us, ...).")(fn)
     return fn
+
+
+def _format(as_markdown: bool, as_csv: bool, as_json: bool) -> str | None:
+    chosen = [name for name, on in (("--markdown", as_markdown), ("--csv", as_csv), ("--json", as_json)) if on]
+    if len(chosen) > 1:
+        raise click.UsageError(f"{' and '.join(chosen)} each choose the output format: pass one")
+    return chosen[0].removeprefix("--") if chosen else None
 
 
 @click.group(invoke_without_command=True)
@@ -70,7 +92,8 @@ def _format_options(fn):
               show_default=True, help="A kprof compare Result whose event-timed median is shown beside the NCU sum.")
 @_format_options
 @click.pass_context
-def ncu(ctx, method, workload, captures, metric_sets, config_mode, out_dir, latency_from, fmt) -> None:
+def ncu(ctx, method, workload, captures, metric_sets, config_mode, out_dir, latency_from, as_markdown, as_csv,
+        as_json) -> None:
     """Nsight Compute tables (SANTA++ Table 14 columns): run ncu on a method, or `kprof ncu import FILE...`.
 
     Profiling uses kernel replay, --cache-control all, --clock-control none, and an NVTX range so
@@ -78,6 +101,7 @@ def ncu(ctx, method, workload, captures, metric_sets, config_mode, out_dir, late
     """
     if ctx.invoked_subcommand is not None:
         return
+    fmt = _format(as_markdown, as_csv, as_json)
     if method is None:
         click.echo(ctx.get_help())
         return
@@ -98,9 +122,10 @@ def ncu(ctx, method, workload, captures, metric_sets, config_mode, out_dir, late
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--metric", "extra", multiple=True, help="Extra metric column to show (repeatable).")
 @_format_options
-def import_(files, extra, fmt) -> None:
+def import_(files, extra, as_markdown, as_csv, as_json) -> None:
     """Read ncu output made elsewhere: CSV (--page raw or details) or .ncu-rep (needs ncu here)."""
     from kprof.commands.ncu import import_file
 
+    fmt = _format(as_markdown, as_csv, as_json)
     for f in files:
         _emit(import_file(f), fmt, f, list(extra))

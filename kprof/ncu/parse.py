@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from kprof.core.errors import KprofError
+from kprof.core.errors import KprofError, UsageError
 from kprof.ncu.metrics import TABLE14
 
 _TIME_UNITS = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3,
@@ -49,26 +49,37 @@ def parse_number(text: str) -> float | None:
     return None
 
 
-def _normalise(value: float | None, unit: str) -> tuple[float | None, str]:
+def _normalise(value: float | None, unit: str, metric: str = "") -> tuple[float | None, str]:
+    """``value`` in us or bytes; a duration or byte metric in a unit ncu never writes is refused
+    (a guess would be off by a factor of 1000 or more)."""
     u = unit.strip().lower()
+    if u and "__time_duration" in metric and u not in _TIME_UNITS:
+        raise KprofError(f"{metric} is in unit {unit!r}, not a time unit ncu writes ({', '.join(_TIME_UNITS)}): "
+                         "export the file again from ncu")
+    if u and "__bytes" in metric and not metric.endswith(".per_second") and u not in _BYTE_UNITS:
+        raise KprofError(f"{metric} is in unit {unit!r}, not a byte unit ncu writes ({', '.join(_BYTE_UNITS)}): "
+                         "export the file again from ncu")
     if value is None:
         return None, u
-    if u in _TIME_UNITS:
-        return value * _TIME_UNITS[u], "us"
+    if u in _TIME_UNITS:  # rounded to what a CSV carries: 2752 ns is 2.752 us, not 2.7520000000000002
+        return float(f"{value * _TIME_UNITS[u]:.12g}"), "us"
     if u in _BYTE_UNITS:
-        return value * _BYTE_UNITS[u], "byte"
+        return float(f"{value * _BYTE_UNITS[u]:.12g}"), "byte"
     return value, u
 
 
 def _table_lines(text: str, source: str) -> list[str]:
     lines = text.splitlines()
     for i, line in enumerate(lines):
-        if line.startswith('"ID"'):
+        if line.startswith(('"ID"', "ID,")):  # as ncu quotes it, or saved again with minimal quoting
+            quoted = line.startswith('"')
             cut = i == len(lines) - 1 and not text.endswith("\n")  # ends inside or right after the header
-            if cut or not line.rstrip().endswith('"') or line.rstrip().endswith(',"'):
+            if cut or quoted and (not line.rstrip().endswith('"') or line.rstrip().endswith(',"')):
                 raise KprofError(f"{source}: its header line is cut off after {len(line)} characters, so the file is "
                                  "truncated: export it again from ncu (`ncu --import REPORT --csv --page raw`)")
-            return [ln for ln in lines[i:] if ln.startswith('"')]
+            if quoted:  # ncu's own output: the program's lines and ncu's ==PROF== lines around the table
+                return [ln for ln in lines[i:] if ln.startswith('"')]
+            return [ln for ln in lines[i:] if ln.strip() and not ln.startswith("==")]
     raise KprofError(f"{source} is not Nsight Compute CSV (no \"ID\" header line): export with `ncu --csv --page raw` "
                      "or `--page details`")
 
@@ -102,7 +113,7 @@ def _from_raw(rows: list[list[str]], source: str) -> pd.DataFrame:
         for col, unit, raw in zip(header, units, r):
             if "__" not in col:
                 continue
-            value, _ = _normalise(parse_number(raw), unit)
+            value, _ = _normalise(parse_number(raw), unit, col)
             rec[col] = value if value is not None else (math.nan if raw.strip() in ("", "n/a") else raw)
         records.append(rec)
     return pd.DataFrame.from_records(records)
@@ -115,7 +126,7 @@ def _from_details(rows: list[list[str]], source: str) -> pd.DataFrame:
     for line, r in enumerate(rows[1:], start=2):
         _row_fields(r, header, line, source)
         rec = per_launch.setdefault(int(r[ix["ID"]]), {"id": int(r[ix["ID"]]), "kernel_full": r[ix["Kernel Name"]]})
-        value, _ = _normalise(parse_number(r[ix["Metric Value"]]), r[ix["Metric Unit"]])
+        value, _ = _normalise(parse_number(r[ix["Metric Value"]]), r[ix["Metric Unit"]], r[ix["Metric Name"]])
         rec[r[ix["Metric Name"]]] = value if value is not None else r[ix["Metric Value"]]
     return pd.DataFrame.from_records(list(per_launch.values()))
 
@@ -132,8 +143,13 @@ _DETAILS_ALIASES = {  # details-page display names -> raw metric names of the Ta
 def read_ncu_csv(source: str | Path, text: str | None = None) -> pd.DataFrame:
     """Parse ncu CSV (a path, or ``text`` named ``source``) into the canonical per-launch frame."""
     if text is None:
+        path = Path(source)
+        if not path.exists():
+            raise UsageError(f"{source} does not exist: pass the CSV `ncu --csv --page raw` wrote")
+        if not path.is_file():  # a folder, or a FIFO whose read would wait for ever
+            raise UsageError(f"{source} is not a regular file: pass the CSV `ncu --csv --page raw` wrote")
         try:
-            text = Path(source).read_text(errors="replace")
+            text = path.read_text(errors="replace")
         except OSError as exc:
             raise KprofError(f"cannot read {source} ({exc.strerror}): check the path") from None
     lines = _table_lines(text, str(source))

@@ -21,6 +21,7 @@ FIXTURES = Path(__file__).parents[1] / "fixtures"
 TINY = ["--rounds", "2", "--observations", "1", "--warmup-pairs", "0", "--evict-mib", "1", "--device", "cpu"]
 RESULT = FIXTURES / "results" / "h200-result-v1.json"
 USERPKG = str(FIXTURES / "userpkg")
+NCU_CSV = FIXTURES / "ncu" / "h200_sdpa_flash_raw_base_units.csv"
 
 
 @dataclass
@@ -280,6 +281,12 @@ CASES = {
     "env --measure-peak with $KPROF_HOME a file": Case(
         ["env", "--measure-peak"], 2, r"^error: \$KPROF_HOME=.*is a file", lines=1,
         setup=lambda d: (d / "hostname").write_text("x"), env={"KPROF_HOME": "hostname"}),
+    "ncu import of a file that is not there": Case(["ncu", "import", "nothere.csv"], 2,
+                                                   r"nothere.csv does not exist: pass the CSV"),
+    "ncu import in two formats": Case(["ncu", "import", str(NCU_CSV), "--json", "--csv"], 2,
+                                      r"--csv and --json each choose the output format: pass one"),
+    "ncu import of a metric the file lacks": Case(["ncu", "import", str(NCU_CSV), "--json", "--metric", "dram__x.sum"],
+                                                  0, r"has no metric dram__x.sum: not shown", lines=200),
 }
 
 

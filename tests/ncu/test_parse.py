@@ -77,9 +77,16 @@ def test_malformed_input_is_a_one_line_error(text, message):
         read_ncu_csv("x.csv", text=text)
 
 
-def test_missing_file():
-    with pytest.raises(KprofError, match="cannot read"):
+def test_a_missing_file_or_a_pipe_is_a_usage_error(tmp_path):
+    import os
+
+    from kprof.core.errors import UsageError
+
+    with pytest.raises(UsageError, match="file.csv does not exist"):
         read_ncu_csv("/nonexistent/file.csv")
+    os.mkfifo(tmp_path / "pipe.csv")
+    with pytest.raises(UsageError, match="pipe.csv is not a regular file"):
+        read_ncu_csv(tmp_path / "pipe.csv")
 
 
 def test_medians_over_captures():
@@ -145,3 +152,22 @@ def test_real_ncu_rep_where_a_reader_exists():
     df = import_report(FIXTURES / "h200_santa.ncu-rep")
     assert df["kernel"].tolist() == SANTA_KERNELS
     assert df["duration_us"].tolist() == pytest.approx([4.8, 15.648, 8.512, 12.256, 3.648])
+
+
+def test_a_duration_in_a_unit_ncu_never_writes_is_refused_not_guessed():
+    text = _raw('"","","","furlong","","%","register/thread","%","warp",""', "4.8")
+    with pytest.raises(KprofError, match=r"gpu__time_duration.sum is in unit 'furlong', not a time unit ncu writes"):
+        read_ncu_csv("odd.csv", text=text)
+
+
+def test_a_csv_saved_again_with_minimal_quoting_still_reads():
+    import csv
+    import io
+
+    quoted = _raw('"","","","nsecond","","%","register/thread","%","warp",""', "2752")
+    rows = [r for r in csv.reader(io.StringIO(quoted)) if r and not r[0].startswith(("==", "some", "program"))]
+    buf = io.StringIO()
+    csv.writer(buf, quoting=csv.QUOTE_MINIMAL, lineterminator="\n").writerows(rows)
+    assert not buf.getvalue().startswith('"')
+    df = read_ncu_csv("resaved.csv", text=buf.getvalue())
+    assert df.iloc[0]["duration_us"] == 2.752, "2752 ns is 2.752 us exactly, not 2.7520000000000002"
