@@ -17,7 +17,7 @@ from kprof.cli.console import console, format_bytes
               help="Measure the device's copy bandwidth (a 2 GiB device-to-device copy under kprof's protocol; "
                    "256 MiB on the CPU) and its matmul rate per dtype (torch.mm, 8192 square; 512 on the CPU), "
                    "cached in copy-peak.json and matmul-peak.json under $KPROF_HOME/measured (else "
-                   "~/.cache/kprof/measured), never in the checkout: tables then show %% of these roofs.")
+                   "~/.cache/kprof/measured), never in the checkout: tables then show % of these roofs.")
 def env(as_json: bool, no_ncu: bool, measure_peak: bool) -> None:
     """Device, driver, clocks, throttle reasons, software versions, ncu and NVML availability, and the
     cached copy peak that tables report percent of peak against."""

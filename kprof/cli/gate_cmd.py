@@ -24,7 +24,8 @@ def _threshold(ctx, param, text: str) -> float:
     except ValueError:
         raise click.BadParameter(f"{text!r} is not a number: write e.g. 3% or 0.03") from None
     if not 0 < value < 0.5 or math.isnan(value):
-        raise click.BadParameter(f"{text!r} must lie between 0 and 50%: write e.g. 3%")
+        raise click.BadParameter(f"{text!r} is {100 * value:g}%; it must be above 0 and below 50%: write e.g. 3% "
+                                 "or 0.03")
     return value
 
 
@@ -109,7 +110,9 @@ def _decide(rev, baselines, candidate, methods, workload, device, config_mode, o
 @click.option("--force", is_flag=True,
               help="With --update-baseline: add a candidate whose verdict is not SAME; with --against: replace "
                    "the file --out names.")
-@protocol_options(force=False)
+@protocol_options(force=False, json_help="Print the gate's report as JSON on stdout: verdict, rows with their "
+                  "intervals, reasons and warnings (progress stays on stderr; --against still writes its Result "
+                  "to --out).")
 def gate_cmd(baselines, candidate, rev, methods, max_regression, metric, uncertain, summary_md, update_baseline, force,
              workload, device, config_mode, as_json, out, **kw) -> None:
     """Decide whether a change made kernels slower; exit 0 FASTER/SAME, 1 SLOWER, 2 usage error,

@@ -17,19 +17,23 @@ def _percent(ctx, param, text: str | None) -> float | None:
     except ValueError:
         raise click.BadParameter(f"{text!r} is not a number: write e.g. 0.5%") from None
     if not 0 < value < 0.5:
-        raise click.BadParameter(f"{text!r} must lie between 0 and 50%: write e.g. 0.5%")
+        raise click.BadParameter(f"{text!r} is {100 * value:g}%; it must be above 0 and below 50%: write e.g. 0.5%")
     return value
 
 
-def protocol_options(fn=None, *, force: bool = True, many_workloads: bool = False):
+_RESULT_JSON = "Print the Result document as JSON on stdout (progress stays on stderr)."
+
+
+def protocol_options(fn=None, *, force: bool = True, many_workloads: bool = False, json_help: str = _RESULT_JSON):
     """Add the protocol options; each defaults to the paper's value on a GPU, a tiny one on CPU.
     ``force=False`` leaves out ``--force`` for a command that has its own; ``many_workloads``
-    makes ``--workload`` repeatable (a sweep)."""
+    makes ``--workload`` repeatable (a sweep); ``json_help`` says what ``--json`` prints."""
     if fn is None:
-        return lambda f: protocol_options(f, force=force, many_workloads=many_workloads)
+        return lambda f: protocol_options(f, force=force, many_workloads=many_workloads, json_help=json_help)
 
     def dflt(name: str) -> str:
-        return f"[default: {getattr(GPU_DEFAULT, name)} on GPU, {getattr(CPU_EMBEDDED, name)} on CPU]"
+        gpu, cpu = getattr(GPU_DEFAULT, name), getattr(CPU_EMBEDDED, name)
+        return f"[default: {gpu}]" if gpu == cpu else f"[default: {gpu} on GPU, {cpu} on CPU]"
 
     opts = [
         click.option("--workload", default=None, multiple=many_workloads,
@@ -41,8 +45,9 @@ def protocol_options(fn=None, *, force: bool = True, many_workloads: bool = Fals
         click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
                      help="Where to run; cpu means the Triton interpreter and the host clock."),
         click.option("--precision", default=None, callback=_percent, metavar="P%",
-                     help="Run whole design cycles until every speedup interval (one method: its latency "
-                          "interval) is within +-P, then stop; intervals are then computed at 97.5% per look so "
+                     help="Run whole design cycles until every interval the command reports (speedups; latencies "
+                          "where there is no pair: one method, or stages) is within +-P, then stop; intervals are then "
+                          "computed at 97.5% per look so "
                           "that the stopped one still covers about 95%. [default: 0.5% on GPU; on CPU a fixed "
                           "round count]"),
         click.option("--max-time", type=float, default=None, metavar="SECONDS",
@@ -56,7 +61,9 @@ def protocol_options(fn=None, *, force: bool = True, many_workloads: bool = Fals
                           "(up to twice as many rounds) while bad rounds, left out, leave a speedup with fewer "
                           "than 5 usable ones]"),
         click.option("--warmup-pairs", type=int, default=None,
-                     help=f"Untimed interleaved invocations per method before each round. {dflt('warmup_pairs')}"),
+                     help="Untimed interleaved invocations per method before each round (the first round also "
+                          f"gets {GPU_DEFAULT.initial_warmup_pairs} more on GPU, {CPU_EMBEDDED.initial_warmup_pairs} "
+                          f"on CPU: clocks and caches settle). {dflt('warmup_pairs')}"),
         click.option("--observations", type=int, default=None,
                      help=f"Timed invocations per method per round. {dflt('observations')}"),
         click.option("--evict-mib", type=int, default=None,
@@ -78,7 +85,7 @@ def protocol_options(fn=None, *, force: bool = True, many_workloads: bool = Fals
                      help="Launch configs: auto (tuned ones from profiles/tuned/ when their key matches this "
                           "setup), default (declared defaults), or a JSON file of launch -> parameters."),
         click.option("--json", "as_json", is_flag=True,
-                     help="Print the Result document as JSON on stdout (progress stays on stderr)."),
+                     help=json_help),
         click.option("--out", type=click.Path(dir_okay=False), default=None,
                      help="Write the Result here (plus an .obs.npz sidecar) instead of runs/<time>-....json under "
                           "$KPROF_HOME, else the project root, else ~/.cache/kprof."),

@@ -22,7 +22,7 @@ STRATEGIES = ("exhaustive", "random", "halving", "optuna")
 @click.command()
 @click.option("--method", required=True, help="Method (spec) whose launches are tuned.")
 @click.option("--workload", default=None,
-              help="Spec name or workload file [default: 32K spec on GPU, cpu-smoke on CPU].")
+              help="Spec name or workload file [default: qwen2.5-7b-l14-32k on GPU, cpu-smoke on CPU].")
 @click.option("--launch", "launches", multiple=True,
               help="Launch to tune (repeatable) [default: every tunable launch].")
 @click.option("--strategy", type=click.Choice(STRATEGIES), default="halving", show_default=True,
@@ -51,7 +51,9 @@ STRATEGIES = ("exhaustive", "random", "halving", "optuna")
 @click.option("--retry-failed", is_flag=True,
               help="Measure again the candidates the cache holds as failed (each records its cause and the "
                    "timeout it ran under).")
-@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True)
+@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
+              help="Where candidates run: cuda, or cpu (the Triton interpreter and the host clock); auto takes "
+                   "the GPU when there is one.")
 @click.option("--devices", default=None, metavar="all|0,1,...",
               help="Screen candidates on several GPUs of this host at once, one worker process pinned to each "
                    "(its own eviction buffer and host gate; a crash restarts that worker only); the finalists' "
