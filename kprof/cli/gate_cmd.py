@@ -35,20 +35,26 @@ def _print(report, as_json: bool) -> None:
     if as_json:
         click.echo(report_json(report))
         return
+    detectable = any(r.mde is not None for r in report.rows)
     t = Table(title=f"kprof gate ({report.metric}, threshold {report.threshold:.1%}): {report.verdict}",
-              caption=f"ratio = now / then (above 1: slower); intervals: {report.method}")
+              caption=f"ratio = now / then (above 1: slower); intervals: {report.method}"
+              + ("; detectable: the smallest regression this history flags SLOWER 9 times in 10" if detectable
+                 else ""))
     unit = value_unit(report.metric)
-    for col in ("method", f"then {unit}", f"now {unit}", "ratio", "95% interval", "verdict", "detectable", "note"):
+    cols = ["method", f"then {unit}", f"now {unit}", "ratio", "95% interval", "verdict"]
+    cols += ["detectable"] * detectable + ["note"] * any(r.note for r in report.rows)
+    for col in cols:  # a method's name is never broken; notes and long intervals wrap whole
         t.add_column(col, justify="left" if col in ("method", "verdict", "note") else "right",
-                     overflow="fold" if col in ("method", "note") else "ellipsis")  # names and notes wrap whole
+                     no_wrap=col in ("method", "verdict", "ratio"), overflow="fold")
     for r in report.rows:
         if r.ratio is None:
-            t.add_row(r.method, "", "", "", "", r.verdict, "", r.note)
-            continue
-        ci = f"[{r.ratio.low:.4f}, {r.ratio.high:.4f}]" if r.ratio.has_interval else r.ratio.note
-        then, now = (format_value(v, report.metric) for v in (r.baseline_value, r.candidate_value))
-        mde = "" if r.mde is None else ">100%" if r.mde > 1 else f"{r.mde:.1%}"  # beyond 100%: nothing is
-        t.add_row(r.method, then, now, f"{r.ratio.estimate:.4f}", ci, r.verdict, mde, r.note)
+            cells = [r.method, "", "", "", "", r.verdict, "", r.note]
+        else:
+            ci = f"[{r.ratio.low:.4f}, {r.ratio.high:.4f}]" if r.ratio.has_interval else r.ratio.note
+            then, now = (format_value(v, report.metric) for v in (r.baseline_value, r.candidate_value))
+            mde = "" if r.mde is None else ">100%" if r.mde > 1 else f"{r.mde:.1%}"  # beyond 100%: nothing is
+            cells = [r.method, then, now, f"{r.ratio.estimate:.4f}", ci, r.verdict, mde, r.note]
+        t.add_row(*cells[:6], *[c for c, on in zip(cells[6:], (detectable, "note" in cols)) if on])
     if report.rows:
         console.print(t)
     else:  # nothing could be compared: the verdict and why, without an empty table
@@ -77,7 +83,7 @@ def _decide(rev, baselines, candidate, methods, workload, device, config_mode, o
         err_console.print(f"[bold red]interrupted:[/] {result.partial}; no verdict; what was measured is in "
                           f"{path}, marked partial", highlight=False)
         sys.exit(EXIT_INTERRUPTED)
-    err_console.print(f"[dim]result written to {path}[/]")
+    err_console.print(f"[dim]result written to {path}[/]", soft_wrap=True)
     return report
 
 

@@ -23,14 +23,15 @@ def _finish(result, out: str | None, force: bool, as_json: bool) -> None:
                           highlight=False)
     if as_json:
         click.echo(result.to_json())
-        err_console.print(f"[dim]result written to {path}[/]", highlight=False)  # stdout holds the JSON alone
+        # stdout holds the JSON alone
+        err_console.print(f"[dim]result written to {path}[/]", highlight=False, soft_wrap=True)
     else:
         console.print(report.table(result, console.width))
         for line in report.extra_speedups(result):
             console.print(f"speedup {line}", highlight=False)
         for note in result.notes:
-            console.print(f"[yellow]note:[/] {note}")
-        console.print(f"[dim]result written to {path}[/]")
+            console.print(f"[yellow]note:[/] {note}", soft_wrap=True)  # paths stay whole, copyable
+        console.print(f"[dim]result written to {path}[/]", soft_wrap=True)
     if result.partial:
         err_console.print(f"[bold red]interrupted:[/] {result.partial}; what was measured is in {path}, "
                           "marked partial (`kprof report` reads it, `kprof gate` refuses it)", highlight=False)

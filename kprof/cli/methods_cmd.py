@@ -40,16 +40,16 @@ def methods(as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps([c.to_dict() for c in known], indent=2))
         return
-    t = Table(title="methods")
-    t.add_column("method")
+    t = Table(title="methods", caption="* the default value (also in bold)")
+    t.add_column("method", no_wrap=True)
     t.add_column("from")
     t.add_column("GPU only")
-    t.add_column("summary")
+    t.add_column("summary", overflow="fold")  # an option's choices (a|b|c) wrap; they are never cut
     t.add_column("launch: parameters", overflow="fold")  # a long value list wraps; it is never cut
     for c in known:
         params = "\n".join(
             f"{launch}: " + ", ".join(
-                f"{name}={{{', '.join(f'[b]{v}[/]' if v == p['default'] else str(v) for v in p['values'])}}}"
+                f"{name}={{{', '.join(f'[b]{v}*[/]' if v == p['default'] else str(v) for v in p['values'])}}}"
                 for name, p in space.items())
             for launch, space in c.launches.items()
         ) or "(library call, nothing to tune)"

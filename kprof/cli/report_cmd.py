@@ -49,7 +49,7 @@ def report(results, markdown, as_csv, as_json, plot, html) -> None:
             if r.partial:
                 console.print(f"[red]partial result:[/] {r.partial}: less was timed than the run asked for")
             for n in r.notes:
-                console.print(f"[yellow]note:[/] {n}")
+                console.print(f"[yellow]note:[/] {n}", soft_wrap=True)
     if plot:
         console.print(f"plot written to {use.write_plot(loaded, plot)}")
     if html:

@@ -124,6 +124,11 @@ def tune(method, workload, launches, strategy, max_configs, budget_s, rounds, ob
         _report(o)
 
 
+def _config(config: dict) -> str:
+    """``BLOCK_D=64, num_warps=4``: a config as the progress lines and --set write it."""
+    return ", ".join(f"{k}={v}" for k, v in config.items())
+
+
 def _report(outcome) -> None:
     tf = outcome.file
     default = tf.measured(tf.default)
@@ -138,19 +143,20 @@ def _report(outcome) -> None:
     for col in ("config", "median us", "vs default", "status"):
         t.add_column(col, justify="left" if col == "config" else "right")
     for rec in ok[:5] + [c for c in tf.candidates if c.status != "ok"][:3]:
-        cfg = ", ".join(f"{k}={v}" for k, v in rec.config.items()) + (" (default)" if rec.config == tf.default else "")
+        cfg = _config(rec.config) + (" (default)" if rec.config == tf.default else "")
         rel = f"{base / rec.median_us:.3f}x" if base and rec.median_us else ""
         t.add_row(cfg, f"{rec.median_us:.2f}" if rec.median_us else "", rel, rec.status if rec.status == "ok" else
                   f"{rec.status}: {rec.reason[:60]}")
     console.print(t)
     for f in tf.finalists:
         if f["status"] != "ok":
-            console.print(f"  finalist {f['config']}: {f['status']} ({f['reason']})")
+            console.print(f"  finalist {_config(f['config'])}: {f['status']} ({f['reason']})")
         elif f.get("low") is None:
-            console.print(f"  finalist {f['config']}: complete-operation speedup {f['speedup']:.3f}x vs default "
-                          f"({f.get('note') or 'no interval'})")
+            console.print(f"  finalist {_config(f['config'])}: complete-operation speedup {f['speedup']:.3f}x vs "
+                          f"default ({f.get('note') or 'no interval'})")
         else:
-            console.print(f"  finalist {f['config']}: complete-operation speedup {f['speedup']:.3f}x "
+            console.print(f"  finalist {_config(f['config'])}: complete-operation speedup {f['speedup']:.3f}x "
                           f"[{f['low']:.3f}, {f['high']:.3f}] vs default over {f.get('cycles', '?')} pair cycles")
-    chosen = ("default (no finalist's speedup interval lies above 1)" if tf.best == tf.default else tf.best)
-    console.print(f"  chosen: {chosen}; cache {outcome.path}")
+    chosen = ("default (no finalist's speedup interval lies above 1)" if tf.best == tf.default
+              else _config(tf.best))
+    console.print(f"  chosen: {chosen}; cache {outcome.path}", soft_wrap=True)

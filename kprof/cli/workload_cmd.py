@@ -20,13 +20,17 @@ def list_specs() -> None:
     """List the named specs (materialised synthetically when no captured file is given)."""
     from kprof.commands.workloads import SPECS
 
+    wide = console.width >= 100  # narrower: the descriptions go under the table, whole
     t = Table(title="named workloads")
-    for col in ("name", "Hq", "Hkv", "d", "N", "dtype", "K+V", "description"):
-        t.add_column(col, justify="right" if col in ("Hq", "Hkv", "d", "N", "K+V") else "left")
+    for col in ("name", "Hq", "Hkv", "d", "N", "dtype", "K+V", *["description"] * wide):  # a name is typed: never cut
+        t.add_column(col, justify="right" if col in ("Hq", "Hkv", "d", "N", "K+V") else "left",
+                     no_wrap=col != "description")
     for s in SPECS.values():
         t.add_row(s.name, str(s.hq), str(s.hkv), str(s.d), str(s.n), s.dtype, format_bytes(s.shape.kv_bytes),
-                  s.description)
+                  *[s.description] * wide)
     console.print(t)
+    for s in [] if wide else SPECS.values():
+        console.print(f"[bold]{s.name}[/]: {s.description}", highlight=False)
 
 
 @workload.command()

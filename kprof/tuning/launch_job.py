@@ -126,9 +126,17 @@ class LaunchJob:
 def finalize(tf: TuneFile, worker: CandidateWorker, req: TuneRequest, note: Callable[[str], None]) -> None:
     """Paired complete-operation comparison of the best candidates against the default; one
     replaces it only when the lower bound of its speedup interval is above 1."""
+    if req.finalists == 0:  # no confirmation asked for: an earlier one stands, the cache keeps its choice
+        tf.best = tf.best or tf.default
+        note(f"{tf.key.launch}: --finalists 0: no finalist confirmed now; the cache keeps its choice "
+             f"({'the default' if tf.best in (None, tf.default) else config_text(tf.best)})")
+        return
     tf.finalists = []
     best = None
     default = tf.measured(tf.default)
+    protocol = TimingProtocol(**{**req.paired, "eviction": req.eviction})
+    length = (f"until within +-{protocol.precision:.1%} or {protocol.max_time_s:g} s of timing"
+              if protocol.precision else f"{protocol.rounds} rounds")
     for rec in [r for r in tf.ok() if r.config != tf.default][: req.finalists]:
         if default is not None and default.status == "ok" and rec.median_us > default.median_us / FINALIST_FLOOR:
             ratio = default.median_us / rec.median_us
@@ -136,14 +144,15 @@ def finalize(tf: TuneFile, worker: CandidateWorker, req: TuneRequest, note: Call
             note(f"{tf.key.launch} finalist {config_text(rec.config)}: screened at {ratio:.2f}x the default, "
                  f"below {FINALIST_FLOOR:g}x: not re-timed")
             continue
-        note(f"{tf.key.launch} finalist {config_text(rec.config)}: paired complete-operation protocol vs default")
+        note(f"{tf.key.launch} finalist {config_text(rec.config)}: paired complete-operation protocol vs default, "
+             f"{length}")
         got = worker.paired(rec.config, {**req.paired, "eviction": req.eviction})
         if isinstance(got, str):
             tf.finalists.append({"config": rec.config, "status": "failed", "reason": got})
             note(f"{tf.key.launch} finalist {config_text(rec.config)}: failed ({got[:80]})")
             continue
         obs, orders, cycle = got
-        level = TimingProtocol(**{**req.paired, "eviction": req.eviction}).interval_level
+        level = protocol.interval_level
         iv = paired_speedup(obs[0], obs[1], orders, 0, 1, cycle, level)  # default / candidate
         tf.finalists.append({"config": rec.config, "status": "ok", "speedup": iv.estimate, "low": iv.low,
                              "high": iv.high, "cycles": iv.n, "interval": iv.method, "note": iv.note})

@@ -55,3 +55,18 @@ def test_a_finalist_replaces_the_default_only_when_its_interval_lies_above_1(spe
         assert sum("x [" in n for n in notes) == 2
     else:
         assert all(f["low"] is None and "too few rounds" in f["note"] for f in tf.finalists)
+
+
+def test_finalists_0_keeps_the_choice_an_earlier_confirmation_made():
+    """``--finalists 0`` asks for no confirmation: it once reset a confirmed choice to the default."""
+    from kprof.tuning.cache import CandidateRecord, TuneFile, TuneKey
+
+    key = TuneKey("m", "l", "cpu", "b", None, None, "t", "t", "s")
+    tf = TuneFile(key=key, default={"X": 0}, candidates=[CandidateRecord({"X": 0}, "ok", 10.0, [10.0]),
+                                                        CandidateRecord({"X": 1}, "ok", 9.0, [9.0])])
+    finalize(tf, _FakeWorker({1: 1.01}), TuneRequest("m", "w", None, "cpu", finalists=1), lambda m: None)
+    assert tf.best == {"X": 1} and len(tf.finalists) == 1
+    notes = []
+    finalize(tf, _FakeWorker({1: 1.01}), TuneRequest("m", "w", None, "cpu", finalists=0), notes.append)
+    assert tf.best == {"X": 1} and len(tf.finalists) == 1, "the earlier confirmation stands"
+    assert notes == ["l: --finalists 0: no finalist confirmed now; the cache keeps its choice (X=1)"]

@@ -26,7 +26,7 @@ def halve(job: LaunchJob, pool, note: Callable[[str], None]) -> None:
     tf, finalists = job.file, job.req.finalists
     left = survivors(tf.candidates, max(finalists, len(tf.ok()) // 2))
     while len(left) > max(finalists, 0):  # a negative count must not loop forever
-        note(f"{tf.key.launch} halving: re-measuring {len(left)} candidates")
+        note(f"{tf.key.launch} halving: re-measuring {len(left)} candidate{'s' * (len(left) != 1)}")
 
         def merge(extra: CandidateRecord) -> None:
             if extra.status == "ok":
