@@ -48,11 +48,12 @@ def env(as_json: bool, no_ncu: bool, measure_peak: bool) -> None:
     t.add_row("NVML", "available" if e.nvml else "unavailable")
     problem = report.ncu_problem
     t.add_row("ncu", f"[yellow]{problem}[/]" if problem else f"{e.ncu_path} ({e.ncu_version})" if e.ncu_path
+              else "not looked for (--no-ncu)" if no_ncu
               else "not found: install Nsight Compute, put ncu on PATH, or set KPROF_NCU")
     t.add_row("python / torch / triton", f"{e.python} / {e.torch} / {e.triton}")
     t.add_row("kprof", f"{e.kprof} (git {e.git_revision or 'n/a'})")
     t.add_row("copy peak", f"{peak.gbs:,.0f} GB/s (measured {peak.measured})" if peak
               else "not measured: kprof env --measure-peak")
-    t.add_row("matmul peak", ", ".join(f"{k} {v:,.1f} TFLOP/s" for k, v in matmul.items())
+    t.add_row("matmul peak", ", ".join(f"{k} {v:,.3g} TFLOP/s" for k, v in matmul.items())  # a CPU's: 0.0123
               or "not measured: kprof env --measure-peak")
     console.print(t)
