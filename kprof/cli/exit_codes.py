@@ -10,13 +10,15 @@ def _epilog(codes: dict[int, str]) -> str:
     return "\b\nExit codes:\n" + "\n".join(f"  {code:<4} {meaning}" for code, meaning in codes.items())
 
 
-EPILOG = _epilog({
+_CODES = {
     0: "done",
     EXIT_FAILED: "failed while running (a method that cannot run here, an unreadable file)",
     EXIT_USAGE: "usage error: an option, name, number or path is wrong; nothing ran",
     EXIT_INVALID: "a method's output failed validation",
     EXIT_INTERRUPTED: "interrupted (Ctrl-C); what was finished is kept",
-})
+}
+EPILOG = _epilog(_CODES)
+NO_VALIDATION_EPILOG = _epilog({k: v for k, v in _CODES.items() if k != EXIT_INVALID})  # runs no method
 GATE_EPILOG = _epilog({
     0: "FASTER or SAME",
     1: "SLOWER",

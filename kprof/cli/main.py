@@ -8,7 +8,7 @@ import click
 from rich.markup import escape
 
 from kprof.cli.console import err_console
-from kprof.cli.exit_codes import EPILOG, EXIT_FAILED, EXIT_INTERRUPTED
+from kprof.cli.exit_codes import EPILOG, EXIT_FAILED, EXIT_INTERRUPTED, NO_VALIDATION_EPILOG
 from kprof.commands.errors import KprofError
 
 
@@ -59,13 +59,31 @@ class KprofGroup(click.Group):
             sys.exit(EXIT_INTERRUPTED)
 
 
-@click.group(cls=KprofGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=KprofGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 120})
 @click.version_option(package_name="kprof")
 def cli() -> None:
     """kprof: profile, validate and autotune sparse decode-attention kernels against dense baselines.
 
     Without a GPU, kernels run through the Triton interpreter on small workloads (not GPU numbers).
     """
+
+
+SUMMARIES = {
+    "capture": "Record one layer's decode step (q, post-RoPE K/V) from a model, or a spec.",
+    "check": "Run a method once against the fp64 reference; exit 3 on a mismatch.",
+    "compare": "Time methods against a baseline in paired rounds: times and speedup intervals.",
+    "env": "GPU, driver, clocks, versions, ncu; --measure-peak caches the copy and matmul peaks.",
+    "gate": "CI regression gate: FASTER, SAME, SLOWER, UNCERTAIN or INCOMPARABLE.",
+    "methods": "Registered methods, their options, launches and tunable parameters.",
+    "ncu": "Nsight Compute tables of a method's own launches, or `ncu import FILE`.",
+    "report": "Stored Results as tables, markdown, CSV, JSON, plots or one HTML page.",
+    "santa": "SANTA++ preparation (teams, packing) outside timing.",
+    "stages": "Each launch timed alone beside the complete operator (--chain: prefixes).",
+    "suite": "Run a benchmark suite's steps in order, each with a time limit and a log.",
+    "tune": "Search each launch's config space; validated, cached, resumable, confirmed.",
+    "validate": "Check a method against fp64 over several sampling realisations.",
+    "workload": "Named workload specs and workload files: list, info.",
+}
 
 
 def _register() -> None:
@@ -97,8 +115,11 @@ def _register() -> None:
     cli.add_command(methods_cmd.check)
     cli.add_command(methods_cmd.validate)
     cli.add_command(suite_cmd.suite)
+    for name, line in SUMMARIES.items():  # whole in `kprof --help`, where a docstring's first line is cut
+        cli.commands[name].short_help = line
     for command in _all_commands(cli):
-        command.epilog = command.epilog or EPILOG
+        runs_methods = command.name in ("capture", "check", "compare", "stages", "tune", "validate", "suite", "ncu")
+        command.epilog = command.epilog or (EPILOG if runs_methods else NO_VALIDATION_EPILOG)
 
 
 def _all_commands(group: click.Group):
