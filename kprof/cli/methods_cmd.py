@@ -121,7 +121,7 @@ def validate(method_name: str, workload_name: str | None, device: str, realisati
         click.echo(json.dumps(records, indent=2))
     else:
         t = Table(title=f"validation of {method_name} on {checks[0].workload} ({checks[0].shape})")
-        for col in ("run", "rel L2 error", "max abs error", "launches", "catalog", "status"):
+        for col in ("run", "rel L2 error", "max abs error", "launches", "kernels as declared", "status"):
             t.add_column(col, justify="left" if col == "run" else "right")
         for r in records:
             catalog = {True: "as expected", False: "[red]unexpected[/]", None: "n/a"}[r["catalog_ok"]]

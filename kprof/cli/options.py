@@ -78,9 +78,10 @@ def protocol_options(fn=None, *, force: bool = True, many_workloads: bool = Fals
         click.option("--host-bound", is_flag=True, default=None,
                      help="No eviction: back-to-back calls, so host launch overhead shows (labelled host-bound)."),
         click.option("--fixed-launch-phase", is_flag=True, default=None,
-                     help="No untimed pad kernel before every second observation cycle (by default each row "
-                          "meets both parities of its position in the launch stream equally often, because on "
-                          "the H200 a call's speed depends on that parity)."),
+                     help="No untimed pad kernel before every second observation cycle. By default one is "
+                          "launched there so that each row runs as often at an odd as at an even position in "
+                          "the stream of launches: on the H200 a call's speed depends on whether that position "
+                          "is odd or even."),
         click.option("--config", "config_mode", default="auto", show_default=True,
                      help="Launch configs: auto (tuned ones from profiles/tuned/ when their key matches this "
                           "setup), default (declared defaults), or a JSON file of launch -> parameters."),

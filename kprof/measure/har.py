@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-EWC = "equal-weighted cosine HAR interval"
+EWC = "interval robust to drift (equal-weighted cosine long-run variance, docs/statistics.md)"
 MIN_VALUES = 5
 
 

@@ -225,6 +225,7 @@ def test_a_history_starts_empty_and_takes_only_same_runs_unless_forced(real_resu
 
 
 def test_an_unexpected_failure_is_exit_5_never_1(real_result, history_dir, tmp_path, monkeypatch):
+    import kprof.commands.gate
     import kprof.results.gate
 
     def boom(*a, **k):
