@@ -33,6 +33,9 @@ class KprofGroup(click.Group):
                 exc.show()
                 sys.exit(exc.exit_code)
             where = exc.ctx.command_path if exc.ctx is not None else (prog_name or "kprof")
+            words = [a for a in (args if args is not None else sys.argv[1:]) if not a.startswith("-")]
+            if (exc.ctx is None or exc.ctx.parent is None) and words and words[0] in self.commands:
+                where = f"{prog_name or 'kprof'} {words[0]}"  # raised before the subcommand's context existed
             error_line(f"{exc.format_message()} ({where} --help lists the options)")
             sys.exit(exc.exit_code)
         except click.ClickException as exc:

@@ -96,7 +96,8 @@ def check_config(config_mode: str, methods: Iterable[str] = ()) -> None:
     if config_mode in ("auto", "default"):
         return
     if not Path(config_mode).is_file():
-        raise UsageError(f"--config {config_mode}: no such file; pass auto, default, or a JSON file of launch -> "
+        what = "is a folder" if Path(config_mode).is_dir() else "no such file"
+        raise UsageError(f"--config {config_mode}: {what}; pass auto, default, or a JSON file of launch -> "
                          "parameters")
     from kprof.methods import get_method
     from kprof.tuning.lookup import file_overrides

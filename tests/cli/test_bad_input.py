@@ -287,6 +287,10 @@ CASES = {
                                       r"--csv and --json each choose the output format: pass one"),
     "ncu import of a metric the file lacks": Case(["ncu", "import", str(NCU_CSV), "--json", "--metric", "dram__x.sum"],
                                                   0, r"has no metric dram__x.sum: not shown", lines=200),
+    "an option without its value": Case(["compare", "--rounds"], 2,
+                                        r"'--rounds' requires an argument. \(\S+ compare --help lists the options\)"),
+    "--config naming a folder": Case(["compare", "--config", "cfgdir", *TINY], 2, r"--config cfgdir: is a folder",
+                                     setup=lambda d: (d / "cfgdir").mkdir()),
 }
 
 
