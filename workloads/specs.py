@@ -29,10 +29,6 @@ class WorkloadSpec:
     def shape(self) -> WorkloadShape:
         return WorkloadShape(hq=self.hq, hkv=self.hkv, n=self.n, d=self.d, dtype=self.dtype)
 
-    @property
-    def kv_bytes(self) -> int:
-        """Bytes of K and V in the spec's dtype: the least any use of the workload holds."""
-        return 2 * self.hkv * self.n * self.d * {"fp32": 4}.get(self.dtype, 2)
 
 
 SPECS: dict[str, WorkloadSpec] = {

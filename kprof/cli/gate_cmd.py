@@ -158,12 +158,15 @@ def gate_cmd(baselines, candidate, rev, methods, max_regression, metric, uncerta
             gate.append_summary(summary_md, report)
         if update_baseline:
             update = gate.update_history(report, candidate, Path(baselines[0]), force)
-            if update.added is None:
+            if update.added is None and update.exit_code is None:  # already there: the verdict decides the exit
+                err_console.print(f"[yellow]note:[/] {update.message}", highlight=False, soft_wrap=True)
+            elif update.added is None:
                 err_console.print(f"[bold red]error:[/] {update.message}", highlight=False)
                 sys.exit(update.exit_code)
-            console.print(update.message)
-            if update.exit_code is not None:  # a growing history took it: its verdict cannot fail the job yet
-                sys.exit(update.exit_code)
+            else:
+                console.print(update.message)
+                if update.exit_code is not None:  # a growing history took it: its verdict cannot fail the job yet
+                    sys.exit(update.exit_code)
     except KprofError as exc:  # usage and validation keep their codes; anything else is no verdict (5)
         err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code if exc.exit_code in (EXIT_USAGE, EXIT_INVALID) else EXIT_ERROR)

@@ -118,8 +118,8 @@ def _register() -> None:
     cli.add_command(methods_cmd.check)
     cli.add_command(methods_cmd.validate)
     cli.add_command(suite_cmd.suite)
-    for name, line in SUMMARIES.items():  # whole in `kprof --help`, where a docstring's first line is cut
-        cli.commands[name].short_help = line
+    for name, command in cli.commands.items():  # whole in `kprof --help`, where a docstring's first line is cut
+        command.short_help = SUMMARIES.get(name, command.short_help)
     for command in _all_commands(cli):
         runs_methods = command.name in ("capture", "check", "compare", "stages", "tune", "validate", "suite", "ncu")
         command.epilog = command.epilog or (EPILOG if runs_methods else NO_VALIDATION_EPILOG)

@@ -16,11 +16,13 @@ _MARKDOWN = {"duration_us": "NCU duration (us)", "occupancy_pct": "occ. (%)", "e
              "dram_pct": "DRAM (% peak)", "registers_per_thread": "reg./thr."}
 
 
-def _emit(df, fmt: str, title: str, extra: list[str]) -> None:
+def _emit(df, fmt: str, title: str, extra: list[str], imported: bool = True) -> None:
     absent = [m for m in extra if m not in df.columns]
     if absent:
-        err_console.print(f"[yellow]warning:[/] {title} has no metric {', '.join(absent)}: not shown (ncu collects a "
-                          "metric only when asked: --metrics NAME when profiling)", highlight=False)
+        why = ("ncu collects a metric only when asked: kprof ncu --metrics NAME" if imported
+               else "ncu gave no numeric value for it")
+        err_console.print(f"[yellow]warning:[/] {title} has no metric {', '.join(absent)}: not shown ({why})",
+                          highlight=False)
     cols = ["kernel", *TABLE14.keys(), *[m for m in extra if m in df.columns and m not in TABLE14.values()]]
     view = df[cols]
     whole = {c for c in cols if _integral(view[c])}  # counts (registers, CTAs, limits) without ".00"
@@ -112,7 +114,8 @@ def ncu(ctx, method, workload, captures, metric_sets, config_mode, out_dir, late
     if result.bytes_per_call is not None:
         console.print(f"[dim]DRAM bytes per call {result.bytes_per_call:,} recorded: kprof compare reports GB/s "
                       "from them[/]")
-    _emit(result.table, fmt, f"{method} on {workload}: medians of {captures} ncu captures", result.metrics)
+    _emit(result.table, fmt, f"{method} on {workload}: medians of {captures} ncu captures", result.metrics,
+          imported=False)
     if fmt is None:
         console.print(event_latency_line(method, float(result.table["duration_us"].sum()), latency_from),
                       highlight=False)

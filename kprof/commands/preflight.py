@@ -86,9 +86,9 @@ def check_workloads(names: Iterable[str | None], what: str = "--workload", makes
         with as_usage():
             spec = get_spec(name)  # an unknown name raises, naming the specs there are
         free = free_memory()
-        if makes_tensors and free is not None and spec.kv_bytes > free:
-            raise UsageError(f"{what} {name}: its K and V alone take {_size(spec.kv_bytes)}, more than this "
-                             f"machine's free memory ({_size(free)}): choose a smaller n or hkv")
+        if makes_tensors and free is not None and spec.shape.kv_bytes > free:
+            raise UsageError(f"{what} {name}: its K and V alone take {_size(spec.shape.kv_bytes)}, more than the "
+                             f"memory available now ({_size(free)}): choose a smaller n or hkv")
 
 
 def check_config(config_mode: str, methods: Iterable[str] = ()) -> None:
@@ -107,8 +107,8 @@ def check_config(config_mode: str, methods: Iterable[str] = ()) -> None:
         for spec in specs:
             file_overrides(config_mode, spec)
         spaces = [get_method(spec).config_space() for spec in specs]
-    if _method_keys(config_mode):
-        return  # {method: {launch: ...}}: each method's entry is checked against it when it is prepared
+    if _method_keys(config_mode) or not specs:
+        return  # per-method entries are checked when each is prepared; no methods named: the defaults come later
     have = {launch for space in spaces for launch in space}
     unused = sorted(set(file_overrides(config_mode, "")) - have)
     if unused:
@@ -148,12 +148,21 @@ def check_footprint(protocol: TimingProtocol, methods: int) -> None:
     free = free_memory()
     if free is not None and need > MEMORY_SHARE * free:
         raise UsageError(f"{rounds} rounds x {per_round} observations x {methods} row(s) would keep {_size(need)} of "
-                         f"observations, more than half of this machine's free memory ({_size(free)}): pass fewer "
+                         f"observations, more than half of the memory available now ({_size(free)}): pass fewer "
                          "--rounds or --observations")
 
 
 def free_memory() -> int | None:
-    """Bytes of memory available now (Linux and macOS), or None where it cannot be read."""
+    """Bytes of memory a run can have now, or None where it cannot be read: Linux's MemAvailable
+    (free pages plus the page cache it would give back; free pages alone are a few GiB after a
+    checkpoint was read), else the free pages sysconf reports."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
     try:
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):

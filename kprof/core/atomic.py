@@ -27,6 +27,10 @@ def _umask_mode() -> int:
     return 0o666 & ~mask
 
 
+class NotARegularFile(OSError):
+    """A write aimed at a device, FIFO or socket."""
+
+
 def special_file(path: Path) -> bool:
     """An existing path that is neither a regular file nor a folder (``/dev/null``, a FIFO): a
     rename over it would replace a device node, a read of it could block for ever."""
@@ -42,7 +46,7 @@ def atomic_path(target: str | os.PathLike) -> Iterator[Path]:
     """
     target = Path(target)
     if special_file(target):
-        raise IsADirectoryError(f"{target} is not a regular file (a device, pipe or socket): name an ordinary file")
+        raise NotARegularFile(f"{target} is not a regular file (a device, pipe or socket): name an ordinary file")
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     os.close(fd)

@@ -8,6 +8,7 @@ kprof's harness hides the one frame that matters.
 from __future__ import annotations
 
 import contextlib
+import sysconfig
 import traceback
 from pathlib import Path
 from typing import Iterator
@@ -15,21 +16,25 @@ from typing import Iterator
 from kprof.core.errors import KprofError, UsageError
 
 _KPROF = Path(__file__).resolve().parents[1]  # the kprof package: frames in it are not the user's
+_LIBRARIES = [Path(p).resolve() for p in {sysconfig.get_paths()[k] for k in ("stdlib", "purelib", "platlib")}]
 
 
 def is_users(obj: object) -> bool:
     """Whether ``obj`` (a Method, its class or a function) lives outside kprof's own package."""
     module = getattr(obj, "__module__", None) or getattr(type(obj), "__module__", "")
-    return not (module == "kprof" or module.startswith("kprof.") or module.startswith("kernels."))
+    return not (module == "kprof" or module.startswith("kprof."))  # kernels/ installs as kprof.kernels
 
 
 def where(exc: BaseException) -> str:
-    """``file:line in function`` of the innermost frame outside kprof (the innermost, if none)."""
+    """``file:line in function`` of the innermost frame in the user's own files: outside kprof and
+    outside the libraries it calls into (torch, triton, the standard library), else outside kprof,
+    else the innermost."""
     frames = traceback.extract_tb(exc.__traceback__)
     if isinstance(exc, SyntaxError) and exc.filename:
         return f"{exc.filename}:{exc.lineno}"
     outside = [f for f in frames if not Path(f.filename).resolve().is_relative_to(_KPROF)]
-    frame = (outside or frames or [None])[-1]
+    own = [f for f in outside if not any(Path(f.filename).resolve().is_relative_to(d) for d in _LIBRARIES)]
+    frame = (own or outside or frames or [None])[-1]
     return f"{frame.filename}:{frame.lineno} in {frame.name}" if frame else "no frame"
 
 

@@ -23,6 +23,7 @@ from kprof.ncu.metrics import TABLE14
 _TIME_UNITS = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3,
                "s": 1e6, "second": 1e6}
 _BYTE_UNITS = {"byte": 1, "kbyte": 1e3, "mbyte": 1e6, "gbyte": 1e9, "tbyte": 1e12}
+_ROLLUP = re.compile(r"__(time_duration|bytes)(?:_\w+)?\.(?:sum|avg|min|max)$")
 _NUMBER = re.compile(r"^[+-]?(\d{1,3}(,\d{3})+|\d+)(\.\d+)?([eE][+-]?\d+)?$")
 
 
@@ -53,10 +54,11 @@ def _normalise(value: float | None, unit: str, metric: str = "") -> tuple[float 
     """``value`` in us or bytes; a duration or byte metric in a unit ncu never writes is refused
     (a guess would be off by a factor of 1000 or more)."""
     u = unit.strip().lower()
-    if u and "__time_duration" in metric and u not in _TIME_UNITS:
+    rollup = _ROLLUP.search(metric)  # a plain sum or mean: its unit is a time or a byte count, nothing else
+    if u and rollup and rollup.group(1) == "time_duration" and u not in _TIME_UNITS:
         raise KprofError(f"{metric} is in unit {unit!r}, not a time unit ncu writes ({', '.join(_TIME_UNITS)}): "
                          "export the file again from ncu")
-    if u and "__bytes" in metric and not metric.endswith(".per_second") and u not in _BYTE_UNITS:
+    if u and rollup and rollup.group(1) == "bytes" and u not in _BYTE_UNITS:
         raise KprofError(f"{metric} is in unit {unit!r}, not a byte unit ncu writes ({', '.join(_BYTE_UNITS)}): "
                          "export the file again from ncu")
     if value is None:

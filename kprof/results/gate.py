@@ -299,9 +299,10 @@ def history_gate(history: list[Result], cand: Result, threshold: float = 0.03, m
         unsized = ["the candidate"] * bool(now[1] <= 0)
         unsized += [n for n, t in zip(names, then) if t[1] <= 0 and len(then) < 2]  # else the spread sizes it
         if unsized:  # an error taken as zero would make any difference look certain
-            iv = Interval(math.exp(now[0] - float(np.mean(hist))), None, None, level, CROSS_RUN, len(hist),
-                          note=f"no within-run interval in {', '.join(unsized)} (too few rounds): run it with "
-                          "more rounds or --precision")
+            iv = Interval(math.exp(now[0] - float(np.mean(hist))), None, None, level,
+                          CROSS_RUN if len(hist) >= 2 else ONE_RUN, len(hist),
+                          note=f"no within-run interval in {', '.join(unsized)} (too few rounds, or a ratio the "
+                          "timer cannot resolve): run it with more rounds or --precision")
             mde = None
         else:
             iv, mde = prediction_ratio(hist, np.array([t[1] for t in then]), now[0], now[1], level, threshold)
@@ -310,7 +311,7 @@ def history_gate(history: list[Result], cand: Result, threshold: float = 0.03, m
         base_rec = next((m for m in history[-1].methods if m.label == label), None)
         if cand_rec and base_rec:
             cfg_note = config_difference(base_rec.config, cand_rec.config)
-        rows.append(GateRow(label, verdict(iv, threshold), iv, plain, now[2], mde, cfg_note or iv.note))
+        rows.append(GateRow(label, verdict(iv, threshold), iv, plain, now[2], mde, cfg_note))
     rows = _as_family(rows, threshold, level)
     return GateReport(overall(rows), rows, [], warnings, metric, threshold, CROSS_RUN if len(history) >= 2 else ONE_RUN)
 
@@ -374,7 +375,7 @@ def already_in_history(candidate_path: Path, history_dir: Path) -> Path | None:
     if not history_dir.is_dir():
         return None
     mine = _identity(json.loads(candidate_path.read_text()))
-    for f in sorted(history_dir.glob("*.json")):
+    for f in sorted(f for f in history_dir.glob("*.json") if not f.name.startswith("latest")):
         try:
             if _identity(json.loads(f.read_text())) == mine:
                 return f

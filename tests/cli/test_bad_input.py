@@ -155,7 +155,7 @@ CASES = {
     "--rounds 0": Case(["compare", "--rounds", "0", "--device", "cpu"], 2, r"--rounds must be at least 1, got 0"),
     "rounds that would not fit in memory": Case(
         ["compare", "--rounds", "100000000", "--observations", "1000000", "--device", "cpu"], 2,
-        r"would keep .* of observations, more than half of this machine's free memory"),
+        r"would keep .* of observations, more than half of the memory available now"),
     "--devices with one workload": Case(["compare", "--devices", "all", *TINY], 2,
                                         r"--devices all: it spreads several --workload runs"),
     "a folder as --workload": Case(["compare", "--workload", "wdir", *TINY], 2, r"--workload wdir is a folder",
@@ -239,7 +239,7 @@ CASES = {
         r"kprof calls it as f\(q, k, v\), but its signature is two_args\(q, k\)", env={"PYTHONPATH": USERPKG}),
     "a synthetic workload larger than memory": Case(
         ["compare", "--workload", "synthetic:hq=8,hkv=2,d=64,n=99999999999999,dtype=fp16", *TINY], 2,
-        r"its K and V alone take 45.5 PiB, more than this machine's free memory .*: choose a smaller n"),
+        r"its K and V alone take 45.5 PiB, more than the memory available now .*: choose a smaller n"),
     "capture of a synthetic workload larger than memory": Case(
         ["capture", "--synthetic", "synthetic:hq=8,hkv=2,d=64,n=99999999999999,dtype=fp16", "--out", "w.safetensors"],
         2, r"--synthetic synthetic:.*: its K and V alone take 45.5 PiB"),

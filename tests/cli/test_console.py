@@ -23,4 +23,5 @@ def test_the_width_follows_columns_down_to_a_floor(monkeypatch):
     monkeypatch.setenv("COLUMNS", "0")
     assert console._width(sys.stdout) == console._MIN_WIDTH
     monkeypatch.delenv("COLUMNS")
-    assert console._width(open(os.devnull, "w")) == console._PIPE_WIDTH  # not a terminal: CI logs, pipes
+    with open(os.devnull, "w") as pipe:
+        assert console._width(pipe) == console._PIPE_WIDTH  # not a terminal: CI logs, pipes

@@ -51,3 +51,10 @@ def test_every_help_answers_without_importing_torch_or_triton():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "HEAVY []" in out.stdout, out.stdout
+
+
+def test_every_command_has_a_whole_summary_in_kprof_help():
+    from kprof.cli.main import SUMMARIES, cli
+
+    assert set(SUMMARIES) == set(cli.commands), "a command renamed or added: give it a line in SUMMARIES"
+    assert all(cli.commands[name].short_help == line for name, line in SUMMARIES.items())

@@ -78,7 +78,7 @@ def test_a_device_or_pipe_is_never_replaced(tmp_path):
 
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
-    with pytest.raises(IsADirectoryError, match="not a regular file"):
+    with pytest.raises(OSError, match="not a regular file"):
         with atomic_path(fifo) as tmp:
             tmp.write_text("new")
     assert not fifo.is_file() and fifo.exists() and list(tmp_path.iterdir()) == [fifo]

@@ -33,3 +33,14 @@ def test_the_users_frame_is_named_and_kprofs_own_code_is_not_wrapped():
     from kprof.methods import get_method
 
     assert not is_users(get_method("triton-dense")) and is_users(users_kernel)
+
+
+def test_a_failure_inside_a_library_the_user_called_names_the_users_line():
+    import json
+
+    def users_kernel():
+        return json.loads("not json")  # raises deep inside the standard library
+
+    with pytest.raises(UserCodeError, match=r"raised JSONDecodeError: .* \(.*test_user_code.py:\d+ in users_kernel\)"):
+        with running_users_code("mine"):
+            users_kernel()

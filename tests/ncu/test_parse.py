@@ -171,3 +171,15 @@ def test_a_csv_saved_again_with_minimal_quoting_still_reads():
     assert not buf.getvalue().startswith('"')
     df = read_ncu_csv("resaved.csv", text=buf.getvalue())
     assert df.iloc[0]["duration_us"] == 2.752, "2752 ns is 2.752 us exactly, not 2.7520000000000002"
+
+
+def test_a_byte_metrics_percentage_or_rate_is_not_taken_for_a_byte_count():
+    text = "\n".join([
+        '"ID","Kernel Name","dram__bytes.sum.pct_of_peak_sustained_elapsed","dram__bytes.sum.per_second","dram__bytes.sum"',
+        '"","","%","byte/second","kbyte"',
+        '"0","void k(int)","65.2","3000000000000","1024"',
+    ])
+    row = read_ncu_csv("full.csv", text=text).iloc[0]
+    assert row["dram__bytes.sum.pct_of_peak_sustained_elapsed"] == 65.2 and row["dram__bytes.sum"] == 1024e3
+    with pytest.raises(KprofError, match="dram__bytes.sum is in unit 'furlong'"):
+        read_ncu_csv("odd.csv", text=text.replace('"kbyte"', '"furlong"'))

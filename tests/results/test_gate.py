@@ -81,7 +81,7 @@ def test_a_run_without_an_interval_is_uncertain_not_exact(real_result):
     assert not short.speedups[0].interval.has_interval
     report = history_gate(history, short)
     assert report.verdict == "UNCERTAIN" and report.rows[0].ratio.estimate == pytest.approx(1.1, rel=0.02)
-    assert "no within-run interval in the candidate" in report.rows[0].note
+    assert "no within-run interval in the candidate" in report.rows[0].ratio.note
     one = history_gate(history[:1], synthetic(real_result, cand_us=44.0, seed=5))
     assert one.verdict == "SLOWER" and "run-to-run spread is unknown" in one.method
     assert "run-to-run spread is unknown" in one.rows[0].ratio.method
@@ -222,6 +222,10 @@ def test_a_history_starts_empty_and_takes_only_same_runs_unless_forced(real_resu
     assert r.exit_code == 1 and "not added" in r.output and not (folder / "slow.json").exists()
     r = _gate("--baseline", folder, "--candidate", slow, "--update-baseline", "--force")
     assert r.exit_code == 1 and (folder / "slow.json").exists()
+    r = _gate("--baseline", folder, "--candidate", slow, "--update-baseline", "--force")  # a CI job run again
+    text = " ".join(r.output.split())
+    assert r.exit_code == 1 and "SLOWER" in text and "already holds this run" in text, text
+    assert "left out of the history it is judged against" in text and len(list(folder.glob("*.json"))) == 4
 
 
 def test_an_unexpected_failure_is_exit_5_never_1(real_result, history_dir, tmp_path, monkeypatch):
