@@ -58,7 +58,7 @@ class KprofGroup(click.Group):
             sys.exit(EXIT_FAILED)
         except KeyboardInterrupt:
             err_console.print("[bold red]interrupted[/] (Ctrl-C): files already written are complete; nothing was "
-                              "half-written", highlight=False)
+                              "half-written", highlight=False, soft_wrap=True)
             sys.exit(EXIT_INTERRUPTED)
 
 

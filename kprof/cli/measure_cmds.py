@@ -34,7 +34,8 @@ def _finish(result, out: str | None, force: bool, as_json: bool) -> None:
         console.print(f"[dim]result written to {path}[/]", soft_wrap=True)
     if result.partial:
         err_console.print(f"[bold red]interrupted:[/] {result.partial}; what was measured is in {path}, "
-                          "marked partial (`kprof report` reads it, `kprof gate` refuses it)", highlight=False)
+                          "marked partial (`kprof report` reads it, `kprof gate` refuses it)", highlight=False,
+                          soft_wrap=True)
         sys.exit(EXIT_INTERRUPTED)
     for m in result.methods:
         for fault in m.faults:

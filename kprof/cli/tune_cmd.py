@@ -111,7 +111,7 @@ def tune(method, workload, launches, strategy, max_configs, budget_s, rounds, ob
             outcomes = run_tune(req, progress)
     except KeyboardInterrupt:
         err_console.print(f"[bold red]interrupted[/] (Ctrl-C): every candidate measured so far is in the cache under "
-                          f"{req.out_dir}; the same command resumes from there", highlight=False)
+                          f"{req.out_dir}; the same command resumes from there", highlight=False, soft_wrap=True)
         sys.exit(EXIT_INTERRUPTED)
     if export_path:
         path = export(outcomes, export_path)

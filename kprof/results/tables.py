@@ -256,7 +256,7 @@ def compare_columns(result: Result, label_width: int | None = None) -> ResultTab
     if any(rec.host_us is not None for rec in methods):
         cols.append(column("host us", [format_us(r.host_us) if r.host_us is not None else "" for r in methods], 11,
                            meaning="host us = the host's time to issue one call (eager, no sync): where it "
-                                   "exceeds the median, an eager decode loop is host-bound"))
+                                   "exceeds time us, an eager decode loop is host-bound"))
     cols.append(column(f"speedup [{level}% CI]",
                        [_speedup_cell(sp, several, base_row(sp)) if sp else "baseline" for sp in sps], 3))
     if any(sp is not None and not sp.interval.has_interval for sp in sps):
