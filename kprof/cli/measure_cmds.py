@@ -92,8 +92,15 @@ def compare(methods: tuple[str, ...], baseline: str, vary: tuple[str, ...], devi
     force = kw.pop("force")
     req = compare_request(list(methods), baseline, list(vary), list(workload), device, protocol_overrides(kw),
                           config_mode, keep_invalid, devices, out, force)
+    from kprof.commands.errors import InvalidOutput
+
     with measurement_progress() as progress:
-        result = run_request(req, progress)
+        try:
+            result = run_request(req, progress)
+        except InvalidOutput as exc:
+            if as_json and exc.kept is not None:  # stdout holds what was kept, as --json promises; the error follows
+                click.echo(exc.kept.to_json())
+            raise
     _finish(result, out, force, as_json)
 
 

@@ -78,4 +78,5 @@ def run_request(req: CompareRequest, progress: Progress | None = None) -> Result
         if exc.kept is None:
             raise
         path = save_run(exc.kept, req.out, req.force)
-        raise InvalidOutput(f"{exc}; the workloads timed before it are kept in {path}, marked partial") from None
+        raise InvalidOutput(f"{exc}; the workloads timed before it are kept in {path}, marked partial",
+                            kept=exc.kept) from None

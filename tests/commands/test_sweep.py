@@ -192,3 +192,7 @@ def test_a_validation_failure_on_a_later_workload_keeps_the_workloads_timed_befo
     kept = load_result(out)
     assert kept.partial.startswith("workload 2 of 2 (random-2)") and kept.summaries
     assert all(label.endswith("@ random-1") for label in kept.summaries), list(kept.summaries)
+    method = "userpkg.broken:wrong_on_long_contexts"
+    again = CliRunner().invoke(cli, ["compare", "--baseline", "math", "--method", method, "--json", "--out",
+                                     str(tmp_path / "again.json"), *TINY, *_each_workload(two_workloads)])
+    assert again.exit_code == 3 and json.loads(again.stdout)["partial"].startswith("workload 2 of 2")
