@@ -71,6 +71,7 @@ def cli() -> None:
     """
 
 
+VALIDATING = ("capture", "check", "compare", "stages", "tune", "validate", "suite", "ncu")  # may exit 3
 SUMMARIES = {
     "capture": "Record one layer's decode step (q, post-RoPE K/V) from a model, or a spec.",
     "check": "Run a method once against the fp64 reference; exit 3 on a mismatch.",
@@ -121,8 +122,7 @@ def _register() -> None:
     for name, command in cli.commands.items():  # whole in `kprof --help`, where a docstring's first line is cut
         command.short_help = SUMMARIES.get(name, command.short_help)
     for command in _all_commands(cli):
-        runs_methods = command.name in ("capture", "check", "compare", "stages", "tune", "validate", "suite", "ncu")
-        command.epilog = command.epilog or (EPILOG if runs_methods else NO_VALIDATION_EPILOG)
+        command.epilog = command.epilog or (EPILOG if command.name in VALIDATING else NO_VALIDATION_EPILOG)
 
 
 def _all_commands(group: click.Group):

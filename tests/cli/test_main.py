@@ -54,7 +54,8 @@ def test_every_help_answers_without_importing_torch_or_triton():
 
 
 def test_every_command_has_a_whole_summary_in_kprof_help():
-    from kprof.cli.main import SUMMARIES, cli
+    from kprof.cli.main import SUMMARIES, VALIDATING, cli
 
     assert set(SUMMARIES) == set(cli.commands), "a command renamed or added: give it a line in SUMMARIES"
+    assert set(VALIDATING) <= set(cli.commands), "a command renamed: its --help's exit codes follow VALIDATING"
     assert all(cli.commands[name].short_help == line for name, line in SUMMARIES.items())
