@@ -55,6 +55,9 @@ def check_output(label: str, out: object, expected: torch.Tensor | None, toleran
     if out.shape != expected.shape:
         raise KprofError(f"{label}: output shape {tuple(out.shape)} differs from the reference's "
                          f"{tuple(expected.shape)}: return the same shape as the reference")
+    if out.is_complex() and not expected.is_complex():
+        raise KprofError(f"{label} returned a {out.dtype} tensor against a real reference: its imaginary part "
+                         "would be dropped; return a real tensor")
     report = compare_outputs(out, expected, tolerance)
     return Validation(report.rel_error, report.max_abs_error, report.non_finite, report.tolerance, report.passed)
 

@@ -1,3 +1,4 @@
+import pytest
 import torch
 
 from kprof.methods.validation import compare_outputs
@@ -25,3 +26,12 @@ def test_tolerance_follows_dtype():
     ref = torch.randn(4, 4, dtype=torch.float64)
     assert compare_outputs(ref.half(), ref).tolerance == 1e-2
     assert compare_outputs(ref.float(), ref).tolerance == 1e-5
+
+
+def test_a_wider_output_is_not_held_to_the_loosest_tolerance_and_a_complex_one_is_refused():
+    """fp32 inputs, an fp64 output 0.5% off: it passed under the 1e-2 once given to unknown dtypes."""
+    ref = torch.randn(8, 64, dtype=torch.float64)
+    assert not compare_outputs(ref * 1.005, ref).passed
+    assert compare_outputs((ref * (1 + 1e-7)).to(torch.float32), ref).passed
+    with pytest.raises(ValueError, match="attention outputs are real"):
+        compare_outputs(ref.to(torch.complex64), ref)
