@@ -38,7 +38,7 @@ def _print(report, as_json: bool) -> None:
     detectable = any(r.mde is not None for r in report.rows)
     t = Table(title=f"kprof gate ({report.metric}, threshold {report.threshold:.1%}): {report.verdict}",
               caption=f"ratio = now / then (above 1: slower); intervals: {report.method}"
-              + ("; detectable: the smallest regression this history flags SLOWER 9 times in 10" if detectable
+              + ("; detectable: the smallest regression this history catches 9 times in 10" if detectable
                  else ""))
     unit = value_unit(report.metric)
     cols = ["method", f"then {unit}", f"now {unit}", "ratio", "95% interval", "verdict"]

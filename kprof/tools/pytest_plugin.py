@@ -11,13 +11,16 @@ once and times nothing::
         res = kprof_compare(flash_decode, my_decode, reference=dense_fp64, max_regression="3%")
 
 ``max_regression`` fails the test when the candidate is SLOWER than the baseline by more than
-that, judged from the run's own paired interval (the gate's same-run rule). With
+that, judged from the run's own paired interval (the gate's same-run rule), and when that cannot
+be ruled out: no interval, or an estimate beyond the threshold that the interval does not resolve.
+A row that failed validation fails the test, timed or not. With
 ``pytest --kprof-results DIR`` each ``kprof_compare`` also saves its Result as ``DIR/<test>.json``,
 which ``kprof gate --baseline HISTORY --candidate DIR/<test>.json`` judges across runs.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,10 +35,21 @@ def pytest_addoption(parser) -> None:
 
 
 def _threshold(text) -> float:
-    value = float(str(text).rstrip("%")) / (100 if str(text).endswith("%") else 1)
+    try:
+        value = math.nan if isinstance(text, bool) else float(str(text).rstrip("%")) / (
+            100 if str(text).endswith("%") else 1)
+    except ValueError:
+        value = math.nan
+    if math.isnan(value):
+        pytest.fail(f"kprof_compare: max_regression={text!r} is not a percentage: write e.g. '3%' or 0.03",
+                    pytrace=False)
     if not 0 < value < 0.5:
-        raise ValueError(f"max_regression must lie between 0 and 50%, got {text!r}: write e.g. '3%'")
+        pytest.fail(f"kprof_compare: max_regression={text!r} is {100 * value:g}%; it must be above 0 and below 50%: "
+                    "write e.g. '3%'", pytrace=False)
     return value
+
+
+_SAVED = pytest.StashKey[dict]()  # this session's --kprof-results file names, and the test that wrote each
 
 
 def _synchronized(fn: Callable[[], object]) -> Callable[[], object]:
@@ -119,6 +133,9 @@ class KprofCompare:
     benchmark: object
     results_dir: str | None = None
     test_name: str = "test"
+    node_id: str = "test"
+    saved: dict | None = None  # file name -> node id, across the session: two tests never share a file
+    used: bool = False
 
     def __call__(self, baseline: Callable[..., object], candidate: Callable[..., object], max_regression=None,
                  **options):
@@ -126,6 +143,9 @@ class KprofCompare:
         ``reference``, protocol); returns the Result, or None under --benchmark-disable, where each
         callable runs once. pytest-benchmark's own columns time the candidate. With
         ``max_regression`` ("3%") the test fails when the candidate is SLOWER by more than that."""
+        if self.used:  # pytest-benchmark's fixture times once per test
+            pytest.fail("kprof_compare: one comparison per test: parametrize the test for more", pytrace=False)
+        self.used = True
         threshold = None if max_regression is None else _threshold(max_regression)
         _check("kprof_compare", "compare", [candidate], baseline, **options)
         bench = self.benchmark
@@ -153,8 +173,10 @@ class KprofCompare:
         })
         _host_timing(bench, lambda: candidate(**inputs), res.summaries[cand].observations)
         if self.results_dir:
-            name = f"{re.sub(r'[^A-Za-z0-9._-]+', '_', self.test_name)}.json"
-            res.save(Path(self.results_dir) / name, force=True)  # the folder keeps each test's latest run
+            res.save(Path(self.results_dir) / self._file_name(), force=True)  # each test's latest run
+        failed = [m.label for m in res.methods if not m.validation.passed]
+        if failed:  # strict=False timed it; a test must still not pass on a wrong kernel
+            pytest.fail(f"kprof_compare: {', '.join(failed)} failed validation against the reference", pytrace=False)
         if threshold is not None:
             from kprof.results.gate import same_run_gate
 
@@ -163,7 +185,25 @@ class KprofCompare:
             if row.verdict == "SLOWER":
                 pytest.fail(f"{cand} is SLOWER than {base}: {row.ratio.text(4, 'x')} of its time (threshold "
                             f"{100 * threshold:g}%)", pytrace=False)
+            if not row.ratio.has_interval:
+                pytest.fail(f"kprof_compare: max_regression cannot be judged: {row.ratio.text(4, 'x')}; pass more "
+                            "rounds, or precision=", pytrace=False)
+            if row.verdict == "UNCERTAIN" and row.ratio.estimate > 1 + threshold:
+                pytest.fail(f"{cand} may be SLOWER than {base}: {row.ratio.text(4, 'x')} of its time, above the "
+                            f"{100 * threshold:g}% threshold but not resolved; pass more rounds, or precision=",
+                            pytrace=False)
         return res
+
+    def _file_name(self) -> str:
+        """``<test>.json``; a second test whose name gives the same file gets its node id's hash."""
+        import hashlib
+
+        name = f"{re.sub(r'[^A-Za-z0-9._-]+', '_', self.test_name)}.json"
+        saved = self.saved if self.saved is not None else {}
+        if saved.get(name, self.node_id) != self.node_id:
+            name = f"{name[:-5]}-{hashlib.sha1(self.node_id.encode()).hexdigest()[:8]}.json"
+        saved[name] = self.node_id
+        return name
 
 
 @pytest.fixture
@@ -176,4 +216,5 @@ def kprof_benchmark(benchmark) -> KprofBenchmark:
 def kprof_compare(benchmark, request) -> KprofCompare:
     """Time a candidate against a baseline, interleaved; the speedup interval goes to pytest-benchmark's
     JSON, the Result to ``--kprof-results DIR``, a SLOWER verdict under ``max_regression`` fails the test."""
-    return KprofCompare(benchmark, request.config.getoption("--kprof-results"), request.node.name)
+    return KprofCompare(benchmark, request.config.getoption("--kprof-results"), request.node.name,
+                        request.node.nodeid, request.config.stash.setdefault(_SAVED, {}))

@@ -3,6 +3,7 @@ kprof's statistics into pytest-benchmark's JSON; --benchmark-disable runs each c
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -233,3 +234,63 @@ def test_a_shipped_method_is_benchmarked_with_kprofs_statistics(tmp_path):
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_shipped.py"],
                        cwd=tmp_path, env=inner_env(tmp_path), capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and "2 passed" in r.stdout, r.stdout[-3000:] + r.stderr[-2000:]
+
+
+RULES_TEST = textwrap.dedent('''
+    import pytest
+    import torch
+
+    a, b = torch.randn(16, 16), torch.randn(16, 16)
+    I = {"input": a, "mat2": b}
+    P = {"observations": 1, "warmup_pairs": 0, "evict_mib": 1, "device": "cpu"}
+
+
+    def base(input, mat2):
+        return input @ mat2
+
+
+    def wrong(input, mat2):
+        return input
+
+
+    def test_no_interval(kprof_compare):
+        kprof_compare(base, base, inputs=I, reference=torch.mm, max_regression="3%", rounds=2, **P)
+
+
+    def test_wrong_kept(kprof_compare):
+        kprof_compare(base, wrong, inputs=I, reference=torch.mm, strict=False, rounds=2, **P)
+
+
+    def test_twice(kprof_compare):
+        kprof_compare(base, base, inputs=I, reference=torch.mm, rounds=2, **P)
+        kprof_compare(base, base, inputs=I, reference=torch.mm, rounds=2, **P)
+
+
+    def test_bad_threshold(kprof_compare):
+        kprof_compare(base, base, inputs=I, reference=torch.mm, max_regression="abc", rounds=2, **P)
+
+
+    @pytest.mark.parametrize("x", ["a b", "a_b"])
+    def test_collide(kprof_compare, x):
+        kprof_compare(base, base, inputs=I, reference=torch.mm, rounds=2, **P)
+''')
+
+
+def test_the_fixture_never_passes_what_it_cannot_judge_and_never_overwrites_another_tests_result(tmp_path):
+    """Seen in QA: a 40x slower candidate passed max_regression with no interval, a wrong kernel passed
+    with strict=False, a second call traced back, and two tests wrote one results file."""
+    (tmp_path / "test_rules.py").write_text(RULES_TEST)
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+                        "test_rules.py", f"--kprof-results={tmp_path / 'res'}"], cwd=tmp_path,
+                       env=inner_env(tmp_path), capture_output=True, text=True, timeout=300)
+    out = " ".join(r.stdout.split())
+    failures = {name: re.search(rf"_+ {name} _+ (.*?) (?:_{{5}}|={{5}})", out).group(1) for name in
+                ("test_no_interval", "test_wrong_kept", "test_twice", "test_bad_threshold")}
+    assert failures["test_no_interval"].strip().startswith("kprof_compare: max_regression cannot be judged"), out
+    assert "kprof_compare: wrong failed validation against the reference" in failures["test_wrong_kept"], out
+    assert "kprof_compare: one comparison per test" in failures["test_twice"], out
+    assert failures["test_bad_threshold"].strip() == ("kprof_compare: max_regression='abc' is not a percentage: "
+                                                      "write e.g. '3%' or 0.03"), out
+    assert "4 failed, 2 passed" in out and "Traceback" not in r.stdout
+    saved = sorted(p.name for p in (tmp_path / "res").glob("test_collide*.json"))
+    assert len(saved) == 2 and "test_collide_a_b_.json" in saved, saved
