@@ -57,6 +57,16 @@ def check_arguments(function: str, *args, **kwargs) -> None:
         kw.get("host_bound"), kw.get("eviction"), kw.get("precision"), kw.get("max_time")))
 
 
+def _check_inputs(inputs, tolerance) -> None:
+    """``inputs`` named tensors and ``tolerance`` a relative error: what a call would fail at late."""
+    if inputs is not None and not isinstance(inputs, Mapping):
+        raise UsageError(f"inputs is a {type(inputs).__name__}: pass a dict of argument name -> tensor, as the "
+                         "callables take them (fn(**inputs))")
+    if tolerance is not None and (isinstance(tolerance, bool) or not isinstance(tolerance, (int, float))
+                                  or not 0 < tolerance < float("inf")):
+        raise UsageError(f"tolerance={tolerance!r}: pass a positive relative L2 error, e.g. 1e-3")
+
+
 def _label(op: Op, fallback: str) -> str:
     if isinstance(op, str):
         return op
@@ -85,10 +95,17 @@ def compare(candidates: Mapping[str, Op] | Sequence[Op], baseline: Op, *, inputs
     """
     if isinstance(candidates, str) or callable(candidates):  # one candidate, not a sequence of them
         candidates = [candidates]
+    if not isinstance(candidates, (Mapping, Sequence)):
+        raise UsageError(f"kprof.compare: candidates is a {type(candidates).__name__}: pass a callable, a list of "
+                         "them, or a dict of label -> callable")
     items = (list(candidates.items()) if isinstance(candidates, Mapping)
              else [(_label(op, f"candidate{i + 1}"), op) for i, op in enumerate(candidates)])
     if not items:
         raise UsageError("kprof.compare needs at least one candidate")
+    if bad := [label for label, _ in items if not isinstance(label, str) or not label]:
+        raise UsageError(f"kprof.compare: labels {bad!r} are not names: a dict's keys label the rows, write e.g. "
+                         "{'mine': fn}")
+    _check_inputs(inputs, tolerance)
     ops = [(_label(baseline, "baseline"), baseline)] + items
     for label, op in ops:
         if not (isinstance(op, str) or callable(op)):
@@ -135,6 +152,9 @@ def tune(fn: Callable[..., object], *, space=None, default: Mapping[str, int] | 
     """
     from kprof.commands.tune_callable import tune_function
 
+    if not callable(fn):
+        raise UsageError(f"kprof.tune needs a callable, got a {type(fn).__name__}: pass the function itself")
+    _check_inputs(inputs, tolerance)
     overrides = _protocol_overrides(rounds, None, None, None, False, False, None, precision, max_time)
     return tune_function(fn, space, default, constraints, inputs, reference, tolerance, workload, strategy,
                          max_configs, finalists, seed, overrides, device)

@@ -18,21 +18,52 @@ import math
 
 import numpy as np
 
-from kprof.measure.stats import (
-    SPEEDUP,
-    Interval,
-    RoundTable,
-    latency,
-    log_interval,
-    paired_speedup,
-    round_table,
-)
-from kprof.results.gate import prediction_ratio as gate_interval
+from kprof.measure import stats as _stats
+from kprof.measure.stats import SPEEDUP, Interval, RoundTable, log_interval, round_table
+from kprof.results.gate import prediction_ratio
 
 __all__ = ["Interval", "RoundTable", "gate_interval", "latency", "paired_bootstrap", "paired_speedup",
            "round_table"]
 
 BLOCK_BOOTSTRAP = "mean of pair-cycle log ratios, moving-block bootstrap percentile interval"
+
+
+def _level(level: float) -> None:
+    """A level of 0 or 1 gives an interval of zero or infinite width that still claims to be one."""
+    if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
+        raise ValueError(f"level={level!r} must lie strictly between 0 and 1, e.g. 0.95")
+
+
+def latency(observations, level: float = 0.95, cycle: int = 1, throttled=None) -> Interval:
+    """One method's latency from its own ``[rounds, observations]`` (rounds taken ``cycle`` at a time)."""
+    _level(level)
+    return _stats.latency(np.asarray(observations, dtype=np.float64), level, cycle, throttled)
+
+
+def paired_speedup(baseline_rounds, candidate_rounds, orders: list[tuple[int, ...]], baseline: int, candidate: int,
+                   cycle: int, level: float = 0.95) -> Interval:
+    """Speedup ``baseline / candidate``; ``orders[r]`` is round r's order of method indices in the
+    design (one per round: a shorter list would silently drop rounds), ``cycle`` its cycle length."""
+    _level(level)
+    rounds = np.shape(baseline_rounds)[0]
+    if len(orders) != rounds or np.shape(candidate_rounds)[0] != rounds:
+        raise ValueError(f"paired_speedup needs one order per round and the same rounds for both rows: got "
+                         f"{len(orders)} orders, {rounds} and {np.shape(candidate_rounds)[0]} rounds")
+    return _stats.paired_speedup(np.asarray(baseline_rounds, dtype=np.float64),
+                                 np.asarray(candidate_rounds, dtype=np.float64), orders, baseline, candidate, cycle,
+                                 level)
+
+
+def gate_interval(history, history_sd, candidate: float, candidate_sd: float, level: float = 0.95,
+                  threshold: float = 0.03) -> tuple[Interval, float]:
+    """The cross-run gate's prediction interval of a run's log value against a history of them
+    (each with its own standard error), and the smallest regression it catches 9 times in 10."""
+    _level(level)
+    if len(history) == 0 or len(history) != len(history_sd):
+        raise ValueError(f"gate_interval needs at least one history run and one sd per run: got {len(history)} "
+                         f"runs and {len(history_sd)} sds")
+    return prediction_ratio(np.asarray(history, dtype=np.float64), np.asarray(history_sd, dtype=np.float64),
+                            candidate, candidate_sd, level, threshold)
 
 
 def _block_bootstrap(values: np.ndarray, level: float, resamples: int, seed: int) -> tuple[float, float]:
@@ -62,6 +93,7 @@ def paired_bootstrap(baseline_rounds, candidate_rounds, *, baseline_first=None, 
     values with ``resamples`` and ``seed``. Rounds without a partner of the other order are
     counted in ``left_out`` and named in ``note``, never silently dropped.
     """
+    _level(level)
     base = np.asarray(baseline_rounds, dtype=np.float64)
     cand = np.asarray(candidate_rounds, dtype=np.float64)
     n = base.shape[0] if base.ndim == 2 else 0

@@ -170,3 +170,26 @@ def test_wrong_arguments_are_one_line_usage_errors_before_anything_runs():
         check_arguments("time", lambda: None, bogus=1)
     with pytest.raises(UsageError, match="--rounds must be at least 1"):
         check_arguments("compare", [lambda: None], lambda: None, rounds=0)
+
+
+def test_arguments_seen_failing_deep_inside_are_refused_up_front(gemm, tmp_path):
+    """Seen in QA: raw TypeErrors, a Result saved with force='no', a label kprof cannot read back."""
+    from kprof.core.errors import UsageError
+
+    with pytest.raises(UsageError, match="candidates is a NoneType: pass a callable"):
+        kprof.compare(None, baseline=torch.mm, inputs=gemm, **FAST)
+    with pytest.raises(UsageError, match=r"labels \[1\] are not names"):
+        kprof.compare({1: torch.mm}, baseline=torch.mm, inputs=gemm, **FAST)
+    with pytest.raises(UsageError, match="inputs is a list: pass a dict"):
+        kprof.compare([transposed_mm], baseline=torch.mm, inputs=list(gemm.values()), **FAST)
+    for bad in (-1, float("nan"), "1e-3"):
+        with pytest.raises(UsageError, match="tolerance=.*: pass a positive relative L2 error"):
+            kprof.compare([transposed_mm], baseline=torch.mm, inputs=gemm, reference=torch.mm, tolerance=bad, **FAST)
+    with pytest.raises(UsageError, match="kprof.tune needs a callable"):
+        kprof.tune(5, space={"X": [1, 2]}, inputs=gemm, reference=torch.mm)
+    res = kprof.compare([transposed_mm], baseline=torch.mm, inputs=gemm, reference=torch.mm, **FAST)
+    kept = res.save(tmp_path / "r.json")
+    before = kept.read_bytes()
+    with pytest.raises(UsageError, match="force='no': pass True or False"):
+        res.save(kept, force="no")
+    assert kept.read_bytes() == before

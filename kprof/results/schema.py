@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kprof.core.errors import KprofError
+from kprof.core.errors import KprofError, UsageError
 from kprof.core.version import VERSION
 from kprof.measure.catalog import LaunchCatalog
 from kprof.measure.stats import DriftReport, Interval
@@ -151,6 +151,10 @@ class Result:
         read it: a fresh file under runs/ by default; an existing ``path`` only with ``force``."""
         from kprof.results.store import save_result  # the store writes Results; a Result does not import it
 
+        if not isinstance(force, bool):  # force="no" is truthy: it would replace the file it means to keep
+            raise UsageError(f"force={force!r}: pass True or False")
+        if path is not None and not isinstance(path, (str, Path)):
+            raise UsageError(f"path={path!r}: pass a file path (str or pathlib.Path), or nothing for runs/")
         return save_result(self, path, force=force)
 
     def frame(self):
