@@ -109,9 +109,13 @@ def _design(m: Measurement) -> dict:
     return design
 
 
+ROUNDS_NAMED = 12  # a note names at most this many rounds; the Result's list holds them all
+
+
 def _round_numbers(indices: list[int]) -> str:
     """Rounds as progress and plots count them, from 1 (the Result's lists hold indices from 0)."""
-    return ", ".join(str(i + 1) for i in indices)
+    named = ", ".join(str(i + 1) for i in indices[:ROUNDS_NAMED])
+    return named + (f" and {len(indices) - ROUNDS_NAMED} more" if len(indices) > ROUNDS_NAMED else "")
 
 
 def _notes(m: Measurement, summaries: dict[str, Summary], speedups: list[Speedup]) -> list[str]:

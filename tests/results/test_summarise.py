@@ -52,3 +52,10 @@ def test_a_bad_round_is_named_as_progress_and_plots_count_it():
     res = build_result("compare", m, [], _context(), 0.95, [(0, 1)])
     assert res.summaries["cand"].bad_rounds == [9]
     assert any(n.startswith("cand: round 10 of 12 left out of its intervals") for n in res.notes), res.notes
+
+
+def test_a_note_names_a_dozen_rounds_at_most():
+    from kprof.results.summarise import _round_numbers
+
+    assert _round_numbers([0, 4]) == "1, 5"
+    assert _round_numbers(list(range(1000))) == "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12 and 988 more"
