@@ -193,3 +193,13 @@ def test_arguments_seen_failing_deep_inside_are_refused_up_front(gemm, tmp_path)
     with pytest.raises(UsageError, match="force='no': pass True or False"):
         res.save(kept, force="no")
     assert kept.read_bytes() == before
+
+
+def test_time_checks_its_work_numbers_before_timing():
+    from kprof.core.errors import KprofError
+
+    calls = []
+    for bad in (-1, float("inf")):
+        with pytest.raises(KprofError, match="take a positive number"):
+            kprof.time(lambda: calls.append(1), flops=bad, **FAST)
+    assert not calls, "refused before the first call"

@@ -126,6 +126,9 @@ def compare_callables(ops: list[tuple[str, object]], inputs: Mapping[str, object
 
 def time_callable(fn: Callable[[], object], overrides: dict, device: str, flops=None, bytes=None) -> Summary:
     """One callable under the protocol, summarised as a Result's row is (:func:`kprof.time`)."""
+    for value in (flops, bytes):  # numbers are checked before the timing, not after it
+        if value is not None and not callable(value):
+            work_amount(value, None)
     target = resolve_target(device)
     protocol = default_protocol(target.is_gpu).with_overrides(**overrides)
     harness = Harness(target.device, protocol)
@@ -143,7 +146,7 @@ def work_amount(value, inputs: Mapping[str, object] | None) -> float | None:
         return None
     if callable(value):
         value = value(**(inputs or {}))
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
         raise KprofError(f"flops= and bytes= take a positive number or a function of the inputs returning one, "
                          f"got {value!r}")
     return float(value)
