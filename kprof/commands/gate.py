@@ -23,6 +23,7 @@ from kprof.results.gate import (  # noqa: F401 (format_value, value_unit: for th
     history_gate,
     load_gateable,
     load_history,
+    run_identity,
     same_run_gate,
     summary_markdown,
     value_unit,
@@ -67,8 +68,7 @@ def against_history(baselines: list[str], candidate: str, threshold: float, metr
     """A stored Result against the Results of a history (folders or files)."""
     cand = load_gateable(candidate, "candidate")
     history, names = load_history(baselines)
-    me = (cand.created, cand.observations_sha256, cand.git_revision)
-    twins = [n for r, n in zip(history, names) if (r.created, r.observations_sha256, r.git_revision) == me]
+    twins = [n for r, n in zip(history, names) if run_identity(r) == run_identity(cand)]
     left_out = bool(twins) and len(twins) < len(history)  # a run judged against itself agrees exactly
     if left_out:
         history, names = zip(*[(r, n) for r, n in zip(history, names) if n not in twins])

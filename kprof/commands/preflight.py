@@ -100,29 +100,19 @@ def check_config(config_mode: str, methods: Iterable[str] = ()) -> None:
         raise UsageError(f"--config {config_mode}: {what}; pass auto, default, or a JSON file of launch -> "
                          "parameters")
     from kprof.methods import get_method
-    from kprof.tuning.lookup import file_overrides
+    from kprof.tuning.lookup import per_method, read_config_file
 
     specs = [spec for spec in methods if not spec.startswith("=")]
     with as_usage():
-        for spec in specs:
-            file_overrides(config_mode, spec)
+        doc = read_config_file(config_mode)
         spaces = [get_method(spec).config_space() for spec in specs]
-    if _method_keys(config_mode) or not specs:
+    if per_method(doc) or not specs:
         return  # per-method entries are checked when each is prepared; no methods named: the defaults come later
     have = {launch for space in spaces for launch in space}
-    unused = sorted(set(file_overrides(config_mode, "")) - have)
-    if unused:
+    if unused := sorted(set(doc) - have):
         raise UsageError(f"--config {config_mode} sets launch(es) {', '.join(unused)}, which no method of this run "
                          f"has (theirs: {', '.join(sorted(have)) or 'none'}): fix the launch name, or add the "
                          "method that has it")
-
-
-def _method_keys(path: str) -> set[str]:
-    """The top-level keys of a ``{method: {launch: {...}}}`` config file (none for a flat one)."""
-    import json
-
-    doc = json.loads(Path(path).read_text())
-    return {k for k, v in doc.items() if isinstance(v, dict) and all(isinstance(x, dict) for x in v.values())}
 
 
 def check_protocol(on_gpu: bool, overrides: dict, methods: int = 1) -> TimingProtocol:

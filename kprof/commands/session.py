@@ -203,6 +203,9 @@ class MeasurementSession:
                           phases_s=dict(self.setup_s))
 
 
+KEEP_INVALID = "fix it, or pass --keep-invalid (Python: strict=False) to time it anyway"
+
+
 def refuse_invalid(records: list[MethodRecord]) -> None:
     """Stop before timing when a row's output failed validation: timing a wrong kernel answers
     nothing. One line naming the row, its error and the tolerance."""
@@ -210,7 +213,6 @@ def refuse_invalid(records: list[MethodRecord]) -> None:
     if not failed:
         return
     v, more = failed[0].validation, len(failed) - 1
-    raise InvalidOutput(
-        f"{failed[0].label}: output differs from the reference (relative error {v.rel_error:.1e} > tolerance "
-        f"{v.tolerance:.1e}, {v.non_finite} non-finite)" + (f", and {more} more row(s) failed" if more else "")
-        + ": nothing was timed; fix it, or pass --keep-invalid (Python: strict=False) to time it anyway")
+    problem = (f"{failed[0].label}: output differs from the reference (relative error {v.rel_error:.1e} > tolerance "
+               f"{v.tolerance:.1e}, {v.non_finite} non-finite)" + (f", and {more} more row(s) failed" if more else ""))
+    raise InvalidOutput(f"{problem}: nothing was timed; {KEEP_INVALID}", problem=problem)

@@ -15,7 +15,7 @@ from multiprocessing import connection as mp_connection
 from typing import Callable, Sequence
 
 from kprof.commands.compare import baseline_for, run_compare
-from kprof.commands.session import MeasurementSession
+from kprof.commands.session import KEEP_INVALID, MeasurementSession
 from kprof.core import device_pinning
 from kprof.core.errors import InvalidOutput, KprofError, MethodUnavailable
 from kprof.core.target import cuda_available
@@ -93,9 +93,9 @@ def run_sweep(open_session: Callable[[str | None], MeasurementSession], workload
                 raise
             kept = join_runs(runs, tags[:len(runs)])
             kept.partial = f"workload {i + 1} of {len(sessions)} ({tags[i]}) failed validation"
-            raise InvalidOutput(f"on workload {i + 1} of {len(sessions)} ({tags[i]}), "
-                                + str(exc).replace(": nothing was timed", ": it and the workloads after it were not "
-                                                   "timed"), kept=kept) from None
+            raise InvalidOutput(f"on workload {i + 1} of {len(sessions)} ({tags[i]}), {exc.problem}: it and the "
+                                f"workloads after it were not timed; {KEEP_INVALID}", kept=kept,
+                                problem=exc.problem) from None
         if runs[-1].partial:  # Ctrl-C: keep what was measured, run nothing more
             break
     joined = join_runs(runs, tags[:len(runs)])

@@ -34,13 +34,14 @@ class ConfigError(UsageError):
 
 class InvalidOutput(KprofError):
     """A method's output failed validation, so it was not timed (exit 3, as a failed check);
-    ``kept`` is what a sweep had timed on earlier workloads (a partial Result), for the caller to save."""
+    ``problem`` is the row and its error alone; ``kept`` is what a sweep had timed on earlier
+    workloads (a partial Result), for the caller to save."""
 
     exit_code = 3
 
-    def __init__(self, message: str, kept: object | None = None):
+    def __init__(self, message: str, kept: object | None = None, problem: str = ""):
         super().__init__(message)
-        self.kept = kept
+        self.kept, self.problem = kept, problem or message
 
 
 def run_reporting_errors(main) -> None:

@@ -365,8 +365,10 @@ def load_history(paths: list[str | Path]) -> tuple[list[Result], list[str]]:
     return [r for r, _ in results], [name for _, name in results]
 
 
-def _identity(doc: dict) -> tuple:
-    return doc.get("created"), doc.get("observations_sha256"), doc.get("git_revision")
+def run_identity(run: Result | dict) -> tuple:
+    """What makes two Result files the same run: its creation time, observations and revision."""
+    keys = ("created", "observations_sha256", "git_revision")
+    return tuple(run.get(k) for k in keys) if isinstance(run, dict) else tuple(getattr(run, k) for k in keys)
 
 
 def already_in_history(candidate_path: Path, history_dir: Path) -> Path | None:
@@ -374,10 +376,10 @@ def already_in_history(candidate_path: Path, history_dir: Path) -> Path | None:
     any: a run added twice would count as two runs that agree exactly."""
     if not history_dir.is_dir():
         return None
-    mine = _identity(json.loads(candidate_path.read_text()))
+    mine = run_identity(json.loads(candidate_path.read_text()))
     for f in sorted(f for f in history_dir.glob("*.json") if not f.name.startswith("latest")):
         try:
-            if _identity(json.loads(f.read_text())) == mine:
+            if run_identity(json.loads(f.read_text())) == mine:
                 return f
         except (OSError, ValueError, AttributeError):
             continue  # the gate itself names unreadable history files

@@ -43,22 +43,27 @@ def _fresh_path(directory: Path, stem: str) -> Path:
     return path
 
 
+def _sidecar_taken(path: Path) -> str | None:
+    """A sidecar already where a Result at ``path`` would write its own: another Result's, say one
+    renamed without it, which would become unreadable."""
+    sidecar = path.with_suffix(".obs.npz")
+    return f"its observations sidecar {sidecar.name} exists (perhaps another Result's)" if sidecar.exists() else None
+
+
 def _taken(path: Path) -> str | None:
     if path.exists():
         return f"{path} exists"
-    sidecar = path.with_suffix(".obs.npz")
-    return f"{path}'s sidecar {sidecar.name} exists (perhaps another Result's)" if sidecar.exists() else None
+    return (taken := _sidecar_taken(path)) and f"{path}: {taken}"
 
 
 def sidecar_problem(path: Path, force: bool, option: str) -> str | None:
-    """Why the observations sidecar a Result at ``path`` would write cannot be written: it is a
-    special file, or an existing one (another Result's, say one renamed without it) and no ``force``."""
+    """Why the sidecar of a Result at ``path`` cannot be written: a special file, or an existing
+    one without ``force``."""
     sidecar = path.with_suffix(".obs.npz")
     if special_file(sidecar) or sidecar.is_dir():
         return f"{option} {path}: its observations sidecar {sidecar} is not a regular file: choose another name"
-    if sidecar.exists() and not force:
-        return (f"{option} {path}: its observations sidecar {sidecar.name} exists (perhaps another Result's): "
-                "choose another name, or pass --force to replace it")
+    if not force and (taken := _sidecar_taken(path)):
+        return f"{option} {path}: {taken}: choose another name, or pass --force to replace it"
     return None
 
 

@@ -54,10 +54,8 @@ def tuned_overrides(method_spec: str, shape: WorkloadShape, directory: Path | No
     return overrides, notes
 
 
-def file_overrides(path: str, method_spec: str, launches: Iterable[str] | None = None) -> dict:
-    """Launch overrides from a JSON file: ``{launch: {param: v}}`` or ``{method: {launch: {...}}}``.
-    A file of the first form applies to each method only the ``launches`` it has (all, if None), so
-    one file tunes the candidate without being refused by a baseline that has no such launch."""
+def read_config_file(path: str) -> dict:
+    """A ``--config`` JSON file: ``{launch: {param: v}}`` or ``{method: {launch: {...}}}``."""
     try:
         doc = json.loads(Path(path).read_text())
     except (OSError, json.JSONDecodeError) as exc:
@@ -65,8 +63,21 @@ def file_overrides(path: str, method_spec: str, launches: Iterable[str] | None =
                          "pass a JSON file, auto or default") from None
     if not isinstance(doc, dict):
         raise KprofError(f"--config {path} must hold a JSON object of launch -> parameters")
+    return doc
+
+
+def per_method(doc: dict) -> bool:
+    """Whether a config document is keyed by method (``{method: {launch: {...}}}``), not by launch."""
+    return any(isinstance(v, dict) and all(isinstance(x, dict) for x in v.values()) for v in doc.values())
+
+
+def file_overrides(path: str, method_spec: str, launches: Iterable[str] | None = None) -> dict:
+    """Launch overrides from a ``--config`` file for one method. A file keyed by launch applies to
+    each method only the ``launches`` it has (all, if None), so one file tunes the candidate
+    without being refused by a baseline that has no such launch."""
+    doc = read_config_file(path)
     if method_spec in doc:
         return doc[method_spec]
-    if any(isinstance(v, dict) and all(isinstance(x, dict) for x in v.values()) for v in doc.values()):
+    if per_method(doc):
         return {}  # per-method file without an entry for this method
     return doc if launches is None else {k: v for k, v in doc.items() if k in set(launches)}
