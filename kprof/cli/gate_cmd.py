@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import sys
 from pathlib import Path
 
@@ -18,15 +17,13 @@ EXIT_ERROR = 5  # kprof.results.gate.EXIT_ERROR, kept here so that --help import
 
 
 def _threshold(ctx, param, text: str) -> float:
-    t = text.strip()
+    from kprof.commands.errors import UsageError
+    from kprof.commands.percent import parse_percent
+
     try:
-        value = float(t[:-1]) / 100 if t.endswith("%") else float(t)
-    except ValueError:
-        raise click.BadParameter(f"{text!r} is not a number: write e.g. 3% or 0.03") from None
-    if not 0 < value < 0.5 or math.isnan(value):
-        raise click.BadParameter(f"{text!r} is {100 * value:g}%; it must be above 0 and below 50%: write e.g. 3% "
-                                 "or 0.03")
-    return value
+        return parse_percent(text, "3% or 0.03")
+    except UsageError as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
 def _print(report, as_json: bool) -> None:

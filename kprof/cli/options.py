@@ -9,16 +9,13 @@ from kprof.commands.protocols import CPU_EMBEDDED, EVICTION_MODES, GPU_DEFAULT
 
 def _percent(ctx, param, text: str | None) -> float | None:
     """``0.5%`` or ``0.005`` as a fraction; a one-line usage error otherwise."""
-    if text is None:
-        return None
-    t = text.strip()
+    from kprof.commands.errors import UsageError
+    from kprof.commands.percent import parse_percent
+
     try:
-        value = float(t[:-1]) / 100 if t.endswith("%") else float(t)
-    except ValueError:
-        raise click.BadParameter(f"{text!r} is not a number: write e.g. 0.5%") from None
-    if not 0 < value < 0.5:
-        raise click.BadParameter(f"{text!r} is {100 * value:g}%; it must be above 0 and below 50%: write e.g. 0.5%")
-    return value
+        return None if text is None else parse_percent(text, "0.5%")
+    except UsageError as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
 _RESULT_JSON = "Print the Result document as JSON on stdout (progress stays on stderr)."

@@ -20,7 +20,6 @@ which ``kprof gate --baseline HISTORY --candidate DIR/<test>.json`` judges acros
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,18 +34,14 @@ def pytest_addoption(parser) -> None:
 
 
 def _threshold(text) -> float:
+    from kprof.commands.percent import parse_percent
+    from kprof.core.errors import KprofError
+
     try:
-        value = math.nan if isinstance(text, bool) else float(str(text).rstrip("%")) / (
-            100 if str(text).endswith("%") else 1)
-    except ValueError:
-        value = math.nan
-    if math.isnan(value):
-        pytest.fail(f"kprof_compare: max_regression={text!r} is not a percentage: write e.g. '3%' or 0.03",
-                    pytrace=False)
-    if not 0 < value < 0.5:
-        pytest.fail(f"kprof_compare: max_regression={text!r} is {100 * value:g}%; it must be above 0 and below 50%: "
-                    "write e.g. '3%'", pytrace=False)
-    return value
+        return parse_percent(text, "'3%' or 0.03")
+    except KprofError as exc:
+        problem = str(exc)  # failed outside the handler: pytest would print the chain
+    pytest.fail(f"kprof_compare: max_regression={text!r}: {problem}", pytrace=False)
 
 
 _SAVED = pytest.StashKey[dict]()  # this session's --kprof-results file names, and the test that wrote each
@@ -141,8 +136,8 @@ class KprofCompare:
                  **options):
         """Time ``candidate`` against ``baseline`` with :func:`kprof.compare` (same options: ``inputs``,
         ``reference``, protocol); returns the Result, or None under --benchmark-disable, where each
-        callable runs once. pytest-benchmark's own columns time the candidate. With
-        ``max_regression`` ("3%") the test fails when the candidate is SLOWER by more than that."""
+        callable runs once. pytest-benchmark's own columns time the candidate. ``max_regression``
+        ("3%"): see the module's docstring."""
         if self.used:  # pytest-benchmark's fixture times once per test
             pytest.fail("kprof_compare: one comparison per test: parametrize the test for more", pytrace=False)
         self.used = True

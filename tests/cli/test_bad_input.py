@@ -122,7 +122,7 @@ CASES = {
     "gate --max-regression -5%": Case(["gate", "--against", "HEAD", "--max-regression", "-5%"], 2,
                                       r"above 0 and below 50%"),
     "gate --max-regression nan": Case(["gate", "--against", "HEAD", "--max-regression", "nan"], 2,
-                                      r"above 0 and below 50%"),
+                                      r"'nan' is not a percentage"),
     "gate without a candidate": Case(["gate", "--baseline", "h"], 2, r"--candidate"),
     "Result that is []": Case(["report", "r.json"], 1, r"not a kprof result \(a JSON list",
                               setup=lambda d: _result(d, lambda doc: [])),

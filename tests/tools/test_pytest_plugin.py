@@ -289,8 +289,8 @@ def test_the_fixture_never_passes_what_it_cannot_judge_and_never_overwrites_anot
     assert failures["test_no_interval"].strip().startswith("kprof_compare: max_regression cannot be judged"), out
     assert "kprof_compare: wrong failed validation against the reference" in failures["test_wrong_kept"], out
     assert "kprof_compare: one comparison per test" in failures["test_twice"], out
-    assert failures["test_bad_threshold"].strip() == ("kprof_compare: max_regression='abc' is not a percentage: "
-                                                      "write e.g. '3%' or 0.03"), out
+    assert failures["test_bad_threshold"].strip() == ("kprof_compare: max_regression='abc': 'abc' is not a "
+                                                      "percentage: write e.g. '3%' or 0.03"), out
     assert "4 failed, 2 passed" in out and "Traceback" not in r.stdout
     saved = sorted(p.name for p in (tmp_path / "res").glob("test_collide*.json"))
     assert len(saved) == 2 and "test_collide_a_b_.json" in saved, saved
