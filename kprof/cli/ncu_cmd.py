@@ -8,6 +8,7 @@ import click
 from rich.table import Table
 
 from kprof.cli.console import console, err_console
+from kprof.cli.options import one_format
 from kprof.commands.ncu import METRIC_SETS, TABLE14
 
 _HEADERS = {"kernel": "kernel", "ctas": "CTAs", "duration_us": "NCU time\n(us)", "occupancy_pct": "occ.\n(%)",
@@ -72,13 +73,6 @@ def _format_options(fn):
     return fn
 
 
-def _format(as_markdown: bool, as_csv: bool, as_json: bool) -> str | None:
-    chosen = [name for name, on in (("--markdown", as_markdown), ("--csv", as_csv), ("--json", as_json)) if on]
-    if len(chosen) > 1:
-        raise click.UsageError(f"{' and '.join(chosen)} each choose the output format: pass one")
-    return chosen[0].removeprefix("--") if chosen else None
-
-
 @click.group(invoke_without_command=True)
 @click.option("--method", default=None, help="Method to profile (its own launches only).")
 @click.option("--workload", default="qwen2.5-7b-l14-32k", show_default=True, help="Spec name or workload file.")
@@ -103,7 +97,7 @@ def ncu(ctx, method, workload, captures, metric_sets, config_mode, out_dir, late
     """
     if ctx.invoked_subcommand is not None:
         return
-    fmt = _format(as_markdown, as_csv, as_json)
+    fmt = one_format(markdown=as_markdown, csv=as_csv, json=as_json)
     if method is None:
         click.echo(ctx.get_help())
         return
@@ -129,6 +123,6 @@ def import_(files, extra, as_markdown, as_csv, as_json) -> None:
     """Read ncu output made elsewhere: CSV (--page raw or details) or .ncu-rep (needs ncu here)."""
     from kprof.commands.ncu import import_file
 
-    fmt = _format(as_markdown, as_csv, as_json)
+    fmt = one_format(markdown=as_markdown, csv=as_csv, json=as_json)
     for f in files:
         _emit(import_file(f), fmt, f, list(extra))

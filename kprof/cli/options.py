@@ -18,6 +18,15 @@ def _percent(ctx, param, text: str | None) -> float | None:
         raise click.BadParameter(str(exc)) from None
 
 
+def one_format(**flags: bool) -> str | None:
+    """The output format the flags choose (``markdown=True`` -> "markdown"), None for a table;
+    two at once is a usage error."""
+    chosen = [f"--{name}" for name, on in flags.items() if on]
+    if len(chosen) > 1:
+        raise click.UsageError(f"{' and '.join(chosen)} each choose the output format: pass one")
+    return chosen[0].removeprefix("--") if chosen else None
+
+
 _RESULT_JSON = "Print the Result document as JSON on stdout (progress stays on stderr)."
 
 

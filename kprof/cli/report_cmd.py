@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from kprof.cli.console import console
+from kprof.cli.options import one_format
 
 
 @click.command()
@@ -24,13 +25,9 @@ from kprof.cli.console import console
 def report(results, markdown, as_csv, as_json, plot, html) -> None:
     """Render stored Results (runs/*.json): terminal tables by default, as wide as the terminal
     allows (columns that do not fit are named under the table)."""
-    chosen = [name for name, on in (("--markdown", markdown), ("--csv", as_csv), ("--json", as_json)) if on]
     from kprof.commands import report as use
-    from kprof.commands.errors import UsageError
 
-    if len(chosen) > 1:
-        raise UsageError(f"{' and '.join(chosen)} each choose the output format: pass one")
-    fmt = chosen[0].removeprefix("--") if chosen else None
+    fmt = one_format(markdown=markdown, csv=as_csv, json=as_json)
 
     if plot:  # a place that cannot take the picture is refused before anything is read or drawn
         use.check_plot(plot)

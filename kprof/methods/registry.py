@@ -20,7 +20,7 @@ from kprof.methods.base import Method
 from kprof.methods.catalogue import ENTRY_POINT_GROUP
 from kprof.methods.function import FunctionMethod
 from kprof.methods.revision import load_method_class, load_user_object, resolve
-from kprof.methods.user_code import UserImportError, running_users_code
+from kprof.methods.user_code import importing_users_module
 
 METHODS: dict[str, type[Method]] = {}
 ORIGINS: dict[str, str] = {}  # method name -> where it came from (built-in, an entry point, KPROF_PLUGINS)
@@ -97,8 +97,7 @@ def load_plugins() -> None:
             ORIGINS[cls.name] = origin
     for module in filter(None, (m.strip() for m in os.environ.get("KPROF_PLUGINS", "").split(","))):
         try:
-            with running_users_code(f"KPROF_PLUGINS {module}: importing it", "fix the module",
-                                    UserImportError, keep=(ImportError,)):
+            with importing_users_module(f"KPROF_PLUGINS {module}"):
                 _importing(module, f"KPROF_PLUGINS {module}")
         except ImportError as exc:
             raise KprofError(f"KPROF_PLUGINS names {module!r}, which cannot be imported ({exc}): fix the name or "
@@ -157,8 +156,7 @@ def load_object(spec: str) -> Method:
         obj, sha = load_user_object(module_name, attr, rev)
     else:
         try:
-            with running_users_code(f"--method {spec}: importing {module_name!r}", "fix the module", UserImportError,
-                                    keep=(ImportError,)):
+            with importing_users_module(f"--method {spec}: module {module_name!r}"):
                 module = importlib.import_module(module_name)
         except ImportError as exc:
             raise UsageError(f"--method {spec}: module {module_name!r} cannot be imported ({exc}): install it or add "

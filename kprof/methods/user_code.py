@@ -64,3 +64,9 @@ def running_users_code(what: str, fix: str = "fix it, or call it alone to see th
         raise
     except (Exception, SystemExit) as exc:
         raise error(f"{what} {describe(exc)} ({where(exc)}): {fix}") from exc
+
+
+def importing_users_module(what: str):
+    """Importing a user's module: a SyntaxError or any exception at import is one usage line; an
+    ImportError passes through, for the caller to say where the module should be."""
+    return running_users_code(f"{what}: importing it", "fix the module", UserImportError, keep=(ImportError,))

@@ -12,7 +12,7 @@ def test_a_syntax_error_in_the_users_module_is_one_usage_line(tmp_path, monkeypa
 
     (tmp_path / "typo_mod.py").write_text("def f(q, k, v):\n    return q +\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    with pytest.raises(UsageError, match=r"importing .typo_mod. raised SyntaxError: .* \(.*typo_mod.py:2\)"):
+    with pytest.raises(UsageError, match=r"module .typo_mod.: importing it raised SyntaxError: .* \(.*typo_mod.py:2\)"):
         load_object("typo_mod:f")
     monkeypatch.setenv("KPROF_PLUGINS", "typo_mod")
     with pytest.raises(UsageError, match=r"KPROF_PLUGINS typo_mod: importing it raised SyntaxError"):
